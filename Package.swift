@@ -1,0 +1,43 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "MediaPipeline",
+    products: [
+        .library(name: "MediaPipeline", targets: ["MediaPipeline"]),
+        .executable(name: "pipebench", targets: ["pipebench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+    ],
+    targets: [
+        // System libraries: module map + one shim header each (Debian's -dev packages).
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .target(
+            name: "MediaPipeline",
+            dependencies: ["COpus", "CVpx", "CSoxr"]
+        ),
+        // The same codec work written directly in C, so `pipebench bench` can report the
+        // wrappers' cost as a ratio measured in one run.
+        .target(
+            name: "CCodecBaseline",
+            dependencies: ["COpus", "CVpx"],
+            cSettings: [.unsafeFlags(["-O3"])]
+        ),
+        .executableTarget(
+            name: "pipebench",
+            dependencies: [
+                "MediaPipeline",
+                "CCodecBaseline",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "MediaPipelineTests",
+            dependencies: ["MediaPipeline"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,48 @@
+/// The codecs MediaPipeline encodes and decodes.
+public enum MediaCodec: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Opus audio (RFC 6716).
+    case opus
+    /// VP8 video (RFC 6386).
+    case vp8
+    /// VP9 video.
+    case vp9
+
+    public var description: String { rawValue.uppercased() == "OPUS" ? "Opus" : rawValue.uppercased() }
+}
+
+/// One compressed frame: immutable bytes shared by reference, with what a receiver needs to
+/// decode and schedule it.
+///
+/// Copying an `EncodedFrame` never copies its bytes: fan-out to many receivers passes the same
+/// storage to each.
+public struct EncodedFrame: Sendable {
+    /// The compressed bytes (one Opus packet, or one VP8/VP9 frame).
+    public let bytes: [UInt8]
+    /// The codec that produced the bytes.
+    public let codec: MediaCodec
+    /// True for a video frame that decodes without earlier frames. Always true for Opus.
+    public let isKeyframe: Bool
+    /// Presentation time of the frame's first sample, in microseconds.
+    public let timestampMicroseconds: Int64
+    /// The frame's duration in microseconds.
+    public let durationMicroseconds: Int64
+    /// Picture width and height for video (0 for audio).
+    public let width: Int, height: Int
+
+    /// Creates a frame around `bytes`.
+    public init(
+        bytes: [UInt8], codec: MediaCodec, isKeyframe: Bool, timestampMicroseconds: Int64,
+        durationMicroseconds: Int64, width: Int = 0, height: Int = 0
+    ) {
+        self.bytes = bytes
+        self.codec = codec
+        self.isKeyframe = isKeyframe
+        self.timestampMicroseconds = timestampMicroseconds
+        self.durationMicroseconds = durationMicroseconds
+        self.width = width
+        self.height = height
+    }
+
+    /// Size of the compressed bytes.
+    public var byteCount: Int { bytes.count }
+}

@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// MD5 (RFC 1321), used for the per-frame checksums that `vpxdec --md5` prints, so decoded
+/// frames can be compared with the reference decoder bit for bit. Not for security.
+public struct MD5: Sendable {
+    private var state: (UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476)
+    private var block = [UInt8](repeating: 0, count: 64)
+    private var blockFill = 0
+    private var lengthBytes: UInt64 = 0
+
+    private static let shifts: [UInt32] = [
+        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+        5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
+        4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+        6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
+    ]
+    private static let constants: [UInt32] = (0..<64).map { i in
+        UInt32(truncatingIfNeeded: Int64((abs(sin(Double(i + 1))) * 4_294_967_296.0).rounded(.down)))
+    }
+
+    /// A fresh digest.
+    public init() {}
+
+    /// Adds bytes to the digest.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        lengthBytes &+= UInt64(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let take = min(64 - blockFill, bytes.count - index)
+            for k in 0..<take { block[blockFill + k] = bytes[index + k] }
+            blockFill += take
+            index += take
+            if blockFill == 64 {
+                processBlock()
+                blockFill = 0
+            }
+        }
+    }
+
+    /// Adds bytes to the digest.
+    public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+    /// The digest as 32 lowercase hex digits. The value is consumed.
+    public consuming func finalize() -> String {
+        let bitLength = lengthBytes &* 8
+        var padding: [UInt8] = [0x80]
+        let fill = (blockFill + 1) % 64
+        padding += [UInt8](repeating: 0, count: fill <= 56 ? 56 - fill : 120 - fill)
+        for i in 0..<8 { padding.append(UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i)))) }
+        let savedLength = lengthBytes
+        update(padding)
+        lengthBytes = savedLength
+        var hex = ""
+        for word in [state.0, state.1, state.2, state.3] {
+            for i in 0..<4 {
+                hex += String(UInt8(truncatingIfNeeded: word >> (8 * UInt32(i))), radix: 16).leftPadded(to: 2)
+            }
+        }
+        return hex
+    }
+
+    private mutating func processBlock() {
+        var m = [UInt32](repeating: 0, count: 16)
+        for i in 0..<16 { m[i] = block.le32(i * 4) }
+        var (a, b, c, d) = state
+        for i in 0..<64 {
+            var f: UInt32
+            var g: Int
+            switch i {
+            case 0..<16: f = (b & c) | (~b & d); g = i
+            case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16
+            case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16
+            default: f = c ^ (b | ~d); g = (7 * i) % 16
+            }
+            f = f &+ a &+ MD5.constants[i] &+ m[g]
+            a = d
+            d = c
+            c = b
+            b = b &+ ((f << MD5.shifts[i]) | (f >> (32 - MD5.shifts[i])))
+        }
+        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
+    }
+}
