@@ -1,0 +1,113 @@
+/// What a media file holds, read by ``MediaFileInfo/probe(path:)``, which reads the whole file
+/// (so a truncated or corrupt file is reported, not described).
+public struct MediaFileInfo: Sendable, Equatable {
+    /// The file.
+    public var path: String
+    /// Its format.
+    public var kind: MediaFileKind
+    /// Codec of compressed files (nil for WAV and Y4M).
+    public var codec: MediaCodec?
+    /// Duration in seconds.
+    public var durationSeconds: Double
+    /// Audio: sample rate in Hz (Ogg Opus: the original input rate), channels, samples per channel.
+    public var sampleRate: Int = 0, channelCount: Int = 0, sampleFrames: Int64 = 0
+    /// Sample encoding of a WAV file.
+    public var sampleEncoding: String?
+    /// Ogg Opus: pre-skip in 48 kHz samples, output gain in 1/256 dB, vendor, comments, packets.
+    public var preSkip: Int = 0, outputGainQ8dB: Int = 0
+    /// See ``preSkip``.
+    public var vendor: String?
+    /// See ``preSkip``.
+    public var comments: [String] = []
+    /// Video: picture size and frame rate (Y4M) or time base (IVF).
+    public var width: Int = 0, height: Int = 0
+    /// Frames per second (video).
+    public var framesPerSecond: Double = 0
+    /// Video frames, or Opus packets.
+    public var frames: Int = 0
+    /// Video keyframes (VP8 only; nil when not known).
+    public var keyframes: Int?
+    /// Bytes of compressed payload.
+    public var compressedBytes: Int64 = 0
+    /// Average compressed bitrate in bits per second (0 for raw formats).
+    public var bitrateBitsPerSecond: Double { durationSeconds > 0 ? Double(compressedBytes) * 8 / durationSeconds : 0 }
+
+    /// Reads `path` through and describes it.
+    public static func probe(path: String) throws -> MediaFileInfo {
+        let kind = try MediaFileKind.detect(path: path)
+        var info = MediaFileInfo(path: path, kind: kind, durationSeconds: 0)
+        switch kind {
+        case .wav:
+            let reader = try WAVReader(path: path)
+            var block: [Float] = []
+            var frames: Int64 = 0
+            while case let n = try reader.read(into: &block, maxFrames: 65536), n > 0 { frames += Int64(n) }
+            info.sampleRate = reader.format.sampleRate
+            info.channelCount = reader.format.channelCount
+            info.sampleFrames = frames
+            info.sampleEncoding = reader.format.encoding.rawValue
+            info.durationSeconds = Double(frames) / Double(info.sampleRate)
+        case .oggOpus:
+            let reader = try OggOpusReader(path: path)
+            info.codec = .opus
+            info.sampleRate = reader.head.inputSampleRate
+            info.channelCount = reader.head.channelCount
+            info.preSkip = reader.head.preSkip
+            info.outputGainQ8dB = reader.head.outputGainQ8dB
+            info.vendor = reader.tags.vendor
+            info.comments = reader.tags.comments
+            var finalGranule: Int64 = 0
+            while let packet = try reader.nextPacket() {
+                _ = try OpusDecoder.samplesPerChannel(inPacket: packet.bytes, sampleRate: 48000)
+                info.frames += 1
+                info.compressedBytes += Int64(packet.bytes.count)
+                if packet.granulePosition >= 0 { finalGranule = packet.granulePosition }
+            }
+            info.sampleFrames = max(0, finalGranule - Int64(reader.head.preSkip))
+            info.durationSeconds = Double(info.sampleFrames) / 48000
+        case .y4m:
+            let reader = try Y4MReader(path: path, bufferCount: 1)
+            while try reader.readFrame() != nil {}
+            info.width = reader.header.width
+            info.height = reader.header.height
+            info.framesPerSecond = reader.header.framesPerSecond
+            info.frames = reader.framesRead
+            info.durationSeconds = Double(info.frames) / info.framesPerSecond
+        case .ivf:
+            let reader = try IVFReader(path: path)
+            info.codec = reader.header.codec.mediaCodec
+            info.width = reader.header.width
+            info.height = reader.header.height
+            info.framesPerSecond = Double(reader.header.timebaseDenominator) / Double(reader.header.timebaseNumerator)
+            var keyframes = 0
+            var first: Int64?
+            var last: Int64 = 0
+            while let frame = try reader.readFrame() {
+                info.frames += 1
+                info.compressedBytes += Int64(frame.bytes.count)
+                if first == nil { first = frame.timestamp }
+                last = frame.timestamp
+                if (frame.bytes[0] & 0x01) == 0 { keyframes += 1 }  // VP8 frame tag: bit 0 clear on keyframes
+            }
+            if reader.header.codec == .vp8 { info.keyframes = keyframes }
+            let units = IVFTiming.durationUnits(first: first ?? 0, last: last, frames: info.frames)
+            info.durationSeconds = Double(units) / info.framesPerSecond
+            if units != Int64(info.frames), info.durationSeconds > 0 {
+                info.framesPerSecond = Double(info.frames) / info.durationSeconds
+            }
+        case .rawI420:
+            break
+        }
+        return info
+    }
+}
+
+/// IVF timestamps count time-base units; most files step one unit per frame, but some writers
+/// use a millisecond time base. The duration adds one average frame step to the span.
+enum IVFTiming {
+    static func durationUnits(first: Int64, last: Int64, frames: Int) -> Int64 {
+        guard frames > 1, last > first else { return Int64(max(frames, 1)) }
+        let span = last - first
+        return span + span / Int64(frames - 1)
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+import MediaPipeline
+
+/// A bitrate in bits per second, written as `64000`, `64k`, `1.5M`.
+struct Bitrate: ExpressibleByArgument, Sendable {
+    let bitsPerSecond: Int
+
+    init?(argument: String) {
+        var text = argument.lowercased()
+        if text.hasSuffix("bps") { text.removeLast(3) }
+        var multiplier = 1.0
+        if text.hasSuffix("k") { multiplier = 1000; text.removeLast() } else if text.hasSuffix("m") {
+            multiplier = 1_000_000
+            text.removeLast()
+        }
+        guard let value = Double(text), value.isFinite, value > 0, value * multiplier < Double(Int32.max) else { return nil }
+        bitsPerSecond = Int((value * multiplier).rounded())
+    }
+
+    static var defaultCompletionKind: CompletionKind { .default }
+}
+
+extension VideoCodec: ExpressibleByArgument {}
+extension OpusApplication: ExpressibleByArgument {}

@@ -1,0 +1,107 @@
+import ArgumentParser
+import MediaPipeline
+
+/// `pipebench encode IN OUT`: WAV → Ogg Opus, Y4M → IVF.
+struct EncodeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encode",
+        abstract: "Encode WAV to Ogg Opus, or Y4M to IVF (VP8/VP9).")
+
+    @Argument(help: "Input file: WAV (PCM 16/24/32-bit or float, mono/stereo, any rate) or Y4M (4:2:0).")
+    var input: String
+    @Argument(help: "Output file: .opus for audio, .ivf for video.")
+    var output: String
+
+    @Option(help: "Video codec: vp8 or vp9.") var codec: VideoCodec?
+    @Option(help: "Target bitrate in bits per second; k and M suffixes accepted (64k, 1.5M). Default: 64k audio, 500k video.")
+    var bitrate: Bitrate?
+    @Option(help: "Opus complexity 0...10 (default 10).") var complexity: Int?
+    @Option(name: .customLong("frame-size"), help: "Opus frame duration in ms: 2.5, 5, 10, 20, 40, 60 (default 20).")
+    var frameSizeMs: Double?
+    @Option(help: "Opus application: voip, audio, lowdelay (default audio).") var application: OpusApplication?
+    @Flag(help: "Opus constant bitrate instead of VBR.") var cbr = false
+    @Flag(help: "Opus in-band forward error correction.") var fec = false
+    @Option(name: .customLong("expected-loss"), help: "Opus expected packet loss in percent, 0...100.") var expectedLoss: Int?
+    @Flag(help: "Opus discontinuous transmission.") var dtx = false
+    @Option(help: "VPX speed (cpu-used), -16...16; negative values are fixed speeds (default -6).") var speed: Int?
+    @Option(name: .customLong("keyframe-interval"), help: "Longest distance between VPX keyframes, in frames (default 3000).")
+    var keyframeInterval: Int?
+    @Option(help: "VPX encoder threads (default 1).") var threads: Int?
+    @Flag(name: .customLong("error-resilient"), help: "VPX error-resilient mode.") var errorResilient = false
+    @Flag(help: "Print the summary as JSON.") var json = false
+    @Flag(help: "Print no progress bar.") var quiet = false
+
+    func run() throws {
+        let kind = try MediaFileKind.detect(path: input)
+        let target = MediaFileKind.forOutput(path: output)
+        let progress: ProgressHandler? = quiet || json ? nil : { Terminal.progress("encoding", $0) }
+        let (summary, elapsed): (TranscodeSummary, Double)
+        switch kind {
+        case .wav:
+            guard target == .oggOpus else {
+                throw ValidationError("audio encodes to Ogg Opus: name the output .opus, not '\(output)'")
+            }
+            try rejectVideoOptions()
+            (summary, elapsed) = try measure {
+                try AudioFileEncoder.encode(input: input, output: output, settings: try opusSettings(), progress: progress)
+            }
+        case .y4m:
+            guard target == .ivf else { throw ValidationError("video encodes to IVF: name the output .ivf, not '\(output)'") }
+            try rejectAudioOptions()
+            var settings = VPXEncoderConfiguration(codec: codec ?? .vp8, width: 1, height: 1)
+            if let bitrate { settings.bitrateBitsPerSecond = bitrate.bitsPerSecond }
+            if let speed { settings.speed = speed }
+            if let keyframeInterval { settings.keyframeIntervalFrames = keyframeInterval }
+            if let threads { settings.threads = threads }
+            settings.errorResilient = errorResilient
+            (summary, elapsed) = try measure {
+                try VideoFileEncoder.encode(input: input, output: output, settings: settings, progress: progress)
+            }
+        default:
+            throw MediaError.unsupportedInput(input, kind, "encode takes WAV or Y4M")
+        }
+        Terminal.clearProgress()
+        print(
+            json
+                ? Report.json(Report.summaryObject("encode", summary, elapsedSeconds: elapsed))
+                : Report.summaryLine("encoded", summary, elapsedSeconds: elapsed))
+    }
+
+    private func opusSettings() throws -> OpusEncoderConfiguration {
+        var settings = OpusEncoderConfiguration()
+        if let bitrate { settings.bitrateBitsPerSecond = bitrate.bitsPerSecond }
+        if let complexity { settings.complexity = complexity }
+        if let frameSizeMs {
+            guard frameSizeMs.isFinite, frameSizeMs > 0, frameSizeMs < 1000 else {
+                throw ValidationError("--frame-size \(frameSizeMs) is not one of 2.5, 5, 10, 20, 40, 60")
+            }
+            settings.frameDurationMicroseconds = Int((frameSizeMs * 1000).rounded())
+        }
+        if let application { settings.application = application }
+        settings.variableBitrate = !cbr
+        settings.inbandForwardErrorCorrection = fec
+        if let expectedLoss { settings.expectedPacketLossPercent = expectedLoss }
+        settings.discontinuousTransmission = dtx
+        try settings.validate()
+        return settings
+    }
+
+    private func rejectVideoOptions() throws {
+        let given = [("--codec", codec != nil), ("--speed", speed != nil), ("--keyframe-interval", keyframeInterval != nil),
+                     ("--threads", threads != nil), ("--error-resilient", errorResilient)].filter(\.1).map(\.0)
+        if let first = given.first { throw ValidationError("\(first) applies to video; '\(input)' is WAV audio") }
+    }
+
+    private func rejectAudioOptions() throws {
+        let given = [("--complexity", complexity != nil), ("--frame-size", frameSizeMs != nil),
+                     ("--application", application != nil), ("--cbr", cbr), ("--fec", fec),
+                     ("--expected-loss", expectedLoss != nil), ("--dtx", dtx)].filter(\.1).map(\.0)
+        if let first = given.first { throw ValidationError("\(first) applies to audio; '\(input)' is Y4M video") }
+    }
+}
+
+extension MediaError {
+    static func unsupportedInput(_ path: String, _ kind: MediaFileKind, _ rule: String) -> MediaError {
+        MediaError(.unsupported, "is \(kind.rawValue); \(rule)", file: path)
+    }
+}
