@@ -7,8 +7,3 @@ struct BenchCommand: ParsableCommand {
     func run() throws { throw ValidationError("bench is not built yet") }
 }
 
-/// `pipebench samples`: the main job until the engine exists.
-struct SamplesCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "samples", abstract: "Round-trip the bundled samples.")
-    func run() throws { throw ValidationError("samples is not built yet") }
-}

@@ -11,7 +11,7 @@ struct Pipebench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pipebench",
         abstract: "Encode, decode and inspect media files with MediaPipeline, and benchmark its codec paths.",
-        subcommands: [EncodeCommand.self, DecodeCommand.self, InfoCommand.self, BenchCommand.self, SamplesCommand.self])
+        subcommands: [EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self, BenchCommand.self])
 
     /// Runs the command; every failure is one line on standard error and a non-zero exit.
     static func main() {

@@ -9,7 +9,7 @@ public enum OpusApplication: String, Sendable, CaseIterable {
 }
 
 /// Settings for an ``OpusEncoder``. The defaults are a 48 kHz stereo, 20 ms, 64 kbit/s stream
-/// at complexity 10 with constrained VBR: libopus's own defaults except the bitrate.
+/// at complexity 10 with unconstrained VBR, as opusenc and ffmpeg default to.
 public struct OpusEncoderConfiguration: Sendable, Equatable {
     /// Input sample rate in Hz: 8000, 12000, 16000, 24000 or 48000.
     public var sampleRate: Int = 48000
@@ -23,8 +23,9 @@ public struct OpusEncoderConfiguration: Sendable, Equatable {
     public var complexity: Int = 10
     /// Variable bitrate (true) or constant bitrate (false).
     public var variableBitrate: Bool = true
-    /// With VBR, keep each packet near the target (libopus's default).
-    public var constrainedVariableBitrate: Bool = true
+    /// With VBR, keep each packet near the target. Off by default, as in opusenc and ffmpeg:
+    /// unconstrained VBR spends bits where the signal needs them.
+    public var constrainedVariableBitrate: Bool = false
     /// Embed a low-bitrate copy of each frame in the next one, so a lost packet can be rebuilt.
     public var inbandForwardErrorCorrection: Bool = false
     /// Expected packet loss in percent, 0...100: how much the encoder invests in FEC.

@@ -9,6 +9,7 @@ public final class OpusDecoder {
     /// Output channels, 1 or 2.
     public let channelCount: Int
     private let handle: OpaquePointer
+    private var handleTally: HandleTally?
 
     /// Samples per channel in the longest Opus packet (120 ms) at ``sampleRate``.
     public var maximumSamplesPerPacket: Int { sampleRate * 120 / 1000 }
@@ -29,12 +30,12 @@ public final class OpusDecoder {
         self.handle = handle
         self.sampleRate = sampleRate
         self.channelCount = channelCount
-        LiveCodecHandles.opened()
+        handleTally = LiveCodecHandles.opened()
     }
 
     deinit {
         opus_decoder_destroy(handle)
-        LiveCodecHandles.closed()
+        LiveCodecHandles.closed(handleTally)
     }
 
     /// Decodes one packet into `pcm`; returns the samples per channel written.

@@ -10,6 +10,7 @@ public final class OpusEncoder {
     /// Samples the encoder delays its output by, at the encoder's sample rate (libopus's lookahead).
     public let lookaheadSamples: Int
     private let handle: OpaquePointer
+    private var handleTally: HandleTally?
     /// Room for the largest packet libopus writes for one frame (RFC 6716: 1275 bytes per
     /// 20 ms, up to 3 frames in 60 ms), so no encode ever reallocates.
     private var packetScratch = [UInt8](repeating: 0, count: 4000)
@@ -32,7 +33,7 @@ public final class OpusEncoder {
             status == OPUS_OK
         else { throw OpusStatus.error(status, "opus_encoder_create") }
         self.handle = handle
-        LiveCodecHandles.opened()
+        handleTally = LiveCodecHandles.opened()
         do {
             try OpusStatus.check(copus_encoder_set_bitrate(handle, Int32(configuration.bitrateBitsPerSecond)), "set bitrate")
             try OpusStatus.check(copus_encoder_set_complexity(handle, Int32(configuration.complexity)), "set complexity")
@@ -49,14 +50,14 @@ public final class OpusEncoder {
             lookaheadSamples = Int(lookahead)
         } catch {
             opus_encoder_destroy(handle)
-            LiveCodecHandles.closed()
+            LiveCodecHandles.closed(handleTally)
             throw error
         }
     }
 
     deinit {
         opus_encoder_destroy(handle)
-        LiveCodecHandles.closed()
+        LiveCodecHandles.closed(handleTally)
     }
 
     /// Samples per channel that each ``encode(_:into:)`` call takes.

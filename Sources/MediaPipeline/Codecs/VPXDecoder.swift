@@ -8,6 +8,7 @@ public final class VPXDecoder {
     /// The codec this decoder reads.
     public let codec: VideoCodec
     private let context: UnsafeMutablePointer<vpx_codec_ctx_t>
+    private var handleTally: HandleTally?
     private var pool: I420BufferPool?
     private let poolCapacity: Int
     /// Frames decoded so far.
@@ -30,13 +31,13 @@ public final class VPXDecoder {
             context.deallocate()
             throw error
         }
-        LiveCodecHandles.opened()
+        handleTally = LiveCodecHandles.opened()
     }
 
     deinit {
         vpx_codec_destroy(context)
         context.deallocate()
-        LiveCodecHandles.closed()
+        LiveCodecHandles.closed(handleTally)
     }
 
     /// Decodes one compressed frame and calls `body` with each picture it yields (normally one;

@@ -7,6 +7,7 @@ public final class VPXEncoder {
     /// The settings the encoder was created with.
     public let configuration: VPXEncoderConfiguration
     private let context: UnsafeMutablePointer<vpx_codec_ctx_t>
+    private var handleTally: HandleTally?
     private var image = vpx_image_t()
     private var keyframePending = false
     private var nextPTS: Int64 = 0
@@ -52,7 +53,7 @@ public final class VPXEncoder {
             context.deallocate()
             throw error
         }
-        LiveCodecHandles.opened()
+        handleTally = LiveCodecHandles.opened()
         do {
             try VPXStatus.check(cvpx_set_cpuused(context, Int32(configuration.speed)), context, "set cpu-used")
             if configuration.codec == .vp8 {
@@ -65,7 +66,7 @@ public final class VPXEncoder {
         } catch {
             vpx_codec_destroy(context)
             context.deallocate()
-            LiveCodecHandles.closed()
+            LiveCodecHandles.closed(handleTally)
             throw error
         }
     }
@@ -73,7 +74,7 @@ public final class VPXEncoder {
     deinit {
         vpx_codec_destroy(context)
         context.deallocate()
-        LiveCodecHandles.closed()
+        LiveCodecHandles.closed(handleTally)
     }
 
     /// Makes the next encoded frame a keyframe (as when a receiver asks for one).

@@ -27,17 +27,27 @@ public struct MD5: Sendable {
 
     /// Adds bytes to the digest.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         lengthBytes &+= UInt64(bytes.count)
         var index = 0
-        while index < bytes.count {
-            let take = min(64 - blockFill, bytes.count - index)
-            for k in 0..<take { block[blockFill + k] = bytes[index + k] }
+        if blockFill > 0 {
+            let take = min(64 - blockFill, bytes.count)
+            block.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: blockFill).copyMemory(from: base, byteCount: take) }
             blockFill += take
-            index += take
+            index = take
             if blockFill == 64 {
-                processBlock()
+                block.withUnsafeBytes { processBlock($0.baseAddress!) }
                 blockFill = 0
             }
+        }
+        while bytes.count - index >= 64 {
+            processBlock(base + index)
+            index += 64
+        }
+        if index < bytes.count {
+            let take = bytes.count - index
+            block.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: base + index, byteCount: take) }
+            blockFill = take
         }
     }
 
@@ -63,24 +73,27 @@ public struct MD5: Sendable {
         return hex
     }
 
-    private mutating func processBlock() {
-        var m = [UInt32](repeating: 0, count: 16)
-        for i in 0..<16 { m[i] = block.le32(i * 4) }
+    private mutating func processBlock(_ words: UnsafeRawPointer) {
         var (a, b, c, d) = state
-        for i in 0..<64 {
-            var f: UInt32
-            var g: Int
-            switch i {
-            case 0..<16: f = (b & c) | (~b & d); g = i
-            case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16
-            case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16
-            default: f = c ^ (b | ~d); g = (7 * i) % 16
+        MD5.constants.withUnsafeBufferPointer { k in
+            MD5.shifts.withUnsafeBufferPointer { r in
+                for i in 0..<64 {
+                    var f: UInt32
+                    let g: Int
+                    switch i >> 4 {
+                    case 0: f = (b & c) | (~b & d); g = i
+                    case 1: f = (d & b) | (~d & c); g = (5 &* i &+ 1) & 15
+                    case 2: f = b ^ c ^ d; g = (3 &* i &+ 5) & 15
+                    default: f = c ^ (b | ~d); g = (7 &* i) & 15
+                    }
+                    let m = UInt32(littleEndian: words.loadUnaligned(fromByteOffset: g &* 4, as: UInt32.self))
+                    f = f &+ a &+ k[i] &+ m
+                    a = d
+                    d = c
+                    c = b
+                    b = b &+ ((f << r[i]) | (f >> (32 &- r[i])))
+                }
             }
-            f = f &+ a &+ MD5.constants[i] &+ m[g]
-            a = d
-            d = c
-            c = b
-            b = b &+ ((f << MD5.shifts[i]) | (f >> (32 - MD5.shifts[i])))
         }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
     }

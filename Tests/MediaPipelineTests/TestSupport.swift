@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// Paths, temporary folders and external tools for the tests.
+enum Fixtures {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let samples = packageRoot + "/samples"
+    static let speechWAV = samples + "/speech-48k-stereo.wav"
+    static let motionIVF = samples + "/motion-640x360.ivf"
+    static let oddY4M = samples + "/odd-161x91.y4m"
+
+    /// The pipebench binary built beside the test bundle.
+    static var pipebench: String {
+        let besideTests = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path + "/pipebench"
+        if FileManager.default.isExecutableFile(atPath: besideTests) { return besideTests }
+        return packageRoot + "/.build/debug/pipebench"
+    }
+}
+
+/// A temporary folder removed when the value is dropped.
+final class TemporaryFolder {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "mediapipeline-tests-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    func file(_ name: String) -> String { path + "/" + name }
+    /// Names of the files in the folder, hidden ones included.
+    var contents: [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
+}
+
+struct ToolResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs an external program to completion, its outputs captured through files (no pipe stalls).
+@discardableResult
+func runTool(_ executable: String, _ arguments: [String]) throws -> ToolResult {
+    let folder = TemporaryFolder()
+    let out = folder.file("stdout")
+    let err = folder.file("stderr")
+    FileManager.default.createFile(atPath: out, contents: nil)
+    FileManager.default.createFile(atPath: err, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/" + executable)
+    process.arguments = arguments
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    return ToolResult(
+        status: process.terminationStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+}
+
+/// Runs a reference tool and fails the test if it fails.
+@discardableResult
+func reference(_ executable: String, _ arguments: [String]) throws -> String {
+    let result = try runTool(executable, arguments)
+    #expect(result.status == 0, "\(executable) \(arguments.joined(separator: " ")) failed: \(result.stderr)")
+    return result.stdout
+}
+
+/// Runs pipebench.
+func pipebench(_ arguments: [String]) throws -> ToolResult { try runTool(Fixtures.pipebench, arguments) }
+
+/// Interleaved samples of a WAV file, read with our reader (its format checks are tested apart).
+func wavSamples(_ path: String) throws -> [Int16] { try SignalQuality.loadWAV(path).samples }
+
+/// Raw little-endian Int16 samples from a file that ffmpeg wrote with `-f s16le`.
+func rawInt16(_ path: String) throws -> [Int16] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return data.withUnsafeBytes { raw in (0..<data.count / 2).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) } }
+}
+
+/// The number of audio samples per channel ffmpeg decodes from a file, at 48 kHz.
+func ffmpegSampleCount(_ path: String, channels: Int) throws -> Int {
+    let folder = TemporaryFolder()
+    try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "s16le", "-ar", "48000", folder.file("out.raw")])
+    let size = (try FileManager.default.attributesOfItem(atPath: folder.file("out.raw"))[.size] as? Int) ?? -1
+    return size / (2 * channels)
+}
+
+/// Per-frame MD5s printed by `vpxdec --md5 --i420` for `ivf`.
+func vpxdecFrameMD5s(_ ivf: String) throws -> [String] {
+    let folder = TemporaryFolder()
+    let output = try reference("vpxdec", ["--md5", "--i420", "-o", folder.file("frame-%4.i420"), ivf])
+    return output.split(separator: "\n").map { String($0.prefix(32)) }
+}
+
+/// A deterministic stereo test signal: two tones with a slow amplitude envelope.
+func testTone(samplesPerChannel: Int, sampleRate: Int = 48000, channels: Int = 2, amplitude: Double = 12000) -> [Int16] {
+    var samples: [Int16] = []
+    samples.reserveCapacity(samplesPerChannel * channels)
+    for i in 0..<samplesPerChannel {
+        let t = Double(i) / Double(sampleRate)
+        let envelope = 0.6 + 0.4 * sin(2 * .pi * 3 * t)
+        for c in 0..<channels {
+            let f = c == 0 ? 440.0 : 660.0
+            samples.append(Int16(amplitude * envelope * sin(2 * .pi * f * t)))
+        }
+    }
+    return samples
+}
+
+/// A synthetic moving picture: gradients that shift with `frame`.
+func syntheticPicture(width: Int, height: Int, frame: Int) throws -> I420Buffer {
+    let buffer = try I420Buffer(width: width, height: height)
+    buffer.withMutableView { view in
+        for y in 0..<height {
+            for x in 0..<width { view.y[y * view.strideY + x] = UInt8(truncatingIfNeeded: x * 2 + y + frame * 3) }
+        }
+        for y in 0..<view.chromaHeight {
+            for x in 0..<view.chromaWidth {
+                view.u[y * view.strideU + x] = UInt8(truncatingIfNeeded: 128 + x - frame)
+                view.v[y * view.strideV + x] = UInt8(truncatingIfNeeded: 128 + y + frame)
+            }
+        }
+    }
+    return buffer
+}

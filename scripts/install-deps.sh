@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages MediaPipeline needs, only those missing.
+#   scripts/install-deps.sh          the codec libraries (to build and run)
+#   scripts/install-deps.sh --test   also the reference tools the tests compare against
+set -euo pipefail
+packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(ffmpeg opus-tools vpx-tools)
+fi
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ "$(id -u)" -ne 0 ]] && sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ! command -v swift >/dev/null 2>&1; then
+  if [[ -x /opt/swift/usr/bin/swift ]]; then
+    echo "swift is not on PATH: export PATH=/opt/swift/usr/bin:\$PATH" >&2
+  else
+    echo "no Swift toolchain found: Swift 6.1 or later is needed (swift.org)" >&2
+  fi
+  exit 1
+fi
