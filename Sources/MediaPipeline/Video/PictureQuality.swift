@@ -11,6 +11,13 @@ public enum PictureQuality {
     /// Infinity when the pictures are identical.
     /// - Precondition: both pictures have the same size.
     public static func psnr(reference: I420View, test: I420View) -> Double {
+        let mse = meanSquaredError(reference: reference, test: test)
+        return mse > 0 ? 10 * log10(255 * 255 / mse) : .infinity
+    }
+
+    /// Mean squared error per sample over all three planes.
+    /// - Precondition: both pictures have the same size.
+    public static func meanSquaredError(reference: I420View, test: I420View) -> Double {
         precondition(reference.width == test.width && reference.height == test.height, "PSNR needs pictures of one size")
         var squared: UInt64 = 0
         func plane(_ a: UnsafePointer<UInt8>, _ sa: Int, _ b: UnsafePointer<UInt8>, _ sb: Int, _ w: Int, _ h: Int) {
@@ -28,16 +35,14 @@ public enum PictureQuality {
         plane(reference.y, reference.strideY, test.y, test.strideY, reference.width, reference.height)
         plane(reference.u, reference.strideU, test.u, test.strideU, reference.chromaWidth, reference.chromaHeight)
         plane(reference.v, reference.strideV, test.v, test.strideV, reference.chromaWidth, reference.chromaHeight)
-        guard squared > 0 else { return .infinity }
         let samples = Double(reference.width * reference.height + 2 * reference.chromaWidth * reference.chromaHeight)
-        let mse = Double(squared) / samples
-        return 10 * log10(255 * 255 / mse)
+        return Double(squared) / samples
     }
 }
 
 extension PictureQuality {
-    /// The mean per-frame PSNR in dB between two Y4M files of the same size and frame count
-    /// (identical frames count as 100 dB, as ffmpeg caps them).
+    /// The PSNR in dB of the mean per-frame MSE between two Y4M files of the same size and frame
+    /// count: the "average" that ffmpeg's psnr filter reports.
     public static func averagePSNR(referenceY4M: String, testY4M: String) throws -> Double {
         let reference = try Y4MReader(path: referenceY4M, bufferCount: 2)
         let test = try Y4MReader(path: testY4M, bufferCount: 2)
@@ -57,9 +62,11 @@ extension PictureQuality {
                 }
                 break
             }
-            total += min(100, a.withView { ra in b.withView { psnr(reference: ra, test: $0) } })
+            total += a.withView { ra in b.withView { meanSquaredError(reference: ra, test: $0) } }
             frames += 1
         }
-        return frames > 0 ? total / Double(frames) : 0
+        guard frames > 0 else { return 0 }
+        let mse = total / Double(frames)
+        return mse > 0 ? 10 * log10(255 * 255 / mse) : .infinity
     }
 }
