@@ -97,7 +97,15 @@ public final class IVFReader {
     /// The next frame, or nil at the end of the file.
     public func readFrame() throws -> IVFFrame? {
         do {
-            guard !(try file.atEnd()) else { return nil }
+            guard !(try file.atEnd()) else {
+                // 0 and 0xFFFFFFFF mean "unknown" (writers that cannot seek back).
+                let declared = header.frameCount
+                if declared != 0, declared != 0xFFFF_FFFF, framesRead < declared {
+                    throw MediaError(
+                        .truncated, "file ends after \(framesRead) frames; the header declares \(declared) (truncated file)")
+                }
+                return nil
+            }
             let frameHeader = try file.readBytes(12, what: "frame \(framesRead) header")
             let size = Int(frameHeader.le32(0))
             guard size > 0 else { throw MediaError.invalidFormat("frame \(framesRead) has size 0") }
