@@ -23,7 +23,8 @@ struct EncodeCommand: ParsableCommand {
     @Flag(help: "Opus in-band forward error correction.") var fec = false
     @Option(name: .customLong("expected-loss"), help: "Opus expected packet loss in percent, 0...100.") var expectedLoss: Int?
     @Flag(help: "Opus discontinuous transmission.") var dtx = false
-    @Option(help: "VPX speed (cpu-used), -16...16; negative values are fixed speeds (default -6).") var speed: Int?
+    @Option(parsing: .unconditional, help: "VPX speed (cpu-used), -16...16; negative values are fixed speeds (default -6).")
+    var speed: Int?
     @Option(name: .customLong("keyframe-interval"), help: "Longest distance between VPX keyframes, in frames (default 3000).")
     var keyframeInterval: Int?
     @Option(help: "VPX encoder threads (default 1).") var threads: Int?

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("pipebench")
+struct CommandLineTests {
+    private func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test("decode --md5 prints vpxdec's per-frame lines")
+    func md5Lines() throws {
+        let result = try pipebench(["decode", Fixtures.motionIVF, "--md5"])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let folder = TemporaryFolder()
+        let expected = try reference("vpxdec", ["--md5", "--i420", "-o", folder.file("frame-%4.i420"), Fixtures.motionIVF])
+            .split(separator: "\n").map { $0.replacingOccurrences(of: folder.path + "/", with: "") }
+        #expect(Array(lines.dropLast()) == expected)
+        #expect(lines.last?.contains("90 frames 640x360") == true)
+    }
+
+    @Test("encode and decode with --json report what was done; 64k means 64000")
+    func audioJSON() throws {
+        let folder = TemporaryFolder()
+        let a = try pipebench(["encode", Fixtures.speechWAV, folder.file("a.opus"), "--bitrate", "48k", "--json"])
+        #expect(a.status == 0, "\(a.stderr)")
+        let b = try pipebench(["encode", Fixtures.speechWAV, folder.file("b.opus"), "--bitrate", "48000", "--json"])
+        #expect(b.status == 0)
+        #expect(FileManager.default.contentsEqual(atPath: folder.file("a.opus"), andPath: folder.file("b.opus")))
+        let c = try pipebench(["encode", Fixtures.speechWAV, folder.file("c.opus"), "--bitrate", "0.048M", "--quiet"])
+        #expect(c.status == 0)
+        #expect(FileManager.default.contentsEqual(atPath: folder.file("a.opus"), andPath: folder.file("c.opus")))
+        let encoded = try json(a.stdout)
+        #expect(encoded["frames"] as? Int == 192_000)
+        #expect(encoded["sampleRate"] as? Int == 48000)
+        #expect((encoded["speedRealtime"] as? Double ?? 0) > 1)
+
+        let d = try pipebench(["decode", folder.file("a.opus"), folder.file("a.wav"), "--json"])
+        #expect(d.status == 0, "\(d.stderr)")
+        #expect(try json(d.stdout)["frames"] as? Int == 192_000)
+        let info = try json(try pipebench(["info", folder.file("a.opus"), "--json"]).stdout)
+        #expect(info["format"] as? String == "ogg-opus")
+        #expect(info["sampleFrames48k"] as? Int == 192_000)
+        #expect(info["preSkip"] as? Int == 312)
+    }
+
+    @Test("encoder options reach the codec", arguments: ["--cbr", "--frame-size=60", "--application=voip", "--complexity=0"])
+    func audioOptions(option: String) throws {
+        let folder = TemporaryFolder()
+        #expect(try pipebench(["encode", Fixtures.speechWAV, folder.file("base.opus"), "--quiet"]).status == 0)
+        #expect(try pipebench(["encode", Fixtures.speechWAV, folder.file("opt.opus"), option, "--quiet"]).status == 0)
+        #expect(!FileManager.default.contentsEqual(atPath: folder.file("base.opus"), andPath: folder.file("opt.opus")))
+        #expect(try ffmpegSampleCount(folder.file("opt.opus"), channels: 2) == 192_000)
+        if option == "--frame-size=60" {
+            let reader = try OggOpusReader(path: folder.file("opt.opus"))
+            let packet = try #require(try reader.nextPacket())
+            #expect(try OpusDecoder.samplesPerChannel(inPacket: packet.bytes, sampleRate: 48000) == 2880)
+        }
+    }
+
+    @Test("video encode options: codec, bitrate, keyframe interval")
+    func videoOptions() throws {
+        let folder = TemporaryFolder()
+        let result = try pipebench(["encode", Fixtures.oddY4M, folder.file("o.ivf"), "--codec", "vp9", "--bitrate", "200k",
+                                    "--keyframe-interval", "10", "--speed", "-8", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try json(result.stdout)
+        #expect(summary["codec"] as? String == "vp9")
+        #expect(summary["frames"] as? Int == 30)
+        let info = try json(try pipebench(["info", folder.file("o.ivf"), "--json"]).stdout)
+        #expect(info["codec"] as? String == "vp9")
+        #expect(info["width"] as? Int == 161 && info["height"] as? Int == 91)
+        let vp8 = try pipebench(["encode", Fixtures.oddY4M, folder.file("k.ivf"), "--keyframe-interval", "10", "--quiet"])
+        #expect(vp8.status == 0)
+        let vp8Info = try json(try pipebench(["info", folder.file("k.ivf"), "--json"]).stdout)
+        #expect((vp8Info["keyframes"] as? Int ?? 0) >= 3)
+    }
+
+    @Test("roundtrip, the main job, reports quality for every step")
+    func roundTrip() throws {
+        let folder = TemporaryFolder()
+        let result = try pipebench(["roundtrip", "--samples", Fixtures.samples, "--output", folder.path, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let steps = try #require(try json(result.stdout)["steps"] as? [[String: Any]])
+        #expect(steps.count == 9)
+        let snr = steps.compactMap { $0["snrDecibels"] as? Double }
+        let psnr = steps.compactMap { $0["psnrDecibels"] as? Double }
+        #expect(snr.count == 1 && snr[0] > 18)
+        #expect(psnr.count == 3 && psnr.allSatisfy { $0 > 30 }, "\(psnr)")
+    }
+}
