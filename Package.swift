@@ -23,8 +23,7 @@ let package = Package(
         // wrappers' cost as a ratio measured in one run.
         .target(
             name: "CCodecBaseline",
-            dependencies: ["COpus", "CVpx"],
-            cSettings: [.unsafeFlags(["-O3"])]
+            dependencies: ["COpus", "CVpx"]
         ),
         .executableTarget(
             name: "pipebench",
