@@ -55,9 +55,12 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> ToolResult {
     process.standardInput = FileHandle.nullDevice
     try process.run()
     process.waitUntilExit()
-    return ToolResult(
-        status: process.terminationStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    func text(_ path: String) -> String {
+        let handle = FileHandle(forReadingAtPath: path)
+        defer { try? handle?.close() }
+        return String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
+    }
+    return ToolResult(status: process.terminationStatus, stdout: text(out), stderr: text(err))
 }
 
 /// Runs a reference tool and fails the test if it fails.
