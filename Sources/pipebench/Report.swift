@@ -15,7 +15,7 @@ enum Report {
             "command": verb, "kind": summary.kind.rawValue, "codec": summary.codec.rawValue, "input": summary.input,
             "output": summary.output, "durationSeconds": summary.durationSeconds, "frames": summary.frames,
             "compressedBytes": summary.compressedBytes, "bitrateBitsPerSecond": summary.bitrateBitsPerSecond.rounded(),
-            "elapsedSeconds": elapsedSeconds,
+            "elapsedSeconds": elapsedSeconds, "peakResidentKilobytes": peakResidentKilobytes(),
         ]
         if summary.kind == .audio {
             object["sampleRate"] = summary.sampleRate
@@ -44,6 +44,17 @@ enum Report {
             format: "%@ %@%@: %lld frames %dx%d, %@ %@, %.0f fps", verb, summary.input, target, summary.frames, summary.width,
             summary.height, summary.codec.description, kbps, fps)
     }
+}
+
+/// The most memory this process has held at once, in KiB: the kernel's high-water mark of
+/// this program's own address space (`VmHWM`). getrusage's ru_maxrss is not used: across
+/// exec it keeps the parent's peak, which would report the launcher's memory, not ours.
+func peakResidentKilobytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? 0
+    }
+    return 0
 }
 
 /// Seconds elapsed while running `body` (the CLI's wall clock; the library reads none).

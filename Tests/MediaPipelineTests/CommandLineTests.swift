@@ -91,3 +91,36 @@ struct CommandLineTests {
         #expect(psnr.count == 3 && psnr.allSatisfy { $0 > 30 }, "\(psnr)")
     }
 }
+
+@Suite("Streaming keeps memory bounded")
+struct StreamingMemoryTests {
+    private func peak(_ arguments: [String]) throws -> Int {
+        let result = try pipebench(arguments + ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return try #require(object?["peakResidentKilobytes"] as? Int)
+    }
+
+    @Test("a file 30 times longer does not need more memory")
+    func longFiles() throws {
+        let folder = TemporaryFolder()
+        for (name, seconds) in [("short", 4), ("long", 120)] {
+            try reference("ffmpeg", ["-nostdin", "-v", "error", "-stream_loop", "-1", "-i", Fixtures.speechWAV, "-t", String(seconds),
+                                     "-c:a", "pcm_s16le", folder.file("\(name).wav")])
+            try reference("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30",
+                                     "-frames:v", String(seconds * 5), "-pix_fmt", "yuv420p", folder.file("\(name).y4m")])
+        }
+        var peaks: [String: Int] = [:]
+        for name in ["short", "long"] {
+            peaks["wav-\(name)"] = try peak(["encode", folder.file("\(name).wav"), folder.file("\(name).opus")])
+            peaks["opus-\(name)"] = try peak(["decode", folder.file("\(name).opus"), folder.file("\(name)-out.wav")])
+            peaks["y4m-\(name)"] = try peak(["encode", folder.file("\(name).y4m"), folder.file("\(name).ivf")])
+            peaks["ivf-\(name)"] = try peak(["decode", folder.file("\(name).ivf"), folder.file("\(name)-out.y4m")])
+        }
+        // The long inputs are 23 MB of audio and 52 MB of video; holding them would show.
+        for kind in ["wav", "opus", "y4m", "ivf"] {
+            let growth = peaks["\(kind)-long"]! - peaks["\(kind)-short"]!
+            #expect(growth < 4096, "\(kind): peak grew by \(growth) KiB (\(peaks))")
+        }
+    }
+}

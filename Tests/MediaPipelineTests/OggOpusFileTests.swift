@@ -26,7 +26,8 @@ struct OggOpusFileTests {
         #expect(snr > 18, "SNR \(snr) dB")
         // opusdec decodes in float and dithers to 16 bits; ours rounds. They agree closely.
         let agreement = SignalQuality.snr(reference: opusdec, test: ours)
-        #expect(agreement > 40, "ours vs opusdec: \(agreement) dB")
+        // Measured: 59 dB, at most 17 LSB apart (opusdec's dither).
+        #expect(agreement > 50, "ours vs opusdec: \(agreement) dB")
     }
 
     @Test("files made by opusenc and ffmpeg decode to the exact sample count, matching opusdec")
@@ -46,7 +47,8 @@ struct OggOpusFileTests {
             #expect(decoded.count == expected.count)
             let agreement = SignalQuality.snr(reference: expected, test: decoded)
             let worst = zip(expected, decoded).map { abs(Int($0) - Int($1)) }.max() ?? 0
-            #expect(agreement > 40 && worst <= 64, "\(file): \(agreement) dB, worst sample difference \(worst)")
+            // Measured: 59 dB, at most 16 LSB apart (opusdec dithers its float output to 16 bits).
+            #expect(agreement > 50 && worst <= 32, "\(file): \(agreement) dB, worst sample difference \(worst)")
         }
     }
 

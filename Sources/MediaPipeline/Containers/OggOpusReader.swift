@@ -13,6 +13,8 @@ public final class OggOpusReader {
     private let packets: OggPacketReader
     /// Audio packets read so far.
     public private(set) var packetsRead = 0
+    /// Bytes of the audio packets read so far (without container overhead).
+    public private(set) var packetBytesRead: Int64 = 0
 
     /// Opens `path` and reads both headers.
     public init(path: String) throws {
@@ -42,6 +44,7 @@ public final class OggOpusReader {
         do {
             guard let packet = try packets.nextPacket() else { return nil }
             packetsRead += 1
+            packetBytesRead += Int64(packet.bytes.count)
             return (packet.bytes, packet.granulePosition, packet.isLast)
         } catch let error as MediaError {
             throw error.attributed(to: path)

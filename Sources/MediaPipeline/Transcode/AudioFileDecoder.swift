@@ -7,7 +7,6 @@ public enum AudioFileDecoder {
     ) throws -> TranscodeSummary {
         let reader = try OggOpusReader(path: input)
         let writer = try WAVWriter(path: output, sampleRate: sampleRate, channelCount: reader.head.channelCount)
-        var packetBytes: Int64 = 0
         var lastReport = 0
         let frames = try reader.decode(sampleRate: sampleRate) { block in
             try writer.write(block)
@@ -16,11 +15,10 @@ public enum AudioFileDecoder {
                 progress(Double(reader.bytesRead) / Double(reader.fileSize))
             }
         }
-        packetBytes = reader.bytesRead
         try writer.finish()
         progress?(1)
         return TranscodeSummary(
             kind: .audio, codec: .opus, input: input, output: output, durationSeconds: Double(frames) / Double(sampleRate),
-            frames: frames, sampleRate: sampleRate, channelCount: reader.head.channelCount, compressedBytes: packetBytes)
+            frames: frames, sampleRate: sampleRate, channelCount: reader.head.channelCount, compressedBytes: reader.packetBytesRead)
     }
 }
