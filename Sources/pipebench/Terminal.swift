@@ -6,6 +6,7 @@ import Glibc
 enum Terminal {
     // The command line runs on one thread; nothing else touches this flag.
     nonisolated(unsafe) private static var drawn = false
+    nonisolated(unsafe) private static var lastDrawn = ""
     static let isInteractive = isatty(2) == 1
 
     /// Draws `label [#####.....] 42%` in place.
@@ -15,7 +16,10 @@ enum Terminal {
         let width = 30
         let filled = Int(clamped * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        writeStandardError("\r\(label) [\(bar)] \(Int(clamped * 100))%")
+        let line = "\r\(label) [\(bar)] \(Int(clamped * 100))%"
+        guard line != lastDrawn else { return }  // redraw only when something visible changed
+        writeStandardError(line)
+        lastDrawn = line
         drawn = true
     }
 
@@ -24,5 +28,6 @@ enum Terminal {
         guard drawn else { return }
         writeStandardError("\r\u{1B}[K")
         drawn = false
+        lastDrawn = ""
     }
 }
