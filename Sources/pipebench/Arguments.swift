@@ -9,11 +9,16 @@ struct Bitrate: ExpressibleByArgument, Sendable {
         var text = argument.lowercased()
         if text.hasSuffix("bps") { text.removeLast(3) }
         var multiplier = 1.0
-        if text.hasSuffix("k") { multiplier = 1000; text.removeLast() } else if text.hasSuffix("m") {
+        if text.hasSuffix("k") {
+            multiplier = 1000
+            text.removeLast()
+        } else if text.hasSuffix("m") {
             multiplier = 1_000_000
             text.removeLast()
         }
-        guard let value = Double(text), value.isFinite, value > 0, value * multiplier < Double(Int32.max) else { return nil }
+        guard let value = Double(text), value.isFinite, value > 0, value * multiplier < Double(Int32.max) else {
+            return nil
+        }
         bitsPerSecond = Int((value * multiplier).rounded())
     }
 

@@ -28,33 +28,45 @@ struct BenchCommand: ParsableCommand {
     func run() throws {
         guard repeats > 0 else { throw ValidationError("--repeats must be at least 1") }
         #if DEBUG
-        if !json { printError("note: a debug build; run `swift run -c release pipebench bench` for real figures") }
+            if !json { printError("note: a debug build; run `swift run -c release pipebench bench` for real figures") }
         #endif
         var rows: [Row] = []
         rows += try opusRows()
         for codec in VideoCodec.allCases { rows += try vpxRows(codec) }
         Terminal.clearProgress()
         if json {
-            print(Report.json(["paths": rows.map { row in
-                ["path": row.path, "oursMicrosecondsPerFrame": row.oursMicroseconds, "cMicrosecondsPerFrame": row.cMicroseconds,
-                 "ratio": row.oursMicroseconds / row.cMicroseconds, "identicalOutput": row.identical,
-                 (row.unit == "frame" ? "framesPerSecond" : "realtimeFactor"): row.realtimeFactor(row.oursMicroseconds)] as [String: Any]
-            }]))
+            print(
+                Report.json([
+                    "paths": rows.map { row in
+                        [
+                            "path": row.path, "oursMicrosecondsPerFrame": row.oursMicroseconds,
+                            "cMicrosecondsPerFrame": row.cMicroseconds,
+                            "ratio": row.oursMicroseconds / row.cMicroseconds, "identicalOutput": row.identical,
+                            (row.unit == "frame" ? "framesPerSecond" : "realtimeFactor"): row.realtimeFactor(
+                                row.oursMicroseconds),
+                        ] as [String: Any]
+                    }
+                ]))
             return
         }
         print("path                         ours µs/frame    C µs/frame   ours/C   speed (ours)   same output")
         for row in rows {
-            let speed = row.unit == "frame"
+            let speed =
+                row.unit == "frame"
                 ? String(format: "%8.0f fps", row.realtimeFactor(row.oursMicroseconds))
                 : String(format: "%8.0f× rt", row.realtimeFactor(row.oursMicroseconds))
             let name = row.path.padding(toLength: 28, withPad: " ", startingAt: 0)
-            print(String(format: "%@ %13.1f %13.1f %8.3f   %@   %@", name, row.oursMicroseconds, row.cMicroseconds,
-                         row.oursMicroseconds / row.cMicroseconds, speed, row.identical ? "yes" : "NO"))
+            print(
+                String(
+                    format: "%@ %13.1f %13.1f %8.3f   %@   %@", name, row.oursMicroseconds, row.cMicroseconds,
+                    row.oursMicroseconds / row.cMicroseconds, speed, row.identical ? "yes" : "NO"))
         }
     }
 
     /// Median seconds of `repeats` runs of each closure, run alternately.
-    private func medians(_ label: String, _ ours: () throws -> Void, _ c: () throws -> Void) rethrows -> (Double, Double) {
+    private func medians(_ label: String, _ ours: () throws -> Void, _ c: () throws -> Void) rethrows -> (
+        Double, Double
+    ) {
         var oursTimes: [Double] = []
         var cTimes: [Double] = []
         for index in 0..<repeats {
@@ -96,16 +108,20 @@ struct BenchCommand: ParsableCommand {
                 try pcm.withUnsafeBufferPointer { input in
                     try ourPackets.withUnsafeMutableBytes { out in
                         for i in 0..<frameCount {
-                            let frame = UnsafeBufferPointer(rebasing: input[(i * frameSize * 2)..<((i + 1) * frameSize * 2)])
+                            let frame = UnsafeBufferPointer(
+                                rebasing: input[(i * frameSize * 2)..<((i + 1) * frameSize * 2)])
                             ourSizes[i] = try encoder.encode(
-                                frame, into: UnsafeMutableRawBufferPointer(rebasing: out[(i * maxPacket)..<((i + 1) * maxPacket)]))
+                                frame,
+                                into: UnsafeMutableRawBufferPointer(
+                                    rebasing: out[(i * maxPacket)..<((i + 1) * maxPacket)]))
                         }
                     }
                 }
             },
             {
                 let total = mp_baseline_opus_encode(
-                    pcm, Int32(frameCount), Int32(frameSize), 2, Int32(settings.bitrateBitsPerSecond), Int32(settings.complexity),
+                    pcm, Int32(frameCount), Int32(frameSize), 2, Int32(settings.bitrateBitsPerSecond),
+                    Int32(settings.complexity),
                     settings.constrainedVariableBitrate ? 1 : 0, &cPackets, Int32(maxPacket), &cSizes)
                 if total < 0 { throw MediaError(.codecFailure, "C Opus encode failed") }
             })
@@ -120,22 +136,26 @@ struct BenchCommand: ParsableCommand {
                     try cPackets.withUnsafeBytes { packets in
                         for i in 0..<frameCount {
                             _ = try decoder.decode(
-                                UnsafeRawBufferPointer(rebasing: packets[(i * maxPacket)..<(i * maxPacket + Int(cSizes[i]))]), into: out)
+                                UnsafeRawBufferPointer(
+                                    rebasing: packets[(i * maxPacket)..<(i * maxPacket + Int(cSizes[i]))]), into: out)
                         }
                     }
                 }
             },
             {
-                if mp_baseline_opus_decode(cPackets, Int32(maxPacket), cSizes, Int32(frameCount), 2, &output, 5760) < 0 {
+                if mp_baseline_opus_decode(cPackets, Int32(maxPacket), cSizes, Int32(frameCount), 2, &output, 5760) < 0
+                {
                     throw MediaError(.codecFailure, "C Opus decode failed")
                 }
             })
         let perFrame = 1e6 / Double(frameCount)
         let realtime: (Double) -> Double = { 20_000 / $0 }
         return [
-            Row(path: "Opus encode 48k stereo 64k", unit: "20 ms", oursMicroseconds: encodeOurs * perFrame,
+            Row(
+                path: "Opus encode 48k stereo 64k", unit: "20 ms", oursMicroseconds: encodeOurs * perFrame,
                 cMicroseconds: encodeC * perFrame, realtimeFactor: realtime, identical: sameEncode),
-            Row(path: "Opus decode 48k stereo", unit: "20 ms", oursMicroseconds: decodeOurs * perFrame,
+            Row(
+                path: "Opus decode 48k stereo", unit: "20 ms", oursMicroseconds: decodeOurs * perFrame,
                 cMicroseconds: decodeC * perFrame, realtimeFactor: realtime, identical: true),
         ]
     }
@@ -177,7 +197,8 @@ struct BenchCommand: ParsableCommand {
                     pointers.withUnsafeBufferPointer { list in
                         mp_baseline_vpx_encode(
                             codec == .vp8 ? 8 : 9, list.baseAddress, Int32(pictures.count), Int32(width), Int32(height),
-                            Int32(settings.frameRateNumerator), Int32(settings.bitrateBitsPerSecond), Int32(settings.speed), 1)
+                            Int32(settings.frameRateNumerator), Int32(settings.bitrateBitsPerSecond),
+                            Int32(settings.speed), 1)
                     }
                 }
                 if total < 0 { throw MediaError(.codecFailure, "C \(codec) encode failed") }
@@ -205,9 +226,11 @@ struct BenchCommand: ParsableCommand {
         let fps: (Double) -> Double = { 1e6 / $0 }
         let size = "\(width)x\(height)"
         return [
-            Row(path: "\(codec) encode \(size)", unit: "frame", oursMicroseconds: encodeOurs * perFrame,
+            Row(
+                path: "\(codec) encode \(size)", unit: "frame", oursMicroseconds: encodeOurs * perFrame,
                 cMicroseconds: encodeC * perFrame, realtimeFactor: fps, identical: sameEncode),
-            Row(path: "\(codec) decode \(size)", unit: "frame", oursMicroseconds: decodeOurs * perFrame,
+            Row(
+                path: "\(codec) decode \(size)", unit: "frame", oursMicroseconds: decodeOurs * perFrame,
                 cMicroseconds: decodeC * perFrame, realtimeFactor: fps, identical: true),
         ]
     }

@@ -6,10 +6,12 @@ struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
         abstract: "Decode Ogg Opus to WAV, or IVF to Y4M / raw I420.",
-        discussion: "With --md5, prints each decoded frame's MD5 over its packed I420 planes, as `vpxdec --md5 --i420` does.")
+        discussion:
+            "With --md5, prints each decoded frame's MD5 over its packed I420 planes, as `vpxdec --md5 --i420` does.")
 
     @Argument(help: "Input file: Ogg Opus or IVF.") var input: String
-    @Argument(help: "Output file: .wav for audio; .y4m, or .yuv/.i420 for raw I420. Optional with --md5.") var output: String?
+    @Argument(help: "Output file: .wav for audio; .y4m, or .yuv/.i420 for raw I420. Optional with --md5.") var output:
+        String?
     @Flag(help: "Write packed raw I420 frames whatever the output's extension.") var i420 = false
     @Flag(help: "Print per-frame MD5s of the decoded pictures.") var md5 = false
     @Option(help: "Audio output rate in Hz: 8000, 12000, 16000, 24000 or 48000 (default 48000).") var rate: Int?
@@ -26,7 +28,9 @@ struct DecodeCommand: ParsableCommand {
             guard MediaFileKind.forOutput(path: output) == .wav else {
                 throw ValidationError("Ogg Opus decodes to WAV: name the output .wav, not '\(output)'")
             }
-            guard !md5, !i420 else { throw ValidationError("--md5 and --i420 apply to video; '\(input)' is Ogg Opus audio") }
+            guard !md5, !i420 else {
+                throw ValidationError("--md5 and --i420 apply to video; '\(input)' is Ogg Opus audio")
+            }
             (summary, elapsed) = try measure {
                 try AudioFileDecoder.decode(input: input, output: output, sampleRate: rate ?? 48000, progress: progress)
             }

@@ -13,7 +13,9 @@ struct EncodeCommand: ParsableCommand {
     var output: String
 
     @Option(help: "Video codec: vp8 or vp9.") var codec: VideoCodec?
-    @Option(help: "Target bitrate in bits per second; k and M suffixes accepted (64k, 1.5M). Default: 64k audio, 500k video.")
+    @Option(
+        help:
+            "Target bitrate in bits per second; k and M suffixes accepted (64k, 1.5M). Default: 64k audio, 500k video.")
     var bitrate: Bitrate?
     @Option(help: "Opus complexity 0...10 (default 10).") var complexity: Int?
     @Option(name: .customLong("frame-size"), help: "Opus frame duration in ms: 2.5, 5, 10, 20, 40, 60 (default 20).")
@@ -21,11 +23,15 @@ struct EncodeCommand: ParsableCommand {
     @Option(help: "Opus application: voip, audio, lowdelay (default audio).") var application: OpusApplication?
     @Flag(help: "Opus constant bitrate instead of VBR.") var cbr = false
     @Flag(help: "Opus in-band forward error correction.") var fec = false
-    @Option(name: .customLong("expected-loss"), help: "Opus expected packet loss in percent, 0...100.") var expectedLoss: Int?
+    @Option(name: .customLong("expected-loss"), help: "Opus expected packet loss in percent, 0...100.")
+    var expectedLoss: Int?
     @Flag(help: "Opus discontinuous transmission.") var dtx = false
-    @Option(parsing: .unconditional, help: "VPX speed (cpu-used), -16...16; negative values are fixed speeds (default -6).")
+    @Option(
+        parsing: .unconditional, help: "VPX speed (cpu-used), -16...16; negative values are fixed speeds (default -6).")
     var speed: Int?
-    @Option(name: .customLong("keyframe-interval"), help: "Longest distance between VPX keyframes, in frames (default 3000).")
+    @Option(
+        name: .customLong("keyframe-interval"),
+        help: "Longest distance between VPX keyframes, in frames (default 3000).")
     var keyframeInterval: Int?
     @Option(help: "VPX encoder threads (default 1).") var threads: Int?
     @Flag(name: .customLong("error-resilient"), help: "VPX error-resilient mode.") var errorResilient = false
@@ -44,10 +50,13 @@ struct EncodeCommand: ParsableCommand {
             }
             try rejectVideoOptions()
             (summary, elapsed) = try measure {
-                try AudioFileEncoder.encode(input: input, output: output, settings: try opusSettings(), progress: progress)
+                try AudioFileEncoder.encode(
+                    input: input, output: output, settings: try opusSettings(), progress: progress)
             }
         case .y4m:
-            guard target == .ivf else { throw ValidationError("video encodes to IVF: name the output .ivf, not '\(output)'") }
+            guard target == .ivf else {
+                throw ValidationError("video encodes to IVF: name the output .ivf, not '\(output)'")
+            }
             try rejectAudioOptions()
             var settings = VPXEncoderConfiguration(codec: codec ?? .vp8, width: 1, height: 1)
             if let bitrate { settings.bitrateBitsPerSecond = bitrate.bitsPerSecond }
@@ -88,15 +97,19 @@ struct EncodeCommand: ParsableCommand {
     }
 
     private func rejectVideoOptions() throws {
-        let given = [("--codec", codec != nil), ("--speed", speed != nil), ("--keyframe-interval", keyframeInterval != nil),
-                     ("--threads", threads != nil), ("--error-resilient", errorResilient)].filter(\.1).map(\.0)
+        let given = [
+            ("--codec", codec != nil), ("--speed", speed != nil), ("--keyframe-interval", keyframeInterval != nil),
+            ("--threads", threads != nil), ("--error-resilient", errorResilient),
+        ].filter(\.1).map(\.0)
         if let first = given.first { throw ValidationError("\(first) applies to video; '\(input)' is WAV audio") }
     }
 
     private func rejectAudioOptions() throws {
-        let given = [("--complexity", complexity != nil), ("--frame-size", frameSizeMs != nil),
-                     ("--application", application != nil), ("--cbr", cbr), ("--fec", fec),
-                     ("--expected-loss", expectedLoss != nil), ("--dtx", dtx)].filter(\.1).map(\.0)
+        let given = [
+            ("--complexity", complexity != nil), ("--frame-size", frameSizeMs != nil),
+            ("--application", application != nil), ("--cbr", cbr), ("--fec", fec),
+            ("--expected-loss", expectedLoss != nil), ("--dtx", dtx),
+        ].filter(\.1).map(\.0)
         if let first = given.first { throw ValidationError("\(first) applies to audio; '\(input)' is Y4M video") }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import MediaPipeline
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `pipebench`: encode and decode media files with MediaPipeline, inspect them, and measure it.
@@ -11,7 +11,9 @@ struct Pipebench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pipebench",
         abstract: "Encode, decode and inspect media files with MediaPipeline, and benchmark its codec paths.",
-        subcommands: [EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self, BenchCommand.self])
+        subcommands: [
+            EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self, BenchCommand.self,
+        ])
 
     /// Runs the command; every failure is one line on standard error and a non-zero exit.
     static func main() {

@@ -4,7 +4,8 @@ import MediaPipeline
 /// Formats results for people (one line) and machines (`--json`).
 enum Report {
     static func json(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]) else {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+        else {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)
@@ -41,7 +42,8 @@ enum Report {
         }
         let fps = elapsedSeconds > 0 ? Double(summary.frames) / elapsedSeconds : 0
         return String(
-            format: "%@ %@%@: %lld frames %dx%d, %@ %@, %.0f fps", verb, summary.input, target, summary.frames, summary.width,
+            format: "%@ %@%@: %lld frames %dx%d, %@ %@, %.0f fps", verb, summary.input, target, summary.frames,
+            summary.width,
             summary.height, summary.codec.description, kbps, fps)
     }
 }

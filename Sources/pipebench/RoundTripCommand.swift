@@ -21,7 +21,11 @@ struct RoundTripCommand: ParsableCommand {
         let motion = "\(samples)/motion-640x360.ivf"
         let odd = "\(samples)/odd-161x91.y4m"
         var rows: [[String: Any]] = []
-        func step(_ name: String, _ body: () throws -> TranscodeSummary, quality: (() throws -> (String, Double))? = nil) throws {
+        /// Runs one file job, then its quality check (a metric name and value in dB), and reports both.
+        func step(
+            _ name: String, quality: (() throws -> (metric: String, decibels: Double))? = nil,
+            _ body: () throws -> TranscodeSummary
+        ) throws {
             if !json { Terminal.progress(name, 0) }
             let (summary, elapsed) = try measure(body)
             var row = Report.summaryObject(name, summary, elapsedSeconds: elapsed)
@@ -35,10 +39,7 @@ struct RoundTripCommand: ParsableCommand {
             Terminal.clearProgress()
             if !json { print(line) }
         }
-        var audio = OpusEncoderConfiguration()
-        audio.bitrateBitsPerSecond = audioBitrate.bitsPerSecond
-        try step("encode", { try AudioFileEncoder.encode(input: speech, output: "\(output)/speech.opus", settings: audio) })
-        try step("decode", { try AudioFileDecoder.decode(input: "\(output)/speech.opus", output: "\(output)/speech.wav") }) {
+        func speechSNR() throws -> (metric: String, decibels: Double) {
             let source = try SignalQuality.loadWAV(speech).samples
             let decoded = try SignalQuality.loadWAV("\(output)/speech.wav").samples
             guard source.count == decoded.count else {
@@ -46,21 +47,38 @@ struct RoundTripCommand: ParsableCommand {
             }
             return ("snrDecibels", SignalQuality.snr(reference: source, test: decoded))
         }
-        try step("decode", { try VideoFileDecoder.decode(input: motion, output: .y4m("\(output)/motion.y4m")) })
+        func psnr(_ reference: String, _ test: String) throws -> (metric: String, decibels: Double) {
+            ("psnrDecibels", try PictureQuality.averagePSNR(referenceY4M: reference, testY4M: test))
+        }
+
+        var audio = OpusEncoderConfiguration()
+        audio.bitrateBitsPerSecond = audioBitrate.bitsPerSecond
+        let opus = "\(output)/speech.opus"
+        try step("encode") { try AudioFileEncoder.encode(input: speech, output: opus, settings: audio) }
+        try step("decode", quality: speechSNR) {
+            try AudioFileDecoder.decode(input: opus, output: "\(output)/speech.wav")
+        }
+        let motionY4M = "\(output)/motion.y4m"
+        try step("decode") { try VideoFileDecoder.decode(input: motion, output: .y4m(motionY4M)) }
         for codec in VideoCodec.allCases {
             var settings = VPXEncoderConfiguration(codec: codec, width: 1, height: 1)
             settings.bitrateBitsPerSecond = videoBitrate.bitsPerSecond
             let encoded = "\(output)/motion-\(codec.rawValue).ivf"
-            try step("encode", { try VideoFileEncoder.encode(input: "\(output)/motion.y4m", output: encoded, settings: settings) })
-            try step("decode", { try VideoFileDecoder.decode(input: encoded, output: .y4m("\(output)/motion-\(codec.rawValue).y4m")) }) {
-                ("psnrDecibels", try PictureQuality.averagePSNR(referenceY4M: "\(output)/motion.y4m", testY4M: "\(output)/motion-\(codec.rawValue).y4m"))
+            let decoded = "\(output)/motion-\(codec.rawValue).y4m"
+            try step("encode") { try VideoFileEncoder.encode(input: motionY4M, output: encoded, settings: settings) }
+            let quality = { try psnr(motionY4M, decoded) }
+            try step("decode", quality: quality) {
+                try VideoFileDecoder.decode(input: encoded, output: .y4m(decoded))
             }
         }
         var oddSettings = VPXEncoderConfiguration(width: 1, height: 1)
         oddSettings.bitrateBitsPerSecond = 300_000
-        try step("encode", { try VideoFileEncoder.encode(input: odd, output: "\(output)/odd-vp8.ivf", settings: oddSettings) })
-        try step("decode", { try VideoFileDecoder.decode(input: "\(output)/odd-vp8.ivf", output: .y4m("\(output)/odd-vp8.y4m")) }) {
-            ("psnrDecibels", try PictureQuality.averagePSNR(referenceY4M: odd, testY4M: "\(output)/odd-vp8.y4m"))
+        let oddIVF = "\(output)/odd-vp8.ivf"
+        let oddDecoded = "\(output)/odd-vp8.y4m"
+        try step("encode") { try VideoFileEncoder.encode(input: odd, output: oddIVF, settings: oddSettings) }
+        let oddQuality = { try psnr(odd, oddDecoded) }
+        try step("decode", quality: oddQuality) {
+            try VideoFileDecoder.decode(input: oddIVF, output: .y4m(oddDecoded))
         }
         if json { print(Report.json(["steps": rows])) } else { print("outputs in \(output)/") }
     }

@@ -15,8 +15,10 @@ struct CommandLineTests {
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         let folder = TemporaryFolder()
-        let expected = try reference("vpxdec", ["--md5", "--i420", "-o", folder.file("frame-%4.i420"), Fixtures.motionIVF])
-            .split(separator: "\n").map { $0.replacingOccurrences(of: folder.path + "/", with: "") }
+        let expected = try reference(
+            "vpxdec", ["--md5", "--i420", "-o", folder.file("frame-%4.i420"), Fixtures.motionIVF]
+        )
+        .split(separator: "\n").map { $0.replacingOccurrences(of: folder.path + "/", with: "") }
         #expect(Array(lines.dropLast()) == expected)
         #expect(lines.last?.contains("90 frames 640x360") == true)
     }
@@ -46,7 +48,9 @@ struct CommandLineTests {
         #expect(info["preSkip"] as? Int == 312)
     }
 
-    @Test("encoder options reach the codec", arguments: ["--cbr", "--frame-size=60", "--application=voip", "--complexity=0"])
+    @Test(
+        "encoder options reach the codec",
+        arguments: ["--cbr", "--frame-size=60", "--application=voip", "--complexity=0"])
     func audioOptions(option: String) throws {
         let folder = TemporaryFolder()
         #expect(try pipebench(["encode", Fixtures.speechWAV, folder.file("base.opus"), "--quiet"]).status == 0)
@@ -63,8 +67,10 @@ struct CommandLineTests {
     @Test("video encode options: codec, bitrate, keyframe interval")
     func videoOptions() throws {
         let folder = TemporaryFolder()
-        let result = try pipebench(["encode", Fixtures.oddY4M, folder.file("o.ivf"), "--codec", "vp9", "--bitrate", "200k",
-                                    "--keyframe-interval", "10", "--speed", "-8", "--json"])
+        let result = try pipebench([
+            "encode", Fixtures.oddY4M, folder.file("o.ivf"), "--codec", "vp9", "--bitrate", "200k",
+            "--keyframe-interval", "10", "--speed", "-8", "--json",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let summary = try json(result.stdout)
         #expect(summary["codec"] as? String == "vp9")
@@ -72,7 +78,9 @@ struct CommandLineTests {
         let info = try json(try pipebench(["info", folder.file("o.ivf"), "--json"]).stdout)
         #expect(info["codec"] as? String == "vp9")
         #expect(info["width"] as? Int == 161 && info["height"] as? Int == 91)
-        let vp8 = try pipebench(["encode", Fixtures.oddY4M, folder.file("k.ivf"), "--keyframe-interval", "10", "--quiet"])
+        let vp8 = try pipebench([
+            "encode", Fixtures.oddY4M, folder.file("k.ivf"), "--keyframe-interval", "10", "--quiet",
+        ])
         #expect(vp8.status == 0)
         let vp8Info = try json(try pipebench(["info", folder.file("k.ivf"), "--json"]).stdout)
         #expect((vp8Info["keyframes"] as? Int ?? 0) >= 3)
@@ -105,10 +113,18 @@ struct StreamingMemoryTests {
     func longFiles() throws {
         let folder = TemporaryFolder()
         for (name, seconds) in [("short", 4), ("long", 120)] {
-            try reference("ffmpeg", ["-nostdin", "-v", "error", "-stream_loop", "-1", "-i", Fixtures.speechWAV, "-t", String(seconds),
-                                     "-c:a", "pcm_s16le", folder.file("\(name).wav")])
-            try reference("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30",
-                                     "-frames:v", String(seconds * 5), "-pix_fmt", "yuv420p", folder.file("\(name).y4m")])
+            try reference(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-stream_loop", "-1", "-i", Fixtures.speechWAV, "-t", String(seconds),
+                    "-c:a", "pcm_s16le", folder.file("\(name).wav"),
+                ])
+            try reference(
+                "ffmpeg",
+                [
+                    "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30",
+                    "-frames:v", String(seconds * 5), "-pix_fmt", "yuv420p", folder.file("\(name).y4m"),
+                ])
         }
         var peaks: [String: Int] = [:]
         for name in ["short", "long"] {

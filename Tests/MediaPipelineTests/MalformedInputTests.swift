@@ -25,14 +25,18 @@ private struct SmallFiles {
         let ivfWriter = try IVFWriter(path: ivf, header: IVFHeader(codec: .vp8, width: 16, height: 12))
         let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(width: 16, height: 12))
         for index in 0..<3 {
-            try ivfWriter.write(try encoder.encode(try syntheticPicture(width: 16, height: 12, frame: index)).bytes, timestamp: Int64(index))
+            try ivfWriter.write(
+                try encoder.encode(try syntheticPicture(width: 16, height: 12, frame: index)).bytes,
+                timestamp: Int64(index))
         }
         try ivfWriter.finish()
 
         y4m = folder.file("small.y4m")
         let header = Y4MHeader(width: 9, height: 7)
         let y4mWriter = try Y4MWriter(path: y4m, header: header)
-        for index in 0..<2 { try syntheticPicture(width: 9, height: 7, frame: index).withView { try y4mWriter.write($0) } }
+        for index in 0..<2 {
+            try syntheticPicture(width: 9, height: 7, frame: index).withView { try y4mWriter.write($0) }
+        }
         try y4mWriter.finish()
         let headerLength = header.serialized().utf8.count
         y4mFrameBoundaries = (1...2).map { headerLength + $0 * (6 + header.frameByteCount) }
@@ -62,7 +66,8 @@ struct MalformedInputTests {
     @Test("a file truncated at any byte is a typed error naming the file", arguments: ["wav", "opus", "ivf", "y4m"])
     func truncation(format: String) throws {
         let files = try SmallFiles()
-        let source = [files.wav, files.opus, files.ivf, files.y4m][["wav", "opus", "ivf", "y4m"].firstIndex(of: format)!]
+        let source = [files.wav, files.opus, files.ivf, files.y4m][
+            ["wav", "opus", "ivf", "y4m"].firstIndex(of: format)!]
         let whole = try bytes(source)
         try SmallFiles.readThrough(source)  // the whole file is valid
         let cut = files.folder.file("cut.\(format)")
@@ -89,7 +94,8 @@ struct MalformedInputTests {
     ) throws {
         var data = try bytes(path)
         mutate(&data)
-        let bad = folder.file("bad-" + UUID().uuidString + "." + (path.split(separator: ".").last.map(String.init) ?? ""))
+        let bad = folder.file(
+            "bad-" + UUID().uuidString + "." + (path.split(separator: ".").last.map(String.init) ?? ""))
         try write(data, bad)
         do {
             try SmallFiles.readThrough(bad)
@@ -101,7 +107,10 @@ struct MalformedInputTests {
         }
     }
 
-    private func setLE16(_ data: inout [UInt8], _ at: Int, _ value: UInt16) { data[at] = UInt8(value & 0xFF); data[at + 1] = UInt8(value >> 8) }
+    private func setLE16(_ data: inout [UInt8], _ at: Int, _ value: UInt16) {
+        data[at] = UInt8(value & 0xFF)
+        data[at + 1] = UInt8(value >> 8)
+    }
     private func setLE32(_ data: inout [UInt8], _ at: Int, _ value: UInt32) {
         for i in 0..<4 { data[at + i] = UInt8((value >> (8 * UInt32(i))) & 0xFF) }
     }
@@ -136,18 +145,40 @@ struct MalformedInputTests {
         let whole = try bytes(files.opus)
         let second = 27 + Int(whole[26]) + Int(whole[27])  // the first page holds only OpusHead
         try expectRejected(files.opus, f, "expected an Ogg page") { $0[0] = UInt8(ascii: "X") }
-        try expectRejected(files.opus, f, "version 1") { $0[4] = 1; fixCRC(&$0, page: 0) }
-        try expectRejected(files.opus, f, "checksum") { $0[40] ^= 0x55 }
-        try expectRejected(files.opus, f, "channel count is 0") { $0[28 + 9] = 0; fixCRC(&$0, page: 0) }
-        try expectRejected(files.opus, f, "mapping family 1", code: .unsupported) { $0[28 + 18] = 1; fixCRC(&$0, page: 0) }
-        try expectRejected(files.opus, f, "not an opus identification header") { $0[28] = UInt8(ascii: "X"); fixCRC(&$0, page: 0) }
-        try expectRejected(files.opus, f, "sequence jumps") { setLE32(&$0, second + 18, 7); fixCRC(&$0, page: second) }
-        try expectRejected(files.opus, f, "another logical stream", code: .unsupported) {
-            setLE32(&$0, second + 14, 0xDEAD); fixCRC(&$0, page: second)
+        try expectRejected(files.opus, f, "version 1") {
+            $0[4] = 1
+            fixCRC(&$0, page: 0)
         }
-        try expectRejected(files.opus, f, "lacks the beginning-of-stream flag") { $0[5] = 0; fixCRC(&$0, page: 0) }
+        try expectRejected(files.opus, f, "checksum") { $0[40] ^= 0x55 }
+        try expectRejected(files.opus, f, "channel count is 0") {
+            $0[28 + 9] = 0
+            fixCRC(&$0, page: 0)
+        }
+        try expectRejected(files.opus, f, "mapping family 1", code: .unsupported) {
+            $0[28 + 18] = 1
+            fixCRC(&$0, page: 0)
+        }
+        try expectRejected(files.opus, f, "not an opus identification header") {
+            $0[28] = UInt8(ascii: "X")
+            fixCRC(&$0, page: 0)
+        }
+        try expectRejected(files.opus, f, "sequence jumps") {
+            setLE32(&$0, second + 18, 7)
+            fixCRC(&$0, page: second)
+        }
+        try expectRejected(files.opus, f, "another logical stream", code: .unsupported) {
+            setLE32(&$0, second + 14, 0xDEAD)
+            fixCRC(&$0, page: second)
+        }
+        try expectRejected(files.opus, f, "lacks the beginning-of-stream flag") {
+            $0[5] = 0
+            fixCRC(&$0, page: 0)
+        }
         // OpusTags claiming a vendor string longer than the packet.
-        try expectRejected(files.opus, f, "vendor string claims") { setLE32(&$0, second + 28 + 8, 0x00FF_FFFF); fixCRC(&$0, page: second) }
+        try expectRejected(files.opus, f, "vendor string claims") {
+            setLE32(&$0, second + 28 + 8, 0x00FF_FFFF)
+            fixCRC(&$0, page: second)
+        }
     }
 
     @Test("bad IVF header and frame fields")
@@ -157,7 +188,9 @@ struct MalformedInputTests {
         try expectRejected(files.ivf, f, "not an IVF file") { $0[0] = UInt8(ascii: "X") }
         try expectRejected(files.ivf, f, "version 1", code: .unsupported) { setLE16(&$0, 4, 1) }
         try expectRejected(files.ivf, f, "header length is 31") { setLE16(&$0, 6, 31) }
-        try expectRejected(files.ivf, f, "fourcc 'H264'", code: .unsupported) { $0.replaceSubrange(8..<12, with: Array("H264".utf8)) }
+        try expectRejected(files.ivf, f, "fourcc 'H264'", code: .unsupported) {
+            $0.replaceSubrange(8..<12, with: Array("H264".utf8))
+        }
         try expectRejected(files.ivf, f, "zero dimension") { setLE16(&$0, 12, 0) }
         try expectRejected(files.ivf, f, "time base") { setLE32(&$0, 16, 0) }
         try expectRejected(files.ivf, f, "frame 0 has size 0") { setLE32(&$0, 32, 0) }
@@ -181,22 +214,28 @@ struct MalformedInputTests {
         try expectRejected(files.y4m, f, "width 'W0'") { replaceHeader(&$0, "YUV4MPEG2 W0 H7 F30:1") }
         try expectRejected(files.y4m, f, "height 'H-5'") { replaceHeader(&$0, "YUV4MPEG2 W9 H-5 F30:1") }
         try expectRejected(files.y4m, f, "frame rate 'F30:0'") { replaceHeader(&$0, "YUV4MPEG2 W9 H7 F30:0") }
-        try expectRejected(files.y4m, f, "C444", code: .unsupported) { replaceHeader(&$0, "YUV4MPEG2 W9 H7 F30:1 C444") }
+        try expectRejected(files.y4m, f, "C444", code: .unsupported) {
+            replaceHeader(&$0, "YUV4MPEG2 W9 H7 F30:1 C444")
+        }
         try expectRejected(files.y4m, f, "interlace tag 'Ixyz'") { replaceHeader(&$0, "YUV4MPEG2 W9 H7 F30:1 Ixyz") }
         try expectRejected(files.y4m, f, "no width") { replaceHeader(&$0, "YUV4MPEG2 H7 F30:1") }
         try expectRejected(files.y4m, f, "expected 'FRAME'") {
             let at = $0.firstIndex(of: 0x0A)! + 1
             $0[at + 4] = UInt8(ascii: "X")
         }
-        try expectRejected(files.y4m, f, "no line end") { $0 = Array("YUV4MPEG2 W9 H7 ".utf8) + [UInt8](repeating: 0x41, count: 5000) }
+        try expectRejected(files.y4m, f, "no line end") {
+            $0 = Array("YUV4MPEG2 W9 H7 ".utf8) + [UInt8](repeating: 0x41, count: 5000)
+        }
     }
 }
 
 @Suite("pipebench on bad input")
 struct CommandLineErrorTests {
     /// Expects pipebench to fail with one line naming `file`, leaving no output and no partial file.
-    private func expectOneLineFailure(_ arguments: [String], names file: String, output: String?, in folder: TemporaryFolder,
-                                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectOneLineFailure(
+        _ arguments: [String], names file: String, output: String?, in folder: TemporaryFolder,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let before = Set(folder.contents)
         let result = try pipebench(arguments)
         #expect(result.status != 0, sourceLocation: sourceLocation)
@@ -205,7 +244,9 @@ struct CommandLineErrorTests {
         #expect(lines.first?.hasPrefix("pipebench: error: ") == true, sourceLocation: sourceLocation)
         #expect(result.stderr.contains(file), "\(result.stderr)", sourceLocation: sourceLocation)
         if let output { #expect(!FileManager.default.fileExists(atPath: output), sourceLocation: sourceLocation) }
-        #expect(Set(folder.contents) == before, "left behind: \(Set(folder.contents).subtracting(before))", sourceLocation: sourceLocation)
+        #expect(
+            Set(folder.contents) == before, "left behind: \(Set(folder.contents).subtracting(before))",
+            sourceLocation: sourceLocation)
     }
 
     @Test("truncated and corrupt inputs fail in one line with no output left behind")
@@ -229,7 +270,8 @@ struct CommandLineErrorTests {
         try expectOneLineFailure(["decode", ivf, f.file("o.y4m")], names: ivf, output: f.file("o.y4m"), in: f)
         try expectOneLineFailure(["info", ivf], names: ivf, output: nil, in: f)
         try write(Array("hello, world".utf8), f.file("text.txt"))
-        try expectOneLineFailure(["decode", f.file("text.txt"), f.file("o.wav")], names: "text.txt", output: f.file("o.wav"), in: f)
+        try expectOneLineFailure(
+            ["decode", f.file("text.txt"), f.file("o.wav")], names: "text.txt", output: f.file("o.wav"), in: f)
         try expectOneLineFailure(["info", f.file("missing.ivf")], names: "missing.ivf", output: nil, in: f)
         // An existing output is left as it was when the run fails.
         try write([1, 2, 3], f.file("keep.wav"))
@@ -241,12 +283,19 @@ struct CommandLineErrorTests {
     func badArguments() throws {
         let files = try SmallFiles()
         let f = files.folder
-        try expectOneLineFailure(["encode", files.wav, f.file("o.opus"), "--bitrate", "12q"], names: "12q", output: f.file("o.opus"), in: f)
-        try expectOneLineFailure(["encode", files.wav, f.file("o.opus"), "--complexity", "11"], names: "11", output: f.file("o.opus"), in: f)
-        try expectOneLineFailure(["encode", files.wav, f.file("o.opus"), "--frame-size", "30"], names: "30", output: f.file("o.opus"), in: f)
-        try expectOneLineFailure(["encode", files.wav, f.file("o.ivf")], names: "o.ivf", output: f.file("o.ivf"), in: f)
-        try expectOneLineFailure(["encode", files.y4m, f.file("o.ivf"), "--speed", "99"], names: "99", output: f.file("o.ivf"), in: f)
-        try expectOneLineFailure(["encode", files.y4m, f.file("o.ivf"), "--fec"], names: "--fec", output: f.file("o.ivf"), in: f)
-        try expectOneLineFailure(["decode", files.opus, f.file("o.wav"), "--rate", "44100"], names: "44100", output: f.file("o.wav"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.wav, f.file("o.opus"), "--bitrate", "12q"], names: "12q", output: f.file("o.opus"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.wav, f.file("o.opus"), "--complexity", "11"], names: "11", output: f.file("o.opus"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.wav, f.file("o.opus"), "--frame-size", "30"], names: "30", output: f.file("o.opus"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.wav, f.file("o.ivf")], names: "o.ivf", output: f.file("o.ivf"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.y4m, f.file("o.ivf"), "--speed", "99"], names: "99", output: f.file("o.ivf"), in: f)
+        try expectOneLineFailure(
+            ["encode", files.y4m, f.file("o.ivf"), "--fec"], names: "--fec", output: f.file("o.ivf"), in: f)
+        try expectOneLineFailure(
+            ["decode", files.opus, f.file("o.wav"), "--rate", "44100"], names: "44100", output: f.file("o.wav"), in: f)
     }
 }

@@ -36,7 +36,8 @@ struct OggOpusFileTests {
         let byOpusenc = folder.file("opusenc.opus")
         let byFFmpeg = folder.file("ffmpeg.opus")
         try reference("opusenc", ["--quiet", "--bitrate", "64", Fixtures.speechWAV, byOpusenc])
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-c:a", "libopus", "-b:a", "64k", byFFmpeg])
+        try reference(
+            "ffmpeg", ["-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-c:a", "libopus", "-b:a", "64k", byFFmpeg])
         for file in [byOpusenc, byFFmpeg] {
             let ours = folder.file("ours.wav")
             let summary = try AudioFileDecoder.decode(input: file, output: ours)
@@ -52,11 +53,18 @@ struct OggOpusFileTests {
         }
     }
 
-    @Test("a 44.1 kHz source is resampled and keeps its duration; 16 kHz is encoded natively", arguments: [44100, 16000, 22050])
+    @Test(
+        "a 44.1 kHz source is resampled and keeps its duration; 16 kHz is encoded natively",
+        arguments: [44100, 16000, 22050])
     func otherRates(rate: Int) throws {
         let folder = TemporaryFolder()
         let wav = folder.file("in.wav")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-ar", String(rate), "-t", "1.234", "-c:a", "pcm_s16le", wav])
+        try reference(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-ar", String(rate), "-t", "1.234", "-c:a",
+                "pcm_s16le", wav,
+            ])
         let source = try WAVReader(path: wav).format
         let opus = folder.file("out.opus")
         try AudioFileEncoder.encode(input: wav, output: opus)
@@ -69,14 +77,22 @@ struct OggOpusFileTests {
         #expect(try AudioFileDecoder.decode(input: opus, output: folder.file("ours.wav")).frames == Int64(expected))
     }
 
-    @Test("24-bit, 32-bit float and mono WAV files read as ffmpeg reads them", arguments: ["pcm_s24le", "pcm_f32le", "pcm_s32le", "mono"])
+    @Test(
+        "24-bit, 32-bit float and mono WAV files read as ffmpeg reads them",
+        arguments: ["pcm_s24le", "pcm_f32le", "pcm_s32le", "mono"])
     func wavEncodings(codec: String) throws {
         let folder = TemporaryFolder()
         let wav = folder.file("in.wav")
         let channels = codec == "mono" ? 1 : 2
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-t", "0.5", "-ac", String(channels),
-                                 "-c:a", codec == "mono" ? "pcm_s16le" : codec, wav])
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", wav, "-f", "s16le", "-c:a", "pcm_s16le", folder.file("ref.raw")])
+        try reference(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-i", Fixtures.speechWAV, "-t", "0.5", "-ac", String(channels),
+                "-c:a", codec == "mono" ? "pcm_s16le" : codec, wav,
+            ])
+        try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", wav, "-f", "s16le", "-c:a", "pcm_s16le", folder.file("ref.raw")])
         let expected = try rawInt16(folder.file("ref.raw"))
         let ours = try wavSamples(wav)
         #expect(ours.count == expected.count)
@@ -96,7 +112,8 @@ struct OggOpusFileTests {
         let writer = try WAVWriter(path: folder.file("t.wav"), sampleRate: 48000, channelCount: 2)
         try writer.write(samples)
         try writer.finish()
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", folder.file("t.wav"), "-f", "s16le", folder.file("t.raw")])
+        try reference(
+            "ffmpeg", ["-nostdin", "-v", "error", "-i", folder.file("t.wav"), "-f", "s16le", folder.file("t.raw")])
         #expect(try rawInt16(folder.file("t.raw")) == samples)
     }
 
@@ -119,7 +136,9 @@ struct OggOpusFileTests {
         #expect(!FileManager.default.fileExists(atPath: folder.file("x.wav")))
 
         let surround = folder.file("surround.wav")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=f=440:d=0.3", "-ac", "6", "-ar", "48000", surround])
+        try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=f=440:d=0.3", "-ac", "6", "-ar", "48000", surround])
         let multistream = folder.file("multi.opus")
         try reference("opusenc", ["--quiet", surround, multistream])
         let multi = #expect(throws: MediaError.self) { try OggOpusReader(path: multistream) }

@@ -92,17 +92,23 @@ struct OpusCodecTests {
     }
 
     /// Encodes `seconds` of the test tone and decodes it, aligning for the lookahead; returns the SNR.
-    private func roundTripSNR(configuration: OpusEncoderConfiguration, lose: Set<Int> = [], useFEC: Bool = false) throws -> Double {
+    private func roundTripSNR(configuration: OpusEncoderConfiguration, lose: Set<Int> = [], useFEC: Bool = false) throws
+        -> Double
+    {
         let encoder = try OpusEncoder(configuration: configuration)
         let decoder = try OpusDecoder(sampleRate: configuration.sampleRate, channelCount: configuration.channelCount)
         let frame = encoder.samplesPerFrame
         let channels = configuration.channelCount
         let frames = 100
-        let source = testTone(samplesPerChannel: frame * frames, sampleRate: configuration.sampleRate, channels: channels)
+        let source = testTone(
+            samplesPerChannel: frame * frames, sampleRate: configuration.sampleRate, channels: channels)
         var packets: [[UInt8]] = []
         for index in 0..<frames {
             let pcm = Array(source[index * frame * channels..<(index + 1) * frame * channels])
-            packets.append(try encoder.encode(AudioFrame(samples: pcm, sampleRate: configuration.sampleRate, channelCount: channels)).bytes)
+            packets.append(
+                try encoder.encode(
+                    AudioFrame(samples: pcm, sampleRate: configuration.sampleRate, channelCount: channels)
+                ).bytes)
         }
         var decoded: [Int16] = []
         var pcm = [Int16](repeating: 0, count: decoder.maximumSamplesPerPacket * channels)
@@ -111,10 +117,14 @@ struct OpusCodecTests {
             if lose.contains(index) {
                 if useFEC, index + 1 < frames {
                     count = try packets[index + 1].withUnsafeBytes { next in
-                        try pcm.withUnsafeMutableBufferPointer { try decoder.recoverLoss(fromFECIn: next, samplesPerChannel: frame, into: $0) }
+                        try pcm.withUnsafeMutableBufferPointer {
+                            try decoder.recoverLoss(fromFECIn: next, samplesPerChannel: frame, into: $0)
+                        }
                     }
                 } else {
-                    count = try pcm.withUnsafeMutableBufferPointer { try decoder.concealLoss(samplesPerChannel: frame, into: $0) }
+                    count = try pcm.withUnsafeMutableBufferPointer {
+                        try decoder.concealLoss(samplesPerChannel: frame, into: $0)
+                    }
                 }
             } else {
                 count = try packets[index].withUnsafeBytes { raw in

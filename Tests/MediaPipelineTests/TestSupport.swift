@@ -80,13 +80,16 @@ func wavSamples(_ path: String) throws -> [Int16] { try SignalQuality.loadWAV(pa
 /// Raw little-endian Int16 samples from a file that ffmpeg wrote with `-f s16le`.
 func rawInt16(_ path: String) throws -> [Int16] {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
-    return data.withUnsafeBytes { raw in (0..<data.count / 2).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) } }
+    return data.withUnsafeBytes { raw in
+        (0..<data.count / 2).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+    }
 }
 
 /// The number of audio samples per channel ffmpeg decodes from a file, at 48 kHz.
 func ffmpegSampleCount(_ path: String, channels: Int) throws -> Int {
     let folder = TemporaryFolder()
-    try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "s16le", "-ar", "48000", folder.file("out.raw")])
+    try reference(
+        "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "s16le", "-ar", "48000", folder.file("out.raw")])
     let size = (try FileManager.default.attributesOfItem(atPath: folder.file("out.raw"))[.size] as? Int) ?? -1
     return size / (2 * channels)
 }
@@ -99,7 +102,8 @@ func vpxdecFrameMD5s(_ ivf: String) throws -> [String] {
 }
 
 /// A deterministic stereo test signal: two tones with a slow amplitude envelope.
-func testTone(samplesPerChannel: Int, sampleRate: Int = 48000, channels: Int = 2, amplitude: Double = 12000) -> [Int16] {
+func testTone(samplesPerChannel: Int, sampleRate: Int = 48000, channels: Int = 2, amplitude: Double = 12000) -> [Int16]
+{
     var samples: [Int16] = []
     samples.reserveCapacity(samplesPerChannel * channels)
     for i in 0..<samplesPerChannel {

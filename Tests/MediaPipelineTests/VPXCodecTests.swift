@@ -21,7 +21,9 @@ struct VPXCodecTests {
             #expect(frame.width == 320 && frame.height == 180)
             #expect(frame.timestampMicroseconds == Int64(index) * 1_000_000 / 30)
             let decoded = try #require(try decoder.decode(frame))
-            psnrs.append(picture.withView { reference in decoded.withView { PictureQuality.psnr(reference: reference, test: $0) } })
+            psnrs.append(
+                picture.withView { reference in decoded.withView { PictureQuality.psnr(reference: reference, test: $0) }
+                })
         }
         let mean = psnrs.reduce(0, +) / Double(psnrs.count)
         #expect(mean > 30, "mean PSNR \(mean) dB")
@@ -34,7 +36,8 @@ struct VPXCodecTests {
         configuration.keyframeIntervalFrames = 10
         let encoder = try VPXEncoder(configuration: configuration)
         var keyframes: [Int] = []
-        for index in 0..<31 where try encoder.encode(try syntheticPicture(width: 64, height: 48, frame: index)).isKeyframe {
+        for index in 0..<31
+        where try encoder.encode(try syntheticPicture(width: 64, height: 48, frame: index)).isKeyframe {
             keyframes.append(index)
         }
         #expect(keyframes.first == 0)
@@ -50,9 +53,12 @@ struct VPXCodecTests {
         var sizes: [(Int, Int)] = []
         var timestamp: Int64 = 0
         for (width, height) in [(33, 17), (1, 1), (127, 95)] {
-            let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(codec: codec, width: width, height: height))
+            let encoder = try VPXEncoder(
+                configuration: VPXEncoderConfiguration(codec: codec, width: width, height: height))
             for index in 0..<4 {
-                try writer.write(try encoder.encode(try syntheticPicture(width: width, height: height, frame: index)).bytes, timestamp: timestamp)
+                try writer.write(
+                    try encoder.encode(try syntheticPicture(width: width, height: height, frame: index)).bytes,
+                    timestamp: timestamp)
                 timestamp += 1
                 sizes.append((width, height))
             }
@@ -77,8 +83,12 @@ struct VPXCodecTests {
 
     @Test("invalid configurations and pictures are refused")
     func invalidInput() throws {
-        #expect(throws: MediaError.self) { try VPXEncoder(configuration: VPXEncoderConfiguration(width: 0, height: 10)) }
-        #expect(throws: MediaError.self) { try VPXEncoder(configuration: VPXEncoderConfiguration(width: 20000, height: 10)) }
+        #expect(throws: MediaError.self) {
+            try VPXEncoder(configuration: VPXEncoderConfiguration(width: 0, height: 10))
+        }
+        #expect(throws: MediaError.self) {
+            try VPXEncoder(configuration: VPXEncoderConfiguration(width: 20000, height: 10))
+        }
         var configuration = VPXEncoderConfiguration(width: 64, height: 64)
         configuration.speed = 17
         #expect(throws: MediaError.self) { try VPXEncoder(configuration: configuration) }
@@ -103,7 +113,8 @@ struct VPXCodecTests {
         let tally = HandleTally()
         try LiveCodecHandles.$tally.withValue(tally) {
             for index in 0..<1000 {
-                let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(codec: index % 2 == 0 ? .vp8 : .vp9, width: 16, height: 16))
+                let encoder = try VPXEncoder(
+                    configuration: VPXEncoderConfiguration(codec: index % 2 == 0 ? .vp8 : .vp9, width: 16, height: 16))
                 let decoder = try VPXDecoder(codec: index % 2 == 0 ? .vp8 : .vp9)
                 _ = (encoder, decoder)
             }

@@ -12,7 +12,8 @@ public final class AudioResampler {
     /// A resampler from `inputRate` to `outputRate` Hz for `channelCount` channels.
     public init(inputRate: Int, outputRate: Int, channelCount: Int) throws {
         guard inputRate > 0, outputRate > 0, (1...8).contains(channelCount) else {
-            throw MediaError.invalidArgument("resampler \(inputRate) Hz → \(outputRate) Hz × \(channelCount) channels is not valid")
+            throw MediaError.invalidArgument(
+                "resampler \(inputRate) Hz → \(outputRate) Hz × \(channelCount) channels is not valid")
         }
         self.inputRate = inputRate
         self.outputRate = outputRate
@@ -20,7 +21,9 @@ public final class AudioResampler {
         var error: soxr_error_t? = nil
         var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
         var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
-        guard let handle = soxr_create(Double(inputRate), Double(outputRate), UInt32(channelCount), &error, &io, &quality, nil),
+        guard
+            let handle = soxr_create(
+                Double(inputRate), Double(outputRate), UInt32(channelCount), &error, &io, &quality, nil),
             error == nil
         else {
             throw MediaError(.codecFailure, "soxr_create failed: \(error.map { String(cString: $0) } ?? "unknown")")

@@ -49,7 +49,8 @@ public struct OpusEncoderConfiguration: Sendable, Equatable {
     /// Throws ``MediaError/Code/invalidArgument`` naming the first field out of range.
     public func validate() throws {
         guard Self.supportedSampleRates.contains(sampleRate) else {
-            throw MediaError.invalidArgument("Opus sample rate \(sampleRate) Hz is not one of \(Self.supportedSampleRates)")
+            throw MediaError.invalidArgument(
+                "Opus sample rate \(sampleRate) Hz is not one of \(Self.supportedSampleRates)")
         }
         guard channelCount == 1 || channelCount == 2 else {
             throw MediaError.invalidArgument("Opus channel count \(channelCount) is not 1 or 2")
@@ -61,11 +62,13 @@ public struct OpusEncoderConfiguration: Sendable, Equatable {
             throw MediaError.invalidArgument("Opus complexity \(complexity) is outside 0...10")
         }
         guard (0...100).contains(expectedPacketLossPercent) else {
-            throw MediaError.invalidArgument("Opus expected packet loss \(expectedPacketLossPercent) % is outside 0...100")
+            throw MediaError.invalidArgument(
+                "Opus expected packet loss \(expectedPacketLossPercent) % is outside 0...100")
         }
         guard Self.supportedFrameDurationsMicroseconds.contains(frameDurationMicroseconds) else {
             throw MediaError.invalidArgument(
-                "Opus frame duration \(Double(frameDurationMicroseconds) / 1000) ms is not one of 2.5, 5, 10, 20, 40, 60 ms")
+                "Opus frame duration \(Double(frameDurationMicroseconds) / 1000) ms is not one of 2.5, 5, 10, 20, 40, 60 ms"
+            )
         }
     }
 }

@@ -24,7 +24,8 @@ public final class OpusDecoder {
             throw MediaError.invalidArgument("Opus decoder channel count \(channelCount) is not 1 or 2")
         }
         var status: Int32 = 0
-        guard let handle = opus_decoder_create(Int32(sampleRate), Int32(channelCount), &status), status == OPUS_OK else {
+        guard let handle = opus_decoder_create(Int32(sampleRate), Int32(channelCount), &status), status == OPUS_OK
+        else {
             throw OpusStatus.error(status, "opus_decoder_create")
         }
         self.handle = handle
@@ -46,9 +47,11 @@ public final class OpusDecoder {
         _ packet: UnsafeRawBufferPointer, into pcm: UnsafeMutableBufferPointer<Int16>
     ) throws -> Int {
         guard let data = packet.baseAddress, packet.count > 0 else {
-            throw MediaError.invalidArgument("empty Opus packet: use concealLoss(samplesPerChannel:into:) for a missing one")
+            throw MediaError.invalidArgument(
+                "empty Opus packet: use concealLoss(samplesPerChannel:into:) for a missing one")
         }
-        return try run(data.assumingMemoryBound(to: UInt8.self), packet.count, pcm, pcm.count / channelCount, fec: false)
+        return try run(
+            data.assumingMemoryBound(to: UInt8.self), packet.count, pcm, pcm.count / channelCount, fec: false)
     }
 
     /// Produces `samplesPerChannel` samples of packet loss concealment for a packet that never
@@ -66,7 +69,8 @@ public final class OpusDecoder {
     /// Decode `nextPacket` itself normally afterwards. Without FEC data in `nextPacket` libopus
     /// falls back to concealment.
     public func recoverLoss(
-        fromFECIn nextPacket: UnsafeRawBufferPointer, samplesPerChannel: Int, into pcm: UnsafeMutableBufferPointer<Int16>
+        fromFECIn nextPacket: UnsafeRawBufferPointer, samplesPerChannel: Int,
+        into pcm: UnsafeMutableBufferPointer<Int16>
     ) throws -> Int {
         try checkLossLength(samplesPerChannel, pcm)
         guard let data = nextPacket.baseAddress, nextPacket.count > 0 else {
@@ -107,7 +111,9 @@ public final class OpusDecoder {
 
     /// Sets an output gain in 1/256 dB (the Ogg Opus header's output gain), -32768...32767.
     public func setGain(q8dB: Int) throws {
-        guard (-32768...32767).contains(q8dB) else { throw MediaError.invalidArgument("Opus gain \(q8dB) is outside Q7.8 range") }
+        guard (-32768...32767).contains(q8dB) else {
+            throw MediaError.invalidArgument("Opus gain \(q8dB) is outside Q7.8 range")
+        }
         try OpusStatus.check(copus_decoder_set_gain(handle, Int32(q8dB)), "set gain")
     }
 
@@ -118,12 +124,16 @@ public final class OpusDecoder {
     /// - Throws: ``MediaError/Code/invalidFormat`` for a malformed packet.
     public static func samplesPerChannel(inPacket packet: [UInt8], sampleRate: Int) throws -> Int {
         guard !packet.isEmpty else { throw MediaError.invalidFormat("empty Opus packet") }
-        let count = packet.withUnsafeBufferPointer { opus_packet_get_nb_samples($0.baseAddress!, Int32($0.count), Int32(sampleRate)) }
+        let count = packet.withUnsafeBufferPointer {
+            opus_packet_get_nb_samples($0.baseAddress!, Int32($0.count), Int32(sampleRate))
+        }
         guard count > 0 else {
-            throw MediaError(.invalidFormat, "malformed Opus packet: \(String(cString: opus_strerror(count)))", codecStatus: count)
+            throw MediaError(
+                .invalidFormat, "malformed Opus packet: \(String(cString: opus_strerror(count)))", codecStatus: count)
         }
         guard Int(count) <= sampleRate * 120 / 1000 else {
-            throw MediaError.invalidFormat("Opus packet lasts \(Int(count) * 1000 / sampleRate) ms, above the 120 ms limit")
+            throw MediaError.invalidFormat(
+                "Opus packet lasts \(Int(count) * 1000 / sampleRate) ms, above the 120 ms limit")
         }
         return Int(count)
     }
@@ -135,10 +145,12 @@ public final class OpusDecoder {
             samplesPerChannel <= maximumSamplesPerPacket
         else {
             throw MediaError.invalidArgument(
-                "lost-packet length \(samplesPerChannel) samples is not a multiple of 2.5 ms up to 120 ms at \(sampleRate) Hz")
+                "lost-packet length \(samplesPerChannel) samples is not a multiple of 2.5 ms up to 120 ms at \(sampleRate) Hz"
+            )
         }
         guard pcm.count >= samplesPerChannel * channelCount else {
-            throw MediaError.invalidArgument("output holds \(pcm.count) samples; \(samplesPerChannel * channelCount) needed")
+            throw MediaError.invalidArgument(
+                "output holds \(pcm.count) samples; \(samplesPerChannel * channelCount) needed")
         }
     }
 

@@ -28,23 +28,29 @@ public final class OpusEncoder {
         case .lowDelay: application = OPUS_APPLICATION_RESTRICTED_LOWDELAY
         }
         var status: Int32 = 0
-        guard let handle = opus_encoder_create(
-            Int32(configuration.sampleRate), Int32(configuration.channelCount), application, &status),
+        guard
+            let handle = opus_encoder_create(
+                Int32(configuration.sampleRate), Int32(configuration.channelCount), application, &status),
             status == OPUS_OK
         else { throw OpusStatus.error(status, "opus_encoder_create") }
         self.handle = handle
         handleTally = LiveCodecHandles.opened()
         do {
-            try OpusStatus.check(copus_encoder_set_bitrate(handle, Int32(configuration.bitrateBitsPerSecond)), "set bitrate")
-            try OpusStatus.check(copus_encoder_set_complexity(handle, Int32(configuration.complexity)), "set complexity")
+            try OpusStatus.check(
+                copus_encoder_set_bitrate(handle, Int32(configuration.bitrateBitsPerSecond)), "set bitrate")
+            try OpusStatus.check(
+                copus_encoder_set_complexity(handle, Int32(configuration.complexity)), "set complexity")
             try OpusStatus.check(copus_encoder_set_vbr(handle, configuration.variableBitrate ? 1 : 0), "set VBR")
             try OpusStatus.check(
-                copus_encoder_set_vbr_constraint(handle, configuration.constrainedVariableBitrate ? 1 : 0), "set VBR constraint")
+                copus_encoder_set_vbr_constraint(handle, configuration.constrainedVariableBitrate ? 1 : 0),
+                "set VBR constraint")
             try OpusStatus.check(
                 copus_encoder_set_inband_fec(handle, configuration.inbandForwardErrorCorrection ? 1 : 0), "set FEC")
             try OpusStatus.check(
-                copus_encoder_set_packet_loss_perc(handle, Int32(configuration.expectedPacketLossPercent)), "set packet loss")
-            try OpusStatus.check(copus_encoder_set_dtx(handle, configuration.discontinuousTransmission ? 1 : 0), "set DTX")
+                copus_encoder_set_packet_loss_perc(handle, Int32(configuration.expectedPacketLossPercent)),
+                "set packet loss")
+            try OpusStatus.check(
+                copus_encoder_set_dtx(handle, configuration.discontinuousTransmission ? 1 : 0), "set DTX")
             var lookahead: Int32 = 0
             try OpusStatus.check(copus_encoder_get_lookahead(handle, &lookahead), "get lookahead")
             lookaheadSamples = Int(lookahead)
@@ -122,7 +128,9 @@ public final class OpusEncoder {
     public var complexity: Int { get32(copus_encoder_get_complexity) }
     /// Sets the complexity, 0...10.
     public func setComplexity(_ value: Int) throws {
-        guard (0...10).contains(value) else { throw MediaError.invalidArgument("Opus complexity \(value) is outside 0...10") }
+        guard (0...10).contains(value) else {
+            throw MediaError.invalidArgument("Opus complexity \(value) is outside 0...10")
+        }
         try OpusStatus.check(copus_encoder_set_complexity(handle, Int32(value)), "set complexity")
     }
 

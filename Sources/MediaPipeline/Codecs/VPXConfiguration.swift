@@ -52,12 +52,14 @@ public struct VPXEncoderConfiguration: Sendable, Equatable {
     public func validate() throws {
         let maximum = I420Buffer.maximumDimension
         guard (1...maximum).contains(width), (1...maximum).contains(height) else {
-            throw MediaError.invalidArgument("video size \(width)x\(height) is outside 1...\(maximum) in each dimension")
+            throw MediaError.invalidArgument(
+                "video size \(width)x\(height) is outside 1...\(maximum) in each dimension")
         }
         guard frameRateNumerator > 0, frameRateDenominator > 0, frameRateNumerator <= 1_000_000,
             frameRateDenominator <= 1_000_000
         else {
-            throw MediaError.invalidArgument("frame rate \(frameRateNumerator)/\(frameRateDenominator) is not a positive fraction")
+            throw MediaError.invalidArgument(
+                "frame rate \(frameRateNumerator)/\(frameRateDenominator) is not a positive fraction")
         }
         guard (1000...100_000_000).contains(bitrateBitsPerSecond) else {
             throw MediaError.invalidArgument("video bitrate \(bitrateBitsPerSecond) bit/s is outside 1000...100000000")

@@ -19,7 +19,9 @@ public final class VPXDecoder {
     /// - Parameter outputPoolCapacity: how many decoded pictures returned by ``decode(_:)`` may be
     ///   held at once.
     public init(codec: VideoCodec, threads: Int = 1, outputPoolCapacity: Int = 4) throws {
-        guard (1...64).contains(threads) else { throw MediaError.invalidArgument("decoder threads \(threads) is outside 1...64") }
+        guard (1...64).contains(threads) else {
+            throw MediaError.invalidArgument("decoder threads \(threads) is outside 1...64")
+        }
         self.codec = codec
         self.poolCapacity = outputPoolCapacity
         var cfg = vpx_codec_dec_cfg_t(threads: UInt32(threads), w: 0, h: 0)

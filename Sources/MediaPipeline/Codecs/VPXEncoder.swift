@@ -60,8 +60,10 @@ public final class VPXEncoder {
                 try VPXStatus.check(cvpx_set_static_threshold(context, 1), context, "set static threshold")
                 try VPXStatus.check(cvpx_set_max_intra_bitrate_pct(context, 300), context, "set max intra bitrate")
             } else {
-                try VPXStatus.check(cvpx_vp9_set_aq_mode(context, 3), context, "set AQ mode")  // cyclic refresh, as WebRTC
-                try VPXStatus.check(cvpx_vp9_set_row_mt(context, configuration.threads > 1 ? 1 : 0), context, "set row-mt")
+                // AQ mode 3 is cyclic refresh, as WebRTC uses for realtime VP9.
+                try VPXStatus.check(cvpx_vp9_set_aq_mode(context, 3), context, "set AQ mode")
+                try VPXStatus.check(
+                    cvpx_vp9_set_row_mt(context, configuration.threads > 1 ? 1 : 0), context, "set row-mt")
             }
         } catch {
             vpx_codec_destroy(context)
@@ -108,7 +110,8 @@ public final class VPXEncoder {
         let keyframe = forceKeyframe || keyframePending
         keyframePending = false
         let flags: vpx_enc_frame_flags_t = keyframe ? cvpx_eflag_force_kf() : 0
-        try VPXStatus.check(vpx_codec_encode(context, &image, pts, 1, flags, cvpx_dl_realtime()), context, "vpx_codec_encode")
+        try VPXStatus.check(
+            vpx_codec_encode(context, &image, pts, 1, flags, cvpx_dl_realtime()), context, "vpx_codec_encode")
 
         var bytes: [UInt8] = []
         var isKeyframe = false
@@ -122,7 +125,8 @@ public final class VPXEncoder {
             isKeyframe = (frame.flags & cvpx_frame_is_key()) != 0
         }
         guard packets == 1 else {
-            throw MediaError(.codecFailure, "libvpx produced \(packets) packets for frame \(pts); exactly 1 was expected")
+            throw MediaError(
+                .codecFailure, "libvpx produced \(packets) packets for frame \(pts); exactly 1 was expected")
         }
         let rate = (Int64(configuration.frameRateNumerator), Int64(configuration.frameRateDenominator))
         return EncodedFrame(
@@ -135,7 +139,9 @@ public final class VPXEncoder {
     public func encode(
         _ picture: I420Buffer, timestampMicroseconds: Int64? = nil, forceKeyframe: Bool = false
     ) throws -> EncodedFrame {
-        try picture.withView { try encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: forceKeyframe) }
+        try picture.withView {
+            try encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: forceKeyframe)
+        }
     }
 
     /// Changes the target bitrate, in bits per second, from the next frame on.

@@ -10,7 +10,10 @@ public struct IVFHeader: Sendable, Equatable {
     public var frameCount: Int
 
     /// A header for `codec` at `width` × `height`, one timestamp unit per frame at `framesPerSecond`.
-    public init(codec: VideoCodec, width: Int, height: Int, timebaseNumerator: Int = 1, timebaseDenominator: Int = 30, frameCount: Int = 0) {
+    public init(
+        codec: VideoCodec, width: Int, height: Int, timebaseNumerator: Int = 1, timebaseDenominator: Int = 30,
+        frameCount: Int = 0
+    ) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -38,15 +41,21 @@ public struct IVFHeader: Sendable, Equatable {
         guard bytes.printable(0..<4) == "DKIF" else {
             throw MediaError.invalidFormat("not an IVF file: expected 'DKIF', found '\(bytes.printable(0..<4))'")
         }
-        guard bytes.le16(4) == 0 else { throw MediaError.unsupported("IVF version \(bytes.le16(4)) is not supported (0 only)") }
-        guard bytes.le16(6) == 32 else { throw MediaError.invalidFormat("IVF header length is \(bytes.le16(6)); 32 expected") }
+        guard bytes.le16(4) == 0 else {
+            throw MediaError.unsupported("IVF version \(bytes.le16(4)) is not supported (0 only)")
+        }
+        guard bytes.le16(6) == 32 else {
+            throw MediaError.invalidFormat("IVF header length is \(bytes.le16(6)); 32 expected")
+        }
         let fourcc = bytes.printable(8..<12)
         guard let codec = VideoCodec.allCases.first(where: { $0.fourcc == fourcc }) else {
             throw MediaError.unsupported("IVF fourcc '\(fourcc)' is not VP80 or VP90")
         }
         let width = Int(bytes.le16(12))
         let height = Int(bytes.le16(14))
-        guard width > 0, height > 0 else { throw MediaError.invalidFormat("IVF picture size \(width)x\(height) has a zero dimension") }
+        guard width > 0, height > 0 else {
+            throw MediaError.invalidFormat("IVF picture size \(width)x\(height) has a zero dimension")
+        }
         let rate = Int(bytes.le32(16))
         let scale = Int(bytes.le32(20))
         guard rate > 0, scale > 0 else {
@@ -102,7 +111,8 @@ public final class IVFReader {
                 let declared = header.frameCount
                 if declared != 0, declared != 0xFFFF_FFFF, framesRead < declared {
                     throw MediaError(
-                        .truncated, "file ends after \(framesRead) frames; the header declares \(declared) (truncated file)")
+                        .truncated,
+                        "file ends after \(framesRead) frames; the header declares \(declared) (truncated file)")
                 }
                 return nil
             }
@@ -110,11 +120,13 @@ public final class IVFReader {
             let size = Int(frameHeader.le32(0))
             guard size > 0 else { throw MediaError.invalidFormat("frame \(framesRead) has size 0") }
             guard size <= IVFReader.maximumFrameBytes else {
-                throw MediaError.invalidFormat("frame \(framesRead) declares \(size) bytes, above the \(IVFReader.maximumFrameBytes)-byte limit")
+                throw MediaError.invalidFormat(
+                    "frame \(framesRead) declares \(size) bytes, above the \(IVFReader.maximumFrameBytes)-byte limit")
             }
             if let remaining = file.remaining, Int64(size) > remaining {
                 throw MediaError(
-                    .truncated, "frame \(framesRead) declares \(size) bytes but only \(remaining) remain (truncated file)")
+                    .truncated,
+                    "frame \(framesRead) declares \(size) bytes but only \(remaining) remain (truncated file)")
             }
             let bytes = try file.readBytes(size, what: "frame \(framesRead) data")
             framesRead += 1

@@ -36,7 +36,8 @@ public struct OpusHead: Sendable, Equatable {
     static func parse(_ packet: [UInt8]) throws -> OpusHead {
         guard packet.count >= 8, packet.printable(0..<8) == "OpusHead" else {
             throw MediaError.invalidFormat(
-                "first Ogg packet is not an Opus identification header ('OpusHead'), found '\(packet.printable(0..<min(8, packet.count)))'")
+                "first Ogg packet is not an Opus identification header ('OpusHead'), found '\(packet.printable(0..<min(8, packet.count)))'"
+            )
         }
         guard packet.count >= 19 else {
             throw MediaError.invalidFormat("OpusHead is \(packet.count) bytes; at least 19 expected")
@@ -53,10 +54,12 @@ public struct OpusHead: Sendable, Equatable {
         head.mappingFamily = packet[18]
         guard head.mappingFamily == 0 else {
             throw MediaError.unsupported(
-                "Ogg Opus channel mapping family \(head.mappingFamily) (multistream, \(channels) channels) is not supported; family 0 only")
+                "Ogg Opus channel mapping family \(head.mappingFamily) (multistream, \(channels) channels) is not supported; family 0 only"
+            )
         }
         guard channels <= 2 else {
-            throw MediaError.invalidFormat("OpusHead mapping family 0 with \(channels) channels; family 0 allows 1 or 2")
+            throw MediaError.invalidFormat(
+                "OpusHead mapping family 0 with \(channels) channels; family 0 allows 1 or 2")
         }
         return head
     }
@@ -102,17 +105,21 @@ public struct OpusTags: Sendable, Equatable {
             let length = Int(packet.le32(offset))
             offset += 4
             guard length <= packet.count - offset else {
-                throw MediaError.invalidFormat("OpusTags \(what) claims \(length) bytes; only \(packet.count - offset) remain")
+                throw MediaError.invalidFormat(
+                    "OpusTags \(what) claims \(length) bytes; only \(packet.count - offset) remain")
             }
             defer { offset += length }
             return Array(packet[offset..<offset + length])
         }
         let vendor = String(decoding: try field("vendor string"), as: UTF8.self)
-        guard offset + 4 <= packet.count else { throw MediaError.invalidFormat("OpusTags ends before the comment count") }
+        guard offset + 4 <= packet.count else {
+            throw MediaError.invalidFormat("OpusTags ends before the comment count")
+        }
         let count = Int(packet.le32(offset))
         offset += 4
         guard count <= (packet.count - offset) / 4 else {
-            throw MediaError.invalidFormat("OpusTags claims \(count) comments; the header can hold at most \((packet.count - offset) / 4)")
+            throw MediaError.invalidFormat(
+                "OpusTags claims \(count) comments; the header can hold at most \((packet.count - offset) / 4)")
         }
         var comments: [String] = []
         for index in 0..<count { comments.append(String(decoding: try field("comment \(index)"), as: UTF8.self)) }

@@ -59,7 +59,8 @@ public final class OggOpusReader {
     @discardableResult
     public func decode(sampleRate: Int = 48000, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int64 {
         guard 48000 % sampleRate == 0, OpusEncoderConfiguration.supportedSampleRates.contains(sampleRate) else {
-            throw MediaError.invalidArgument("Opus decode rate \(sampleRate) Hz is not one of \(OpusEncoderConfiguration.supportedSampleRates)")
+            throw MediaError.invalidArgument(
+                "Opus decode rate \(sampleRate) Hz is not one of \(OpusEncoderConfiguration.supportedSampleRates)")
         }
         let decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: head.channelCount)
         try decoder.setGain(q8dB: head.outputGainQ8dB)
@@ -77,7 +78,8 @@ public final class OggOpusReader {
                     try pcm.withUnsafeMutableBufferPointer { try decoder.decode(raw, into: $0) }
                 }
             } catch let error as MediaError {
-                throw MediaError(error.code, "audio packet \(index): \(error.message)", file: path, codecStatus: error.codecStatus)
+                throw MediaError(
+                    error.code, "audio packet \(index): \(error.message)", file: path, codecStatus: error.codecStatus)
             }
             index += 1
             let start = position48k
@@ -86,7 +88,8 @@ public final class OggOpusReader {
             if packet.isLast {
                 guard packet.granulePosition >= preSkip else {
                     throw MediaError.invalidFormat(
-                        "final granule position \(packet.granulePosition) is smaller than the pre-skip \(preSkip)", file: path)
+                        "final granule position \(packet.granulePosition) is smaller than the pre-skip \(preSkip)",
+                        file: path)
                 }
                 end = min(end, packet.granulePosition)  // end trimming (RFC 7845 §4.4)
             }

@@ -18,7 +18,9 @@ public final class OggOpusWriter {
     public var maximumPageDuration48k: Int64 = 48000
 
     /// Starts a file with the given headers. `serial` identifies the logical stream.
-    public init(path: String, head: OpusHead, tags: OpusTags = OpusTags(vendor: "MediaPipeline"), serial: UInt32 = 0x4D50_4F50)
+    public init(
+        path: String, head: OpusHead, tags: OpusTags = OpusTags(vendor: "MediaPipeline"), serial: UInt32 = 0x4D50_4F50
+    )
         throws
     {
         guard head.channelCount == 1 || head.channelCount == 2 else {
@@ -57,7 +59,8 @@ public final class OggOpusWriter {
         guard let held else { throw MediaError.invalidArgument("Ogg Opus file \(path) has no audio packet") }
         let end = Int64(head.preSkip) + playableSamples48k
         guard end <= samples48k else {
-            throw MediaError.invalidArgument("\(path): packets hold \(samples48k) samples; \(end) needed for the declared length")
+            throw MediaError.invalidArgument(
+                "\(path): packets hold \(samples48k) samples; \(end) needed for the declared length")
         }
         try pages.write(held, granulePosition: end, flush: true, endOfStream: true)
         try output.commit()

@@ -47,7 +47,9 @@ final class OggPacketReader {
             guard try file.atEnd() else {
                 let header = try file.readBytes(min(27, Int(file.remaining ?? 27)), what: "Ogg page header")
                 if header.count == 27, header.printable(0..<4) == "OggS", (header[5] & 0x02) != 0 {
-                    throw MediaError.unsupported("chained Ogg stream: a new logical stream starts at byte \(pageStart) after the first one ended")
+                    throw MediaError.unsupported(
+                        "chained Ogg stream: a new logical stream starts at byte \(pageStart) after the first one ended"
+                    )
                 }
                 throw MediaError.invalidFormat("unexpected data at byte \(pageStart) after the end-of-stream page")
             }
@@ -57,14 +59,17 @@ final class OggPacketReader {
             if partialOpen {
                 throw MediaError(.truncated, "file ends inside a packet continued across pages (truncated file)")
             }
-            throw MediaError(.truncated, "file ends at byte \(pageStart) without an end-of-stream page (truncated file)")
+            throw MediaError(
+                .truncated, "file ends at byte \(pageStart) without an end-of-stream page (truncated file)")
         }
         var header = try file.readBytes(27, what: "Ogg page header (page \(pageIndex))")
         guard header.printable(0..<4) == "OggS" else {
-            throw MediaError.invalidFormat("expected an Ogg page ('OggS') at byte \(pageStart), found '\(header.printable(0..<4))'")
+            throw MediaError.invalidFormat(
+                "expected an Ogg page ('OggS') at byte \(pageStart), found '\(header.printable(0..<4))'")
         }
         guard header[4] == 0 else {
-            throw MediaError.invalidFormat("Ogg page \(pageIndex) at byte \(pageStart) has version \(header[4]); 0 expected")
+            throw MediaError.invalidFormat(
+                "Ogg page \(pageIndex) at byte \(pageStart) has version \(header[4]); 0 expected")
         }
         let flags = header[5]
         let granule = Int64(bitPattern: header.le64(6))
@@ -76,27 +81,34 @@ final class OggPacketReader {
         let bodySize = lacing.reduce(0) { $0 + Int($1) }
         let body = try file.readBytes(bodySize, what: "Ogg page \(pageIndex) body (\(bodySize) bytes)")
 
-        header[22] = 0; header[23] = 0; header[24] = 0; header[25] = 0
+        header[22] = 0
+        header[23] = 0
+        header[24] = 0
+        header[25] = 0
         var crc = header.withUnsafeBytes { OggCRC.update(0, $0) }
         crc = lacing.withUnsafeBytes { OggCRC.update(crc, $0) }
         crc = body.withUnsafeBytes { OggCRC.update(crc, $0) }
         guard crc == storedCRC else {
             throw MediaError.invalidFormat(
-                "Ogg page \(pageIndex) at byte \(pageStart) fails its checksum (stored \(hex(storedCRC)), computed \(hex(crc)))")
+                "Ogg page \(pageIndex) at byte \(pageStart) fails its checksum (stored \(hex(storedCRC)), computed \(hex(crc)))"
+            )
         }
         if let serial {
             guard pageSerial == serial else {
                 throw MediaError.unsupported(
                     (flags & 0x02) != 0
                         ? "Ogg file holds several logical streams (serial \(hex(pageSerial)) starts at byte \(pageStart)); only single-stream files are supported"
-                        : "Ogg page at byte \(pageStart) belongs to another logical stream (serial \(hex(pageSerial))); multiplexed files are not supported")
+                        : "Ogg page at byte \(pageStart) belongs to another logical stream (serial \(hex(pageSerial))); multiplexed files are not supported"
+                )
             }
             guard (flags & 0x02) == 0 else {
-                throw MediaError.invalidFormat("Ogg page \(pageIndex) at byte \(pageStart) repeats the beginning-of-stream flag")
+                throw MediaError.invalidFormat(
+                    "Ogg page \(pageIndex) at byte \(pageStart) repeats the beginning-of-stream flag")
             }
             guard sequence == nextSequence else {
                 throw MediaError.invalidFormat(
-                    "Ogg page sequence jumps from \(nextSequence &- 1) to \(sequence) at byte \(pageStart) (a page is missing)")
+                    "Ogg page sequence jumps from \(nextSequence &- 1) to \(sequence) at byte \(pageStart) (a page is missing)"
+                )
             }
         } else {
             guard (flags & 0x02) != 0 else {
@@ -111,7 +123,8 @@ final class OggPacketReader {
             throw MediaError.invalidFormat(
                 continued
                     ? "Ogg page \(pageIndex) at byte \(pageStart) continues a packet that no earlier page started"
-                    : "Ogg page \(pageIndex) at byte \(pageStart) drops the packet that the previous page left unfinished")
+                    : "Ogg page \(pageIndex) at byte \(pageStart) drops the packet that the previous page left unfinished"
+            )
         }
         var offset = 0
         var lastComplete = -1
@@ -120,7 +133,8 @@ final class OggPacketReader {
             offset += Int(value)
             partialOpen = true
             guard partial.count <= OggPacketReader.maximumPacketBytes else {
-                throw MediaError.invalidFormat("Ogg packet grows past \(OggPacketReader.maximumPacketBytes) bytes at page \(pageIndex)")
+                throw MediaError.invalidFormat(
+                    "Ogg packet grows past \(OggPacketReader.maximumPacketBytes) bytes at page \(pageIndex)")
             }
             if value < 255 {
                 ready.append(OggPacket(bytes: partial, granulePosition: -1, isLast: false, pageIndex: pageIndex))

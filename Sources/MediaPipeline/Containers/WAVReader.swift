@@ -21,12 +21,17 @@ public final class WAVReader {
                     throw MediaError.unsupported("RF64 (64-bit WAV) files are not supported")
                 }
                 throw MediaError.invalidFormat(
-                    "not a WAV file: expected 'RIFF....WAVE', found '\(riff.printable(0..<4))....\(riff.printable(8..<12))'")
+                    "not a WAV file: expected 'RIFF....WAVE', found '\(riff.printable(0..<4))....\(riff.printable(8..<12))'"
+                )
             }
             var found: WAVFormat?
             while true {
                 guard !(try file.atEnd()) else {
-                    throw MediaError(.truncated, found == nil ? "no 'fmt ' chunk before the end of the file" : "no 'data' chunk before the end of the file")
+                    throw MediaError(
+                        .truncated,
+                        found == nil
+                            ? "no 'fmt ' chunk before the end of the file"
+                            : "no 'data' chunk before the end of the file")
                 }
                 let chunkStart = file.offset
                 let header = try file.readBytes(8, what: "chunk header")
@@ -34,14 +39,16 @@ public final class WAVReader {
                 let size = Int64(header.le32(4))
                 if id == "fmt " {
                     guard size >= 16, size <= 1024 else {
-                        throw MediaError.invalidFormat("'fmt ' chunk at byte \(chunkStart) has size \(size); 16...1024 expected")
+                        throw MediaError.invalidFormat(
+                            "'fmt ' chunk at byte \(chunkStart) has size \(size); 16...1024 expected")
                     }
                     let body = try file.readBytes(Int(size), what: "'fmt ' chunk")
                     if size % 2 == 1 { try file.skip(1, what: "'fmt ' chunk padding") }
                     found = try WAVReader.parseFormat(body)
                 } else if id == "data" {
                     guard var format = found else {
-                        throw MediaError.invalidFormat("'data' chunk at byte \(chunkStart) comes before the 'fmt ' chunk")
+                        throw MediaError.invalidFormat(
+                            "'data' chunk at byte \(chunkStart) comes before the 'fmt ' chunk")
                     }
                     let blockAlign = Int64(format.encoding.bytesPerSample * format.channelCount)
                     var dataSize = size
@@ -78,7 +85,8 @@ public final class WAVReader {
         let bits = Int(body.le16(14))
         if tag == 0xFFFE {
             guard body.count >= 40 else {
-                throw MediaError.invalidFormat("WAVE_FORMAT_EXTENSIBLE 'fmt ' chunk is \(body.count) bytes; 40 expected")
+                throw MediaError.invalidFormat(
+                    "WAVE_FORMAT_EXTENSIBLE 'fmt ' chunk is \(body.count) bytes; 40 expected")
             }
             tag = body.le16(24)  // the sub-format GUID starts with the format tag
         }
@@ -89,7 +97,9 @@ public final class WAVReader {
         case (1, 32): encoding = .pcm32
         case (3, 32): encoding = .float32
         case (1, _), (3, _):
-            throw MediaError.unsupported("\(bits)-bit \(tag == 1 ? "integer" : "float") samples are not supported (16, 24, 32-bit PCM or 32-bit float)")
+            throw MediaError.unsupported(
+                "\(bits)-bit \(tag == 1 ? "integer" : "float") samples are not supported (16, 24, 32-bit PCM or 32-bit float)"
+            )
         default:
             throw MediaError.unsupported("WAV format tag \(tag) is not PCM (1) or IEEE float (3)")
         }
@@ -126,7 +136,9 @@ public final class WAVReader {
             if framesGot < frames { framesLeft = 0 }
         } else {
             guard framesGot == frames else {
-                throw MediaError(.truncated, "audio data ends at byte \(file.offset), before the size the 'data' chunk declares", file: path)
+                throw MediaError(
+                    .truncated, "audio data ends at byte \(file.offset), before the size the 'data' chunk declares",
+                    file: path)
             }
             framesLeft -= Int64(frames)
         }
@@ -141,13 +153,22 @@ public final class WAVReader {
                 }
             case .pcm24:
                 for i in 0..<count {
-                    let value = Int32(bitPattern: UInt32(raw[3 * i]) << 8 | UInt32(raw[3 * i + 1]) << 16 | UInt32(raw[3 * i + 2]) << 24)
+                    let value = Int32(
+                        bitPattern: UInt32(raw[3 * i]) << 8 | UInt32(raw[3 * i + 1]) << 16 | UInt32(raw[3 * i + 2])
+                            << 24)
                     samples.append(Float(value >> 8) / 8_388_608)
                 }
             case .pcm32:
-                for i in 0..<count { samples.append(Float(Int32(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self).littleEndian)) / 2_147_483_648) }
+                for i in 0..<count {
+                    samples.append(
+                        Float(Int32(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self).littleEndian))
+                            / 2_147_483_648)
+                }
             case .float32:
-                for i in 0..<count { samples.append(Float(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self).littleEndian)) }
+                for i in 0..<count {
+                    samples.append(
+                        Float(bitPattern: raw.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self).littleEndian))
+                }
             }
         }
         return framesGot

@@ -13,8 +13,12 @@ public final class WAVWriter {
 
     /// Starts a WAV file at `path`.
     public init(path: String, sampleRate: Int, channelCount: Int) throws {
-        guard (1...768_000).contains(sampleRate) else { throw MediaError.invalidArgument("WAV sample rate \(sampleRate) Hz is outside 1...768000") }
-        guard (1...8).contains(channelCount) else { throw MediaError.invalidArgument("WAV channel count \(channelCount) is outside 1...8") }
+        guard (1...768_000).contains(sampleRate) else {
+            throw MediaError.invalidArgument("WAV sample rate \(sampleRate) Hz is outside 1...768000")
+        }
+        guard (1...8).contains(channelCount) else {
+            throw MediaError.invalidArgument("WAV channel count \(channelCount) is outside 1...8")
+        }
         self.path = path
         self.sampleRate = sampleRate
         self.channelCount = channelCount
@@ -49,7 +53,9 @@ public final class WAVWriter {
         }
         if scratch.count < samples.count * 2 { scratch = [UInt8](repeating: 0, count: samples.count * 2) }
         scratch.withUnsafeMutableBytes { raw in
-            for (i, sample) in samples.enumerated() { raw.storeBytes(of: sample.littleEndian, toByteOffset: 2 * i, as: Int16.self) }
+            for (i, sample) in samples.enumerated() {
+                raw.storeBytes(of: sample.littleEndian, toByteOffset: 2 * i, as: Int16.self)
+            }
         }
         try scratch.withUnsafeBytes { try output.write(UnsafeRawBufferPointer(rebasing: $0[0..<samples.count * 2])) }
         dataBytes += Int64(samples.count * 2)

@@ -62,8 +62,12 @@ public struct Y4MHeader: Sendable, Equatable {
             switch token.first {
             case "W": width = try dimension(token, "width")
             case "H": height = try dimension(token, "height")
-            case "F": (header.frameRateNumerator, header.frameRateDenominator) = try ratio(token, "frame rate", allowZero: false)
-            case "A": (header.pixelAspectNumerator, header.pixelAspectDenominator) = try ratio(token, "pixel aspect", allowZero: true)
+            case "F":
+                (header.frameRateNumerator, header.frameRateDenominator) = try ratio(
+                    token, "frame rate", allowZero: false)
+            case "A":
+                (header.pixelAspectNumerator, header.pixelAspectDenominator) = try ratio(
+                    token, "pixel aspect", allowZero: true)
             case "I":
                 guard token.count == 2, let mode = token.last, "ptbm?".contains(mode) else {
                     throw MediaError.invalidFormat("Y4M interlace tag '\(token)' is not one of Ip, It, Ib, Im, I?")
@@ -72,7 +76,9 @@ public struct Y4MHeader: Sendable, Equatable {
             case "C":
                 let tag = String(token.dropFirst())
                 guard supportedColorspaces.contains(tag) else {
-                    throw MediaError.unsupported("Y4M colorspace C\(tag) is not supported; only 8-bit 4:2:0 (C420jpeg, C420paldv, C420mpeg2, C420)")
+                    throw MediaError.unsupported(
+                        "Y4M colorspace C\(tag) is not supported; only 8-bit 4:2:0 (C420jpeg, C420paldv, C420mpeg2, C420)"
+                    )
                 }
                 header.colorspace = tag
             case "X": header.comments.append(String(token.dropFirst()))

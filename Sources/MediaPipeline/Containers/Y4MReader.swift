@@ -39,17 +39,21 @@ public final class Y4MReader {
             let start = file.offset
             let line = try Y4MReader.readLine(file, limit: 1024, what: "frame \(framesRead) header")
             guard line == "FRAME" || line.hasPrefix("FRAME ") else {
-                throw MediaError.invalidFormat("expected 'FRAME' at byte \(start) (frame \(framesRead)), found '\(line.prefix(16))'")
+                throw MediaError.invalidFormat(
+                    "expected 'FRAME' at byte \(start) (frame \(framesRead)), found '\(line.prefix(16))'")
             }
             if let remaining = file.remaining, remaining < header.frameByteCount {
                 throw MediaError(
                     .truncated,
-                    "frame \(framesRead) needs \(header.frameByteCount) bytes but only \(remaining) remain (truncated file)")
+                    "frame \(framesRead) needs \(header.frameByteCount) bytes but only \(remaining) remain (truncated file)"
+                )
             }
             let buffer = try pool.acquire()
             let frameIndex = framesRead
             try buffer.withMutableView { view in
-                func readPlane(_ base: UnsafeMutablePointer<UInt8>, _ stride: Int, _ width: Int, _ height: Int, _ name: String)
+                func readPlane(
+                    _ base: UnsafeMutablePointer<UInt8>, _ stride: Int, _ width: Int, _ height: Int, _ name: String
+                )
                     throws
                 {
                     for row in 0..<height {

@@ -24,7 +24,8 @@ public final class Y4MWriter {
     public func write(_ picture: I420View) throws {
         guard picture.width == header.width, picture.height == header.height else {
             throw MediaError.invalidArgument(
-                "\(path): picture is \(picture.width)x\(picture.height); the Y4M stream is \(header.width)x\(header.height)")
+                "\(path): picture is \(picture.width)x\(picture.height); the Y4M stream is \(header.width)x\(header.height)"
+            )
         }
         try output.write(Y4MWriter.frameMarker)
         try picture.forEachPackedRow { try output.write($0) }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Writes a file whole or not at all: bytes go to a hidden temporary file beside the
 /// destination, which replaces the destination only on ``commit()``. A writer dropped without a

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Sequential, buffered reading of a file, with truncation reported as a typed error that names
@@ -40,7 +40,8 @@ final class FileByteReader {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         let got = fread(base, 1, buffer.count, file)
         if got < buffer.count && ferror(file) != 0 {
-            throw MediaError(.io, "read failed at byte \(offset + Int64(got)): \(String(cString: strerror(errno)))", file: path)
+            throw MediaError(
+                .io, "read failed at byte \(offset + Int64(got)): \(String(cString: strerror(errno)))", file: path)
         }
         offset += Int64(got)
         return got
@@ -132,18 +133,29 @@ extension Array where Element == UInt8 {
     func printable(_ range: Range<Int>) -> String {
         var text = ""
         for byte in self[range] {
-            if byte >= 0x20 && byte < 0x7F { text.append(Character(Unicode.Scalar(byte))) } else {
+            if byte >= 0x20 && byte < 0x7F {
+                text.append(Character(Unicode.Scalar(byte)))
+            } else {
                 text += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
             }
         }
         return text
     }
 
-    mutating func appendLE16(_ v: UInt16) { append(UInt8(v & 0xFF)); append(UInt8(v >> 8)) }
-    mutating func appendLE32(_ v: UInt32) {
-        append(UInt8(v & 0xFF)); append(UInt8((v >> 8) & 0xFF)); append(UInt8((v >> 16) & 0xFF)); append(UInt8(v >> 24))
+    mutating func appendLE16(_ v: UInt16) {
+        append(UInt8(v & 0xFF))
+        append(UInt8(v >> 8))
     }
-    mutating func appendLE64(_ v: UInt64) { appendLE32(UInt32(v & 0xFFFF_FFFF)); appendLE32(UInt32(v >> 32)) }
+    mutating func appendLE32(_ v: UInt32) {
+        append(UInt8(v & 0xFF))
+        append(UInt8((v >> 8) & 0xFF))
+        append(UInt8((v >> 16) & 0xFF))
+        append(UInt8(v >> 24))
+    }
+    mutating func appendLE64(_ v: UInt64) {
+        appendLE32(UInt32(v & 0xFFFF_FFFF))
+        appendLE32(UInt32(v >> 32))
+    }
     mutating func appendASCII(_ s: String) { append(contentsOf: Array(s.utf8)) }
 }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// MD5 (RFC 1321), used for the per-frame checksums that `vpxdec --md5` prints, so decoded
@@ -32,7 +32,9 @@ public struct MD5: Sendable {
         var index = 0
         if blockFill > 0 {
             let take = min(64 - blockFill, bytes.count)
-            block.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: blockFill).copyMemory(from: base, byteCount: take) }
+            block.withUnsafeMutableBytes {
+                $0.baseAddress!.advanced(by: blockFill).copyMemory(from: base, byteCount: take)
+            }
             blockFill += take
             index = take
             if blockFill == 64 {
@@ -81,10 +83,18 @@ public struct MD5: Sendable {
                     var f: UInt32
                     let g: Int
                     switch i >> 4 {
-                    case 0: f = (b & c) | (~b & d); g = i
-                    case 1: f = (d & b) | (~d & c); g = (5 &* i &+ 1) & 15
-                    case 2: f = b ^ c ^ d; g = (3 &* i &+ 5) & 15
-                    default: f = c ^ (b | ~d); g = (7 &* i) & 15
+                    case 0:
+                        f = (b & c) | (~b & d)
+                        g = i
+                    case 1:
+                        f = (d & b) | (~d & c)
+                        g = (5 &* i &+ 1) & 15
+                    case 2:
+                        f = b ^ c ^ d
+                        g = (3 &* i &+ 5) & 15
+                    default:
+                        f = c ^ (b | ~d)
+                        g = (7 &* i) & 15
                     }
                     let m = UInt32(littleEndian: words.loadUnaligned(fromByteOffset: g &* 4, as: UInt32.self))
                     f = f &+ a &+ k[i] &+ m

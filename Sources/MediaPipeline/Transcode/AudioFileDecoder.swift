@@ -18,7 +18,9 @@ public enum AudioFileDecoder {
         try writer.finish()
         progress?(1)
         return TranscodeSummary(
-            kind: .audio, codec: .opus, input: input, output: output, durationSeconds: Double(frames) / Double(sampleRate),
-            frames: frames, sampleRate: sampleRate, channelCount: reader.head.channelCount, compressedBytes: reader.packetBytesRead)
+            kind: .audio, codec: .opus, input: input, output: output,
+            durationSeconds: Double(frames) / Double(sampleRate),
+            frames: frames, sampleRate: sampleRate, channelCount: reader.head.channelCount,
+            compressedBytes: reader.packetBytesRead)
     }
 }

@@ -16,8 +16,10 @@ public enum AudioFileEncoder {
         let native = OpusEncoderConfiguration.supportedSampleRates.contains(format.sampleRate)
         configuration.sampleRate = native ? format.sampleRate : 48000
         let encoder = try OpusEncoder(configuration: configuration)
-        let resampler = native
-            ? nil : try AudioResampler(inputRate: format.sampleRate, outputRate: 48000, channelCount: format.channelCount)
+        let resampler =
+            native
+            ? nil
+            : try AudioResampler(inputRate: format.sampleRate, outputRate: 48000, channelCount: format.channelCount)
         let channels = format.channelCount
         let samplesPerFrame = encoder.samplesPerFrame
         let rateFactor = 48000 / configuration.sampleRate  // encoder rate → 48 kHz granule units
@@ -34,7 +36,9 @@ public enum AudioFileEncoder {
         var encodedFrames: Int64 = 0  // samples per channel at the encoder rate fed so far
 
         func encodeWhole(padToFrame: Bool) throws {
-            while pending.count - pendingStart >= samplesPerFrame * channels || (padToFrame && pending.count > pendingStart) {
+            while pending.count - pendingStart >= samplesPerFrame * channels
+                || (padToFrame && pending.count > pendingStart)
+            {
                 let available = min(samplesPerFrame * channels, pending.count - pendingStart)
                 for i in 0..<available { pcm[i] = pending[pendingStart + i].int16Sample }
                 for i in available..<pcm.count { pcm[i] = 0 }
@@ -74,7 +78,8 @@ public enum AudioFileEncoder {
             throw error.attributed(to: input)
         }
         // The exact length at the encoder rate; the resampler's tail is cut or padded to it.
-        let playableFrames = native ? sourceFrames : (sourceFrames * 48000 + Int64(format.sampleRate / 2)) / Int64(format.sampleRate)
+        let playableFrames =
+            native ? sourceFrames : (sourceFrames * 48000 + Int64(format.sampleRate / 2)) / Int64(format.sampleRate)
         if let resampler {
             let before = pending.count
             try resampler.flush(appendingTo: &pending)

@@ -23,7 +23,9 @@ public enum VideoFileEncoder {
             let frame = try encoder.encode(picture)
             try writer.write(frame.bytes, timestamp: index)
             index += 1
-            if let progress, reader.fileSize > 0, index % 8 == 0 { progress(Double(reader.bytesRead) / Double(reader.fileSize)) }
+            if let progress, reader.fileSize > 0, index % 8 == 0 {
+                progress(Double(reader.bytesRead) / Double(reader.fileSize))
+            }
         }
         guard index > 0 else { throw MediaError(.truncated, "Y4M file has no frame", file: input) }
         try writer.finish()

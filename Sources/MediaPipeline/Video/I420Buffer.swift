@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An 8-bit 4:2:0 planar picture (I420): a full-size luma plane and two chroma planes of

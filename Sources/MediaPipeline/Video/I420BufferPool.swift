@@ -14,7 +14,9 @@ public final class I420BufferPool: Sendable {
 
     /// A pool of buffers of `width` × `height` pixels.
     public init(width: Int, height: Int, capacity: Int) throws {
-        guard capacity > 0 else { throw MediaError.invalidArgument("pool capacity must be at least 1, not \(capacity)") }
+        guard capacity > 0 else {
+            throw MediaError.invalidArgument("pool capacity must be at least 1, not \(capacity)")
+        }
         _ = try I420Buffer(width: width, height: height)  // validates the size once
         self.width = width
         self.height = height

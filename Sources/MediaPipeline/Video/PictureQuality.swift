@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Objective picture quality measures.
@@ -18,7 +18,8 @@ public enum PictureQuality {
     /// Mean squared error per sample over all three planes.
     /// - Precondition: both pictures have the same size.
     public static func meanSquaredError(reference: I420View, test: I420View) -> Double {
-        precondition(reference.width == test.width && reference.height == test.height, "PSNR needs pictures of one size")
+        precondition(
+            reference.width == test.width && reference.height == test.height, "PSNR needs pictures of one size")
         var squared: UInt64 = 0
         func plane(_ a: UnsafePointer<UInt8>, _ sa: Int, _ b: UnsafePointer<UInt8>, _ sb: Int, _ w: Int, _ h: Int) {
             for row in 0..<h {
