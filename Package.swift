@@ -15,9 +15,11 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "MediaPipeline",
-            dependencies: ["COpus", "CVpx", "CSoxr"]
+            dependencies: ["COpus", "CVpx", "CSoxr", "CYuv", "CZlib"]
         ),
         // The same codec work written directly in C, so `pipebench bench` can report the
         // wrappers' cost as a ratio measured in one run.

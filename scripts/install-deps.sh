@@ -3,7 +3,7 @@
 #   scripts/install-deps.sh          the codec libraries (to build and run)
 #   scripts/install-deps.sh --test   also the reference tools the tests compare against
 set -euo pipefail
-packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev)
+packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools)
 fi

@@ -83,7 +83,7 @@ public final class I420Buffer: @unchecked Sendable {
                 strideV: strideV))
     }
 
-    var view: I420View {
+    private var view: I420View {
         I420View(
             width: width, height: height, y: UnsafePointer(storage.assumingMemoryBound(to: UInt8.self)),
             u: UnsafePointer((storage + offsetU).assumingMemoryBound(to: UInt8.self)),
