@@ -1,0 +1,121 @@
+/// Identifies a remote audio stream: a user in a channel. The same uid in two channels is two streams.
+public struct StreamKey: Hashable, Sendable, CustomStringConvertible {
+    /// The channel.
+    public var channelId: String
+    /// The user.
+    public var uid: UInt32
+
+    /// The stream of `uid` in `channelId`.
+    public init(channelId: String, uid: UInt32) {
+        self.channelId = channelId
+        self.uid = uid
+    }
+
+    public var description: String { "\(channelId)/\(uid)" }
+}
+
+/// One source's contribution to a mix: a 10 ms frame and the gain it should reach.
+public struct MixerInput {
+    /// Which stream this is; the mixer remembers its gain between frames to ramp changes.
+    public var key: StreamKey
+    /// Interleaved samples, the mixer's frame length and channel count.
+    public var samples: UnsafeBufferPointer<Int16>
+    /// Linear gain to reach by the end of this frame, 0...4 (0–400 %).
+    public var gain: Float
+
+    /// An input.
+    public init(key: StreamKey, samples: UnsafeBufferPointer<Int16>, gain: Float) {
+        self.key = key
+        self.samples = samples
+        self.gain = gain
+    }
+}
+
+/// Mixes 10 ms frames of many sources: sums in float, ramps each source's gain across the
+/// frame (a source that was not in the previous mix fades in from silence; a gain change glides),
+/// and limits the sum so that it never clips. A single source at unity gain passes through
+/// unchanged, bit for bit.
+///
+/// To fade a source out, give it one more frame with gain 0, then leave it out.
+///
+/// Not thread-safe: one mixer per mixing thread.
+public final class AudioMixer {
+    /// Output sample rate in Hz.
+    public let sampleRate: Int
+    /// Output channels.
+    public let channelCount: Int
+    /// Samples per channel per frame (10 ms).
+    public let samplesPerChannel: Int
+    private var sum: [Float]
+    private var gains: [StreamKey: (gain: Float, generation: UInt64)] = [:]
+    private var generation: UInt64 = 0
+    private var limiter: PeakLimiter
+
+    /// A mixer of 10 ms frames at `sampleRate` with `channelCount` channels.
+    public init(sampleRate: Int = 48000, channelCount: Int = 2) throws {
+        guard sampleRate > 0, sampleRate % 100 == 0, (1...2).contains(channelCount) else {
+            throw MediaError.invalidArgument(
+                "mixer format \(sampleRate) Hz × \(channelCount) channels is not supported")
+        }
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+        samplesPerChannel = sampleRate / 100
+        sum = [Float](repeating: 0, count: samplesPerChannel * channelCount)
+        limiter = PeakLimiter(sampleRate: sampleRate)
+    }
+
+    /// Mixes `inputs` into `output` (one frame: ``samplesPerChannel`` × ``channelCount`` samples).
+    /// No input gives silence.
+    /// - Precondition: every input and the output hold exactly one frame.
+    /// - Complexity: O(total samples); allocates nothing while the set of sources is unchanged.
+    public func mix(_ inputs: [MixerInput], into output: UnsafeMutableBufferPointer<Int16>) {
+        let count = samplesPerChannel * channelCount
+        precondition(output.count == count, "mixer output must hold one 10 ms frame")
+        generation &+= 1
+        if inputs.count == 1, inputs[0].gain == 1, gains[inputs[0].key]?.gain == 1 {
+            // One source at unity gain: no ramp, no limiter, exactly the input.
+            precondition(inputs[0].samples.count == count, "mixer input must hold one 10 ms frame")
+            _ = output.initialize(fromContentsOf: inputs[0].samples)
+            gains[inputs[0].key] = (1, generation)
+            forgetAbsentSources(present: 1)
+            return
+        }
+        sum.withUnsafeMutableBufferPointer { sum in
+            sum.update(repeating: 0)
+            let channels = channelCount
+            let frames = samplesPerChannel
+            for input in inputs {
+                precondition(input.samples.count == count, "mixer input must hold one 10 ms frame")
+                let start = gains[input.key]?.gain ?? 0
+                let end = max(0, min(4, input.gain))
+                gains[input.key] = (end, generation)
+                let samples = input.samples
+                if start == end {
+                    if end == 0 { continue }
+                    for i in 0..<count { sum[i] += Float(samples[i]) * end }
+                } else {
+                    let step = (end - start) / Float(frames)
+                    var g = start
+                    var i = 0
+                    while i < count {
+                        g += step
+                        for c in 0..<channels { sum[i + c] += Float(samples[i + c]) * g }
+                        i += channels
+                    }
+                }
+            }
+            limiter.process(sum, channelCount: channels, into: output)
+        }
+        forgetAbsentSources(present: inputs.count)
+    }
+
+    /// Drops the remembered gain of sources missing from this mix, so they fade in on return.
+    private func forgetAbsentSources(present: Int) {
+        guard gains.count > present else { return }
+        let current = generation
+        gains = gains.filter { $0.value.generation == current }
+    }
+
+    /// The limiter's current gain (1 when idle), for tests and meters.
+    public var limiterGain: Float { limiter.gain }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("Audio mixer")
+struct AudioMixerTests {
+    private let frame = 480 * 2
+
+    private func sine(amplitude: Double, frequency: Double, phase: Double = 0, frameIndex: Int = 0) -> [Int16] {
+        (0..<480).flatMap { i -> [Int16] in
+            let t = Double(frameIndex * 480 + i) / 48000
+            let value = Int16(amplitude * sin(2 * .pi * frequency * t + phase))
+            return [value, value]
+        }
+    }
+
+    private func mix(_ mixer: AudioMixer, _ sources: [(StreamKey, [Int16], Float)]) -> [Int16] {
+        var output = [Int16](repeating: 0, count: frame)
+        // Stable copies whose pointers stay valid for the whole mix call.
+        let buffers = sources.map { source -> UnsafeMutableBufferPointer<Int16> in
+            let buffer = UnsafeMutableBufferPointer<Int16>.allocate(capacity: source.1.count)
+            _ = buffer.initialize(fromContentsOf: source.1)
+            return buffer
+        }
+        defer { buffers.forEach { $0.deallocate() } }
+        let inputs = zip(sources, buffers).map { MixerInput(key: $0.0, samples: UnsafeBufferPointer($1), gain: $0.2) }
+        output.withUnsafeMutableBufferPointer { mixer.mix(inputs, into: $0) }
+        return output
+    }
+
+    @Test("one source at unity gain passes through unchanged after its fade-in frame")
+    func singleSourceUnchanged() throws {
+        let mixer = try AudioMixer()
+        let key = StreamKey(channelId: "a", uid: 1)
+        let first = sine(amplitude: 32000, frequency: 440)
+        let faded = mix(mixer, [(key, first, 1)])
+        #expect(abs(Int(faded[0])) < 200)  // starts from silence
+        #expect(faded != first)
+        for index in 1..<20 {
+            let input = sine(amplitude: 32000, frequency: 440, frameIndex: index)
+            #expect(mix(mixer, [(key, input, 1)]) == input, "frame \(index)")
+        }
+    }
+
+    @Test("32 loud sources together never clip, and the mix is not silenced")
+    func limiterNeverClips() throws {
+        let mixer = try AudioMixer()
+        var loudest = 0
+        for index in 0..<50 {
+            let sources = (0..<32).map { source in
+                (
+                    StreamKey(channelId: "c\(source % 4)", uid: UInt32(source)),
+                    sine(amplitude: 30000, frequency: 200 + Double(source % 3), frameIndex: index), Float(1)
+                )
+            }
+            let output = mix(mixer, sources)
+            let peak = output.map { abs(Int($0)) }.max() ?? 0
+            #expect(peak <= Int(PeakLimiter.threshold), "frame \(index): \(peak)")
+            loudest = max(loudest, peak)
+        }
+        #expect(loudest > 25000)
+        #expect(mixer.limiterGain < 0.1)
+    }
+
+    @Test("a quiet sum is exact: no limiting below the threshold")
+    func quietSumExact() throws {
+        let mixer = try AudioMixer()
+        let a = sine(amplitude: 5000, frequency: 300)
+        let b = sine(amplitude: 5000, frequency: 500)
+        _ = mix(mixer, [(StreamKey(channelId: "x", uid: 1), a, 1), (StreamKey(channelId: "x", uid: 2), b, 1)])
+        let a2 = sine(amplitude: 5000, frequency: 300, frameIndex: 1)
+        let b2 = sine(amplitude: 5000, frequency: 500, frameIndex: 1)
+        let output = mix(
+            mixer, [(StreamKey(channelId: "x", uid: 1), a2, 1), (StreamKey(channelId: "x", uid: 2), b2, 1)])
+        #expect(output == zip(a2, b2).map { $0 + $1 })
+    }
+
+    @Test("volume 200 % doubles a source; a gain change glides over one frame; gain 0 fades out")
+    func volumeAndFades() throws {
+        let mixer = try AudioMixer()
+        let key = StreamKey(channelId: "v", uid: 7)
+        let quiet = [Int16](repeating: 1000, count: frame)
+        _ = mix(mixer, [(key, quiet, 1)])
+        let gliding = mix(mixer, [(key, quiet, 2)])
+        #expect(gliding.first! > 1000 && gliding.first! < 1100)
+        #expect(gliding.last! == 2000)
+        #expect(mix(mixer, [(key, quiet, 2)]).allSatisfy { $0 == 2000 })
+        let fading = mix(mixer, [(key, quiet, 0)])
+        #expect(fading.first! > 1900 && fading.last! == 0)
+        #expect(zip(fading, fading.dropFirst()).allSatisfy { $0 >= $1 })
+        // Left out after the fade: silence, and a return fades in again.
+        #expect(mix(mixer, []).allSatisfy { $0 == 0 })
+        let back = mix(mixer, [(key, quiet, 1)])
+        #expect(back.first! < 100 && back.last! == 1000)
+    }
+}
