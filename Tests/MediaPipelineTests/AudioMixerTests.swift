@@ -23,7 +23,7 @@ struct AudioMixerTests {
             _ = buffer.initialize(fromContentsOf: source.1)
             return buffer
         }
-        defer { buffers.forEach { $0.deallocate() } }
+        defer { for buffer in buffers { buffer.deallocate() } }
         let inputs = zip(sources, buffers).map { MixerInput(key: $0.0, samples: UnsafeBufferPointer($1), gain: $0.2) }
         output.withUnsafeMutableBufferPointer { mixer.mix(inputs, into: $0) }
         return output
