@@ -1,0 +1,74 @@
+/// Settings of a ``MediaEngine``.
+public struct EngineConfiguration: Sendable {
+    /// The local audio encoder. Local audio is pushed as 10 ms frames at this rate and channel count.
+    public var audio: OpusEncoderConfiguration
+    /// Local video codec.
+    public var videoCodec: VideoCodec = .vp8
+    /// Local video bitrate in bits per second.
+    public var videoBitrateBitsPerSecond = 500_000
+    /// Local video frame rate (frames per second), for rate control.
+    public var videoFrameRate = 15
+    /// libvpx speed for the local encoder (negative: fixed speed).
+    public var videoSpeed = -6
+    /// Longest distance between local keyframes, in frames; keyframe requests come in between.
+    public var videoKeyframeIntervalFrames = 3000
+    /// Playout (mix) rate and channels.
+    public var playoutSampleRate = 48000, playoutChannelCount = 2
+    /// A publisher forces at most one keyframe per this many milliseconds, and a subscriber asks
+    /// at most this often.
+    public var keyframeRequestIntervalMs = 300
+    /// Remote audio is FROZEN after this long without packets (it is concealed before that).
+    public var audioFreezeMs = 300
+    /// Remote video is FROZEN after this long without a decoded frame.
+    public var videoFreezeMs = 600
+    /// Remote audio gaps up to this long are filled with Opus loss concealment.
+    public var audioConcealMs = 100
+    /// Worker threads decoding independent video streams in parallel.
+    public var decodeThreads = 2
+
+    /// The defaults: 48 kHz stereo Opus at 32 kbit/s, 20 ms; VP8 at 500 kbit/s, 15 fps.
+    public init() {
+        audio = OpusEncoderConfiguration()
+        audio.bitrateBitsPerSecond = 32000
+    }
+}
+
+/// Counters of an engine's work, for tests, benchmarks and reports.
+public struct EngineStatistics: Sendable, Equatable {
+    /// Local frames encoded (each once, whatever the number of receivers).
+    public var audioFramesEncoded: Int64 = 0, videoFramesEncoded: Int64 = 0
+    /// Encoded frames handed to the transport (one per destination channel).
+    public var audioFramesSent: Int64 = 0, videoFramesSent: Int64 = 0
+    /// Keyframe requests received as a publisher, and keyframes forced because of them.
+    public var keyframeRequestsReceived: Int64 = 0, keyframesForced: Int64 = 0
+    /// Keyframe requests sent as a subscriber.
+    public var keyframeRequestsSent: Int64 = 0
+    /// Decoders alive now.
+    public var liveAudioDecoders = 0, liveVideoDecoders = 0
+    /// 10 ms playout frames mixed.
+    public var playoutFrames: Int64 = 0
+}
+
+/// Receives decoded audio before and after mixing. Called on the thread that pulls playout,
+/// while the engine is locked: do not call back into the engine, and copy what you keep.
+public protocol AudioFrameObserver: AnyObject, Sendable {
+    /// One remote stream's 10 ms of decoded audio, before mixing.
+    func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey)
+    /// The 10 ms playout mix.
+    func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>)
+}
+
+/// A destination of a channel media relay: the channel and the uid the relayed stream uses there
+/// (0: the publisher's own uid).
+public struct ChannelMediaRelayDestination: Sendable, Equatable {
+    /// Destination channel.
+    public var channelId: String
+    /// The relayed stream's uid in the destination.
+    public var uid: UInt32
+
+    /// A destination.
+    public init(channelId: String, uid: UInt32 = 0) {
+        self.channelId = channelId
+        self.uid = uid
+    }
+}

@@ -1,0 +1,173 @@
+/// A user's role in a live channel (Agora's `CLIENT_ROLE_TYPE`).
+public enum ClientRole: Int, Sendable, CaseIterable {
+    /// Sends and receives media; visible to the other users.
+    case broadcaster = 1
+    /// Receives only; invisible to the other users.
+    case audience = 2
+}
+
+/// What a user does in a channel when joining (Agora's `ChannelMediaOptions`).
+public struct ChannelMediaOptions: Sendable, Equatable {
+    /// Subscribe to the audio of remote users automatically.
+    public var autoSubscribeAudio = true
+    /// Subscribe to the video of remote users automatically.
+    public var autoSubscribeVideo = true
+    /// Publish the local audio in this channel (broadcasters only).
+    public var publishLocalAudio = true
+    /// Publish the local video in this channel (broadcasters only).
+    public var publishLocalVideo = true
+
+    /// Options with every flag set.
+    public init(
+        autoSubscribeAudio: Bool = true, autoSubscribeVideo: Bool = true, publishLocalAudio: Bool = true,
+        publishLocalVideo: Bool = true
+    ) {
+        self.autoSubscribeAudio = autoSubscribeAudio
+        self.autoSubscribeVideo = autoSubscribeVideo
+        self.publishLocalAudio = publishLocalAudio
+        self.publishLocalVideo = publishLocalVideo
+    }
+
+    /// Subscribe to everything, publish nothing: what an audience member joins with.
+    public static let subscribeOnly = ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false)
+}
+
+/// Audio or video.
+public enum MediaKind: String, Sendable, CaseIterable {
+    case audio, video
+}
+
+/// The media a remote user currently sends in a channel.
+public struct PublishedMedia: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    /// Audio is published (and not muted).
+    public static let audio = PublishedMedia(rawValue: 1)
+    /// Video is published (and not muted).
+    public static let video = PublishedMedia(rawValue: 2)
+
+    func contains(_ kind: MediaKind) -> Bool { contains(kind == .audio ? .audio : .video) }
+}
+
+/// The state of a remote audio or video stream (Agora's `REMOTE_AUDIO_STATE` / `REMOTE_VIDEO_STATE`).
+public enum RemoteStreamState: Int, Sendable, CaseIterable {
+    /// Not playing: never started, muted, or the user left.
+    case stopped = 0
+    /// The first packet arrived; nothing decoded yet.
+    case starting = 1
+    /// Decoding and playing.
+    case decoding = 2
+    /// Packets stopped arriving.
+    case frozen = 3
+    /// Decoding failed.
+    case failed = 4
+}
+
+/// Why a remote stream changed state (Agora's `REMOTE_AUDIO_STATE_REASON` / `REMOTE_VIDEO_STATE_REASON`).
+public enum RemoteStreamStateReason: Int, Sendable, CaseIterable {
+    /// Internal reasons (a first start, a decode failure).
+    case `internal` = 0
+    /// Packets stopped arriving.
+    case networkCongestion = 1
+    /// Packets arrive again.
+    case networkRecovery = 2
+    /// The local user stopped receiving the stream.
+    case localMuted = 3
+    /// The local user resumed receiving the stream.
+    case localUnmuted = 4
+    /// The remote user stopped sending the stream.
+    case remoteMuted = 5
+    /// The remote user resumed sending the stream.
+    case remoteUnmuted = 6
+    /// The remote user left the channel or became audience.
+    case remoteOffline = 7
+}
+
+/// Why a remote user went offline (Agora's `USER_OFFLINE_REASON_TYPE`).
+public enum UserOfflineReason: Int, Sendable, CaseIterable {
+    /// The user left.
+    case quit = 0
+    /// The user's connection dropped.
+    case dropped = 1
+    /// The user became audience.
+    case becomeAudience = 2
+}
+
+/// Local publishing state of one media kind in a channel (Agora's `STREAM_PUBLISH_STATE`).
+public enum PublishState: Int, Sendable, CaseIterable {
+    case idle = 0
+    case noPublish = 1
+    case publishing = 2
+    case published = 3
+}
+
+/// Subscription state of a remote stream (Agora's `STREAM_SUBSCRIBE_STATE`).
+public enum SubscribeState: Int, Sendable, CaseIterable {
+    case idle = 0
+    case noSubscribe = 1
+    case subscribing = 2
+    case subscribed = 3
+}
+
+/// State of a channel media relay (Agora's `CHANNEL_MEDIA_RELAY_STATE`).
+public enum ChannelMediaRelayState: Int, Sendable, CaseIterable {
+    case idle = 0
+    case connecting = 1
+    case running = 2
+    case failure = 3
+}
+
+/// One speaker's loudness in a volume indication.
+public struct AudioVolumeInfo: Sendable, Equatable {
+    /// The speaker.
+    public var uid: UInt32
+    /// Loudness 0...255 over the indication interval (peak, linear in amplitude).
+    public var volume: Int
+}
+
+/// What a channel reports when the local user leaves it.
+public struct ChannelStats: Sendable, Equatable {
+    /// Time in the channel, in milliseconds of the engine's clock.
+    public var durationMs: Int64 = 0
+    /// Encoded bytes and frames sent in this channel.
+    public var txAudioBytes: Int64 = 0, txVideoBytes: Int64 = 0, txAudioFrames: Int64 = 0, txVideoFrames: Int64 = 0
+    /// Encoded bytes and frames received from remote users.
+    public var rxAudioBytes: Int64 = 0, rxVideoBytes: Int64 = 0, rxAudioFrames: Int64 = 0, rxVideoFrames: Int64 = 0
+    /// Remote frames decoded.
+    public var audioFramesDecoded: Int64 = 0, videoFramesDecoded: Int64 = 0
+    /// Remote video frames rendered into canvases.
+    public var videoFramesRendered: Int64 = 0
+    /// Remote broadcasters present when leaving.
+    public var userCount: Int = 0
+}
+
+/// Something that happened in a channel, delivered in order (Agora's `AgoraRtcChannelDelegate`).
+public enum ChannelEvent: Sendable, Equatable {
+    /// The local user joined with `uid`.
+    case joinSuccess(uid: UInt32, elapsedMs: Int64)
+    /// A remote broadcaster joined (or an audience member became broadcaster).
+    case userJoined(uid: UInt32, elapsedMs: Int64)
+    /// A remote broadcaster left, dropped or became audience.
+    case userOffline(uid: UInt32, reason: UserOfflineReason)
+    /// The local user's role changed.
+    case clientRoleChanged(old: ClientRole, new: ClientRole)
+    /// Local publishing of `kind` changed state.
+    case localPublishStateChanged(kind: MediaKind, old: PublishState, new: PublishState, elapsedMs: Int64)
+    /// Subscription to a remote user's `kind` changed state.
+    case remoteSubscribeStateChanged(
+        uid: UInt32, kind: MediaKind, old: SubscribeState, new: SubscribeState, elapsedMs: Int64)
+    /// A remote user's audio changed state.
+    case remoteAudioStateChanged(
+        uid: UInt32, state: RemoteStreamState, reason: RemoteStreamStateReason, elapsedMs: Int64)
+    /// A remote user's video changed state.
+    case remoteVideoStateChanged(
+        uid: UInt32, state: RemoteStreamState, reason: RemoteStreamStateReason, elapsedMs: Int64)
+    /// A remote user's decoded video has a new size.
+    case videoSizeChanged(uid: UInt32, width: Int, height: Int)
+    /// The loudest remote speakers over the last interval (at most 3), and the mix's level.
+    case audioVolumeIndication(speakers: [AudioVolumeInfo], totalVolume: Int)
+    /// The media relay changed state.
+    case channelMediaRelayStateChanged(state: ChannelMediaRelayState)
+    /// The local user left; the session's statistics.
+    case leave(ChannelStats)
+}

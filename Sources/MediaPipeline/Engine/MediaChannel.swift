@@ -1,0 +1,153 @@
+/// One channel of a ``MediaEngine`` (Agora's `AgoraRtcChannel`): join it with media options,
+/// set the role, mute, subscribe, relay, and receive its events.
+///
+/// Keep the object while you want the channel's events; ``destroy()`` leaves and forgets it.
+public final class MediaChannel: @unchecked Sendable {
+    /// The channel's id.
+    public let channelId: String
+    let engine: MediaEngine
+    let state: ChannelState
+    private let handlerLock = Lock()
+    private var handler: (@Sendable (ChannelEvent) -> Void)?
+    private var continuations: [AsyncStream<ChannelEvent>.Continuation] = []
+
+    init(engine: MediaEngine, state: ChannelState) {
+        self.engine = engine
+        self.state = state
+        channelId = state.id
+    }
+
+    // MARK: - Events
+
+    /// Calls `handler` with every event of this channel, in order, on the thread whose call
+    /// caused it. The handler may call back into the engine.
+    public func setEventHandler(_ handler: (@Sendable (ChannelEvent) -> Void)?) {
+        handlerLock.withLock { self.handler = handler }
+    }
+
+    /// The channel's events from now on, as an async sequence (buffered without limit).
+    public var events: AsyncStream<ChannelEvent> {
+        let (stream, continuation) = AsyncStream<ChannelEvent>.makeStream()
+        handlerLock.withLock { continuations.append(continuation) }
+        return stream
+    }
+
+    func deliver(_ event: ChannelEvent) {
+        let (handler, continuations) = handlerLock.withLock { (self.handler, self.continuations) }
+        handler?(event)
+        for continuation in continuations { continuation.yield(event) }
+    }
+
+    // MARK: - Membership
+
+    /// Joins the channel (Agora's `joinChannelByToken`). `uid` 0 lets the transport choose;
+    /// the uid in use is reported by ``ChannelEvent/joinSuccess(uid:elapsedMs:)`` and ``localUid``.
+    /// - Throws: ``EngineError/Code/joinChannelRejected`` when already joined;
+    ///   ``EngineError/Code/refused`` for an audience member with publish options, or when the
+    ///   options would publish while another channel publishes.
+    public func join(uid: UInt32 = 0, options: ChannelMediaOptions = .init()) throws {
+        try engine.join(state, uid: uid, options: options)
+    }
+
+    /// Leaves the channel; ``ChannelEvent/leave(_:)`` reports the session's statistics.
+    /// - Throws: ``EngineError/Code/leaveChannelRejected`` when not joined.
+    public func leave() throws { try engine.leave(state) }
+
+    /// Leaves if joined and removes the channel from the engine. Later calls are refused.
+    public func destroy() { engine.destroyChannel(state) }
+
+    /// The local uid in this channel (0 before joining).
+    public var localUid: UInt32 { engine.lock.withLock { state.uid } }
+    /// Whether the local user is in the channel.
+    public var isJoined: Bool { engine.lock.withLock { state.joined } }
+
+    // MARK: - Role and publishing
+
+    /// Sets the local role. Becoming broadcaster while another channel publishes is refused
+    /// when this channel's options would publish.
+    public func setClientRole(_ role: ClientRole) throws { try engine.setRole(state, role) }
+
+    /// The local role.
+    public var clientRole: ClientRole { engine.lock.withLock { state.role } }
+
+    /// Stops (true) or resumes (false) publishing the local audio in this channel. Resuming is
+    /// refused for an audience member, or while another channel publishes.
+    public func muteLocalAudioStream(_ mute: Bool) throws { try engine.muteLocal(state, .audio, mute) }
+
+    /// Stops (true) or resumes (false) publishing the local video in this channel.
+    public func muteLocalVideoStream(_ mute: Bool) throws { try engine.muteLocal(state, .video, mute) }
+
+    /// The media this channel publishes now.
+    public var publishedMedia: PublishedMedia { engine.lock.withLock { state.publishedMedia } }
+
+    // MARK: - Subscribing
+
+    /// Stops (true) or resumes (false) receiving `uid`'s audio. Applies to a user not present yet too.
+    public func muteRemoteAudioStream(_ uid: UInt32, mute: Bool) throws {
+        try engine.muteRemote(state, uid, .audio, mute)
+    }
+
+    /// Stops (true) or resumes (false) receiving `uid`'s video.
+    public func muteRemoteVideoStream(_ uid: UInt32, mute: Bool) throws {
+        try engine.muteRemote(state, uid, .video, mute)
+    }
+
+    /// Stops or resumes receiving all remote audio, including users who join later.
+    public func muteAllRemoteAudioStreams(_ mute: Bool) throws { try engine.muteAll(state, .audio, mute) }
+
+    /// Stops or resumes receiving all remote video, including users who join later.
+    public func muteAllRemoteVideoStreams(_ mute: Bool) throws { try engine.muteAll(state, .video, mute) }
+
+    /// Whether users who join from now on start with their audio muted (present users unchanged).
+    public func setDefaultMuteAllRemoteAudioStreams(_ mute: Bool) { engine.setDefaultMute(state, .audio, mute) }
+
+    /// Whether users who join from now on start with their video muted.
+    public func setDefaultMuteAllRemoteVideoStreams(_ mute: Bool) { engine.setDefaultMute(state, .video, mute) }
+
+    /// Sets `uid`'s playback volume, 0...400 (percent).
+    public func adjustUserPlaybackSignalVolume(_ uid: UInt32, volume: Int) throws {
+        try engine.setVolume(state, uid, volume)
+    }
+
+    /// Remote broadcasters present, in the order they appeared.
+    public var remoteUsers: [UInt32] { engine.lock.withLock { state.userOrder } }
+
+    /// The state of `uid`'s audio or video as last reported (STOPPED for unknown users).
+    public func remoteState(_ uid: UInt32, _ kind: MediaKind) -> RemoteStreamState {
+        engine.lock.withLock {
+            guard let user = state.users[uid] else { return .stopped }
+            return kind == .audio ? user.audioTracker.state : user.videoTracker.state
+        }
+    }
+
+    // MARK: - Audio reports
+
+    /// Reports the loudest speakers every `intervalMs` (≤ 0 stops; otherwise at least 10,
+    /// rounded to 10 ms) through ``ChannelEvent/audioVolumeIndication(speakers:totalVolume:)``.
+    public func enableAudioVolumeIndication(intervalMs: Int) throws {
+        try engine.enableVolumeIndication(state, intervalMs)
+    }
+
+    /// Keeps a mix of this channel's remote audio alone, next to the playout mix.
+    public func enableChannelMix(_ enabled: Bool) throws { try engine.enableChannelMix(state, enabled) }
+
+    /// Copies the channel mix of the last playout tick (one 10 ms frame) into `output`.
+    /// - Throws: ``EngineError/Code/notReady`` unless ``enableChannelMix(_:)`` is on.
+    public func copyChannelMix(into output: UnsafeMutableBufferPointer<Int16>) throws {
+        try engine.copyChannelMix(state, into: output)
+    }
+
+    // MARK: - Relay
+
+    /// Relays the stream this channel publishes to up to four other channels, where it appears as
+    /// a broadcaster with each destination's uid.
+    public func startChannelMediaRelay(_ destinations: [ChannelMediaRelayDestination]) throws {
+        try engine.startRelay(state, destinations)
+    }
+
+    /// Stops the relay.
+    public func stopChannelMediaRelay() throws { try engine.stopRelay(state) }
+
+    /// Statistics of the session so far.
+    public var statistics: ChannelStats { engine.lock.withLock { state.stats } }
+}

@@ -1,0 +1,114 @@
+extension MediaEngine {
+    /// Samples in one playout frame (10 ms × channels).
+    public var playoutFrameSampleCount: Int { playoutMixer.samplesPerChannel * playoutMixer.channelCount }
+
+    /// Produces the next 10 ms of playout: every subscribed, unmuted remote stream of every
+    /// joined channel, decoded, gain-adjusted, mixed and limited. The local user's own stream is
+    /// never part of it. Channel mixes and volume indications advance with it.
+    /// - Precondition: `output` holds ``playoutFrameSampleCount`` samples.
+    /// - Complexity: allocates nothing in steady state.
+    public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
+        precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
+        let hadEvents: Bool = lock.withLock {
+            let before = pendingEvents.count
+            mixInputs.removeAll(keepingCapacity: true)
+            let freeze = Int64(configuration.audioFreezeMs) * 1000
+            let conceal = Int64(configuration.audioConcealMs) * 1000
+            for id in channelOrder {
+                guard let state = channels[id], state.joined else { continue }
+                channelMixInputs.removeAll(keepingCapacity: true)
+                for uid in state.userOrder {
+                    guard let user = state.users[uid], let receiver = user.audio else { continue }
+                    switch receiver.produce(concealUpToMicroseconds: conceal) {
+                    case .audio:
+                        if user.audioTracker.state != .decoding {
+                            let reason: RemoteStreamStateReason =
+                                user.audioTracker.state == .frozen ? .networkRecovery : user.audioTracker.resumeReason
+                            reportAudio(state, user, .decoding, reason)
+                        }
+                    case .concealed:
+                        break
+                    case .none:
+                        if receiver.failed {
+                            reportAudio(state, user, .failed, .internal)
+                        } else if receiver.starvedMicroseconds > freeze && user.audioTracker.state == .decoding {
+                            reportAudio(state, user, .frozen, .networkCongestion)
+                        }
+                        continue
+                    }
+                    let samples = UnsafeBufferPointer(receiver.frame)
+                    observer?.remoteAudioFrame(samples, stream: user.key)
+                    let input = MixerInput(key: user.key, samples: samples, gain: user.volume)
+                    mixInputs.append(input)
+                    if state.mixer != nil {
+                        channelMixInputs.append(input)
+                        if state.volumeIntervalMs > 0 { user.peakLevel = max(user.peakLevel, peak(samples)) }
+                    }
+                }
+                if let mixer = state.mixer {
+                    state.mix.withUnsafeMutableBufferPointer { mixer.mix(channelMixInputs, into: $0) }
+                    if state.volumeIntervalMs > 0 { advanceVolumeIndication(state) }
+                }
+            }
+            // Streams that just stopped play one more frame, fading to silence.
+            for (key, receiver) in fadingOut where receiver.produce(concealUpToMicroseconds: conceal) != .none {
+                mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
+            }
+            playoutMixer.mix(mixInputs, into: output)
+            mixInputs.removeAll(keepingCapacity: true)
+            for (_, receiver) in fadingOut { receiver.release() }
+            fadingOut.removeAll(keepingCapacity: true)
+            observer?.mixedAudioFrame(UnsafeBufferPointer(output))
+            stats.playoutFrames += 1
+            return pendingEvents.count != before
+        }
+        if hadEvents { flushEvents() }
+    }
+
+    /// Produces the next 10 ms of playout into `frame`, resizing it in place.
+    public func pullPlayout(into frame: inout AudioFrame) {
+        let count = playoutFrameSampleCount
+        if frame.samples.count != count {
+            frame.samples.removeAll(keepingCapacity: true)
+            frame.samples.append(contentsOf: repeatElement(0, count: count))
+        }
+        frame.sampleRate = configuration.playoutSampleRate
+        frame.channelCount = configuration.playoutChannelCount
+        frame.samples.withUnsafeMutableBufferPointer { pullPlayout(into: $0) }
+        frame.timestampSamples = (stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel)
+    }
+
+    private func reportAudio(
+        _ state: ChannelState, _ user: RemoteUser, _ new: RemoteStreamState, _ reason: RemoteStreamStateReason
+    ) {
+        guard let (reported, why) = user.audioTracker.move(to: new, reason) else { return }
+        emit(
+            state,
+            .remoteAudioStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: state.elapsedMs(now)))
+    }
+
+    private func peak(_ samples: UnsafeBufferPointer<Int16>) -> Int16 {
+        var peak: Int16 = 0
+        for sample in samples { peak = max(peak, sample == .min ? .max : abs(sample)) }
+        return peak
+    }
+
+    /// Counts 10 ms towards the channel's volume indication and reports when the interval is full.
+    private func advanceVolumeIndication(_ state: ChannelState) {
+        state.mixPeak = max(state.mixPeak, state.mix.withUnsafeBufferPointer { peak($0) })
+        state.volumeElapsedMs += 10
+        guard state.volumeElapsedMs >= state.volumeIntervalMs else { return }
+        var speakers: [AudioVolumeInfo] = []
+        for uid in state.userOrder {
+            guard let user = state.users[uid] else { continue }
+            let volume = Int(user.peakLevel) * 255 / 32767
+            if volume > 0 { speakers.append(AudioVolumeInfo(uid: uid, volume: volume)) }
+            user.peakLevel = 0
+        }
+        speakers.sort { $0.volume != $1.volume ? $0.volume > $1.volume : $0.uid < $1.uid }
+        if speakers.count > 3 { speakers.removeLast(speakers.count - 3) }
+        emit(state, .audioVolumeIndication(speakers: speakers, totalVolume: Int(state.mixPeak) * 255 / 32767))
+        state.mixPeak = 0
+        state.volumeElapsedMs = 0
+    }
+}

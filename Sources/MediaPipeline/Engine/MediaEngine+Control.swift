@@ -1,0 +1,381 @@
+extension MediaEngine {
+    /// Transport calls gathered under the lock and made after it is released (the transport
+    /// calls back into engines, so no engine lock may be held across it).
+    typealias Deferred = [() -> Void]
+
+    private func checkUsable(_ state: ChannelState) throws {
+        guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+        guard !state.destroyed else { throw EngineError(.notReady, "channel '\(state.id)' is destroyed") }
+    }
+
+    /// Media `state` would publish with `options` and its current role and mutes.
+    private func wouldPublish(_ state: ChannelState, options: ChannelMediaOptions, role: ClientRole) -> PublishedMedia {
+        guard role == .broadcaster else { return [] }
+        var media: PublishedMedia = []
+        if options.publishLocalAudio && !state.localAudioMuted { media.insert(.audio) }
+        if options.publishLocalVideo && !state.localVideoMuted { media.insert(.video) }
+        return media
+    }
+
+    // MARK: - Join and leave
+
+    func join(_ state: ChannelState, uid: UInt32, options: ChannelMediaOptions) throws {
+        let (role, media): (ClientRole, PublishedMedia) = try lock.withLock {
+            try checkUsable(state)
+            guard !state.joined && !state.joining else {
+                throw EngineError(.joinChannelRejected, "already in channel '\(state.id)' as uid \(state.uid)")
+            }
+            if state.role == .audience && (options.publishLocalAudio || options.publishLocalVideo) {
+                throw EngineError(
+                    .refused,
+                    "an audience member cannot publish: join channel '\(state.id)' with publishLocalAudio and publishLocalVideo off, or as broadcaster"
+                )
+            }
+            let media = wouldPublish(state, options: options, role: state.role)
+            try checkSinglePublisher(state, wouldPublish: media)
+            state.options = options
+            state.joining = true
+            state.joined = true
+            state.joinedAt = now
+            state.stats = ChannelStats()
+            state.audioPublish = .idle
+            state.videoPublish = .idle
+            return (state.role, media)
+        }
+        let assigned: UInt32
+        do {
+            assigned = try transport.join(
+                channelId: state.id, uid: uid, role: role, media: media, receivesMedia: true, endpoint: self)
+        } catch {
+            lock.withLock {
+                state.joining = false
+                state.joined = false
+                state.deferred.removeAll()
+                for user in state.users.values { releaseReceivers(user) }
+                state.users.removeAll()
+                state.userOrder.removeAll()
+            }
+            throw error
+        }
+        lock.withLock {
+            state.uid = assigned
+            state.joining = false
+            pendingEvents.append((state, .joinSuccess(uid: assigned, elapsedMs: state.elapsedMs(now))))
+            for event in state.deferred { pendingEvents.append((state, event)) }
+            state.deferred.removeAll()
+            refreshPublishState(state)
+        }
+        flushEvents()
+    }
+
+    func leave(_ state: ChannelState) throws {
+        let deferred: Deferred = try lock.withLock {
+            guard !state.destroyed, state.joined, !state.joining else {
+                throw EngineError(.leaveChannelRejected, "not in channel '\(state.id)'")
+            }
+            var deferred = relayTeardown(state)
+            for uid in state.userOrder {
+                if let user = state.users[uid] { releaseReceivers(user) }
+            }
+            state.stats.durationMs = state.elapsedMs(now)
+            state.stats.userCount = state.users.count
+            state.users.removeAll()
+            state.userOrder.removeAll()
+            state.joined = false
+            state.audioPublish = .idle
+            state.videoPublish = .idle
+            emit(state, .leave(state.stats))
+            let (channelId, uid, transport) = (state.id, state.uid, transport)
+            deferred.append { transport.leave(channelId: channelId, uid: uid) }
+            state.uid = 0
+            return deferred
+        }
+        for call in deferred { call() }
+        flushEvents()
+    }
+
+    func destroyChannel(_ state: ChannelState) {
+        if lock.withLock({ state.joined && !state.destroyed }) { try? leave(state) }
+        lock.withLock {
+            guard !state.destroyed else { return }
+            state.destroyed = true
+            channels[state.id] = nil
+            channelOrder.removeAll { $0 == state.id }
+        }
+    }
+
+    // MARK: - Role and local mutes
+
+    func setRole(_ state: ChannelState, _ role: ClientRole) throws {
+        let deferred: Deferred = try lock.withLock {
+            try checkUsable(state)
+            let old = state.role
+            guard old != role else { return [] }
+            guard state.joined && !state.joining else {
+                state.role = role
+                return []
+            }
+            if role == .broadcaster {
+                try checkSinglePublisher(
+                    state, wouldPublish: wouldPublish(state, options: state.options, role: .broadcaster))
+            }
+            var deferred: Deferred = role == .audience ? relayTeardown(state) : []
+            state.role = role
+            emit(state, .clientRoleChanged(old: old, new: role))
+            refreshPublishState(state)
+            let (channelId, uid, media, transport) = (state.id, state.uid, state.publishedMedia, transport)
+            // A new broadcaster is announced with its media, so set the media first; an
+            // audience member's media is nobody's business, so demote first.
+            if role == .broadcaster {
+                deferred.append { transport.setMedia(channelId: channelId, uid: uid, media: media) }
+                deferred.append { transport.setRole(channelId: channelId, uid: uid, role: role) }
+            } else {
+                deferred.append { transport.setRole(channelId: channelId, uid: uid, role: role) }
+                deferred.append { transport.setMedia(channelId: channelId, uid: uid, media: media) }
+            }
+            return deferred
+        }
+        for call in deferred { call() }
+        flushEvents()
+    }
+
+    func muteLocal(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) throws {
+        let deferred: Deferred = try lock.withLock {
+            try checkUsable(state)
+            var options = state.options
+            if !mute {
+                if state.joined && state.role == .audience {
+                    throw EngineError(
+                        .refused,
+                        "an audience member cannot publish \(kind) in channel '\(state.id)': become broadcaster first")
+                }
+                if kind == .audio { options.publishLocalAudio = true } else { options.publishLocalVideo = true }
+                if state.joined {
+                    var media = wouldPublish(state, options: options, role: state.role)
+                    media.insert(kind == .audio ? .audio : .video)
+                    try checkSinglePublisher(state, wouldPublish: media)
+                }
+            }
+            state.options = options
+            if kind == .audio { state.localAudioMuted = mute } else { state.localVideoMuted = mute }
+            guard state.joined && !state.joining else { return [] }
+            refreshPublishState(state)
+            return mediaAnnouncements(state)
+        }
+        for call in deferred { call() }
+        flushEvents()
+    }
+
+    /// Announces the channel's media in it and in its relay destinations.
+    func mediaAnnouncements(_ state: ChannelState) -> Deferred {
+        let (channelId, uid, media, transport) = (state.id, state.uid, state.publishedMedia, transport)
+        var deferred: Deferred = [{ transport.setMedia(channelId: channelId, uid: uid, media: media) }]
+        if state.relayState == .running {
+            for (destination, relayUid) in zip(state.relayDestinations, state.relayUids) {
+                deferred.append { transport.setMedia(channelId: destination.channelId, uid: relayUid, media: media) }
+            }
+        }
+        return deferred
+    }
+
+    /// Reports publish-state changes after the channel's media changed; call with the lock held.
+    func refreshPublishState(_ state: ChannelState) {
+        let media = state.publishedMedia
+        for kind in MediaKind.allCases {
+            let current = kind == .audio ? state.audioPublish : state.videoPublish
+            let target: PublishState
+            if media.contains(kind) {
+                target = current == .published || current == .publishing ? current : .publishing
+            } else {
+                target = state.joined ? .noPublish : .idle
+            }
+            guard target != current else { continue }
+            if kind == .audio { state.audioPublish = target } else { state.videoPublish = target }
+            emit(
+                state, .localPublishStateChanged(kind: kind, old: current, new: target, elapsedMs: state.elapsedMs(now))
+            )
+        }
+    }
+
+    /// The first frame of `kind` left: PUBLISHING → PUBLISHED. Call with the lock held.
+    func markPublished(_ state: ChannelState, _ kind: MediaKind) {
+        let current = kind == .audio ? state.audioPublish : state.videoPublish
+        guard current == .publishing else { return }
+        if kind == .audio { state.audioPublish = .published } else { state.videoPublish = .published }
+        emit(
+            state,
+            .localPublishStateChanged(kind: kind, old: .publishing, new: .published, elapsedMs: state.elapsedMs(now)))
+    }
+
+    // MARK: - Remote mutes and volume
+
+    func muteRemote(_ state: ChannelState, _ uid: UInt32, _ kind: MediaKind, _ mute: Bool) throws {
+        try lock.withLock {
+            try checkUsable(state)
+            if kind == .audio { state.explicitAudioMute[uid] = mute } else { state.explicitVideoMute[uid] = mute }
+            if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
+        }
+        flushEvents()
+    }
+
+    func muteAll(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) throws {
+        try lock.withLock {
+            try checkUsable(state)
+            if kind == .audio {
+                state.allAudioMuted = mute
+                state.explicitAudioMute.removeAll()
+            } else {
+                state.allVideoMuted = mute
+                state.explicitVideoMute.removeAll()
+            }
+            for uid in state.userOrder {
+                if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
+            }
+        }
+        flushEvents()
+    }
+
+    func setDefaultMute(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) {
+        lock.withLock {
+            if kind == .audio { state.defaultAudioMuted = mute } else { state.defaultVideoMuted = mute }
+        }
+    }
+
+    func setVolume(_ state: ChannelState, _ uid: UInt32, _ volume: Int) throws {
+        guard (0...400).contains(volume) else {
+            throw EngineError(.invalidArgument, "playback volume \(volume) for uid \(uid) is outside 0...400")
+        }
+        try lock.withLock {
+            try checkUsable(state)
+            guard let user = state.users[uid] else {
+                throw EngineError(.invalidArgument, "uid \(uid) is not a broadcaster in channel '\(state.id)'")
+            }
+            user.volume = Float(volume) / 100
+        }
+    }
+
+    /// Starts or stops receiving `kind` from `user` on the local user's decision.
+    func applyLocalMute(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ mute: Bool) {
+        let wasMuted = kind == .audio ? user.audioMuted : user.videoMuted
+        guard wasMuted != mute else { return }
+        if kind == .audio { user.audioMuted = mute } else { user.videoMuted = mute }
+        if mute {
+            stopReceiving(state, user, kind, reason: .localMuted)
+        } else {
+            if kind == .audio {
+                user.audioTracker.resumeReason = .localUnmuted
+            } else {
+                user.videoTracker.resumeReason = .localUnmuted
+            }
+            startReceiving(state, user, kind)
+        }
+    }
+
+    /// Creates the receiver for `kind` if the user sends it and is not muted locally.
+    func startReceiving(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind) {
+        if kind == .audio {
+            guard user.wantsAudio, user.audio == nil else { return }
+            user.audio = try? AudioReceiver(
+                sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+            setSubscribe(state, user, .audio, .subscribing)
+        } else {
+            guard user.wantsVideo, user.video == nil else { return }
+            user.video = VideoReceiver(threads: 1)
+            setSubscribe(state, user, .video, .subscribing)
+        }
+    }
+
+    /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
+    func stopReceiving(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, reason: RemoteStreamStateReason) {
+        let elapsed = state.elapsedMs(now)
+        if kind == .audio {
+            if let receiver = user.audio {
+                fadingOut.append((user.key, receiver))
+                user.audio = nil
+            }
+            if let (state2, reason2) = user.audioTracker.move(to: .stopped, reason) {
+                emit(state, .remoteAudioStateChanged(uid: user.uid, state: state2, reason: reason2, elapsedMs: elapsed))
+            }
+        } else {
+            user.video?.release()
+            user.video = nil
+            if let (state2, reason2) = user.videoTracker.move(to: .stopped, reason) {
+                emit(state, .remoteVideoStateChanged(uid: user.uid, state: state2, reason: reason2, elapsedMs: elapsed))
+            }
+        }
+        let media = user.media.contains(kind)
+        let muted = kind == .audio ? user.audioMuted : user.videoMuted
+        setSubscribe(state, user, kind, media && muted ? .noSubscribe : (media ? .subscribing : .noSubscribe))
+    }
+
+    func setSubscribe(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: SubscribeState) {
+        let old = kind == .audio ? user.audioSubscribe : user.videoSubscribe
+        guard old != new else { return }
+        if kind == .audio { user.audioSubscribe = new } else { user.videoSubscribe = new }
+        emit(
+            state,
+            .remoteSubscribeStateChanged(uid: user.uid, kind: kind, old: old, new: new, elapsedMs: state.elapsedMs(now))
+        )
+    }
+
+    /// Drops a user's receivers without events (the local user leaves).
+    func releaseReceivers(_ user: RemoteUser) {
+        user.audio?.release()
+        user.audio = nil
+        user.video?.release()
+        user.video = nil
+    }
+
+    // MARK: - Audio reports
+
+    func enableVolumeIndication(_ state: ChannelState, _ intervalMs: Int) throws {
+        try lock.withLock {
+            try checkUsable(state)
+            if intervalMs <= 0 {
+                state.volumeIntervalMs = 0
+            } else {
+                guard intervalMs >= 10 else {
+                    throw EngineError(.invalidArgument, "volume indication interval \(intervalMs) ms is below 10 ms")
+                }
+                state.volumeIntervalMs = (intervalMs + 5) / 10 * 10
+            }
+            state.volumeElapsedMs = 0
+            try prepareChannelMixer(state)
+        }
+    }
+
+    func enableChannelMix(_ state: ChannelState, _ enabled: Bool) throws {
+        try lock.withLock {
+            try checkUsable(state)
+            state.mixEnabled = enabled
+            try prepareChannelMixer(state)
+        }
+    }
+
+    private func prepareChannelMixer(_ state: ChannelState) throws {
+        if state.mixEnabled || state.volumeIntervalMs > 0 {
+            if state.mixer == nil {
+                let mixer = try AudioMixer(
+                    sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+                state.mixer = mixer
+                state.mix = [Int16](repeating: 0, count: mixer.samplesPerChannel * mixer.channelCount)
+            }
+        } else {
+            state.mixer = nil
+        }
+    }
+
+    func copyChannelMix(_ state: ChannelState, into output: UnsafeMutableBufferPointer<Int16>) throws {
+        try lock.withLock {
+            try checkUsable(state)
+            guard state.mixEnabled else {
+                throw EngineError(.notReady, "channel '\(state.id)' keeps no mix: call enableChannelMix(true) first")
+            }
+            guard output.count == state.mix.count else {
+                throw EngineError(
+                    .invalidArgument, "channel mix output holds \(output.count) samples; \(state.mix.count) needed")
+            }
+            _ = output.update(fromContentsOf: state.mix)
+        }
+    }
+}

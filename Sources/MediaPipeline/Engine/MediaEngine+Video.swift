@@ -1,0 +1,143 @@
+import Dispatch
+
+extension MediaEngine {
+    // MARK: - Canvases
+
+    /// Binds a canvas to (channel, uid) (Agora's `setupRemoteVideo`); binding again changes its
+    /// size, render mode or mirroring. Returns the buffer the user's video is rendered into.
+    /// The same uid in two channels has two independent canvases.
+    public func setupRemoteVideo(_ canvas: VideoCanvas) throws -> CanvasBuffer {
+        try ChannelID.validate(canvas.channelId)
+        guard (1...I420Buffer.maximumDimension).contains(canvas.width),
+            (1...I420Buffer.maximumDimension).contains(canvas.height)
+        else {
+            throw EngineError(.invalidArgument, "canvas size \(canvas.width)x\(canvas.height) is outside 1...16384")
+        }
+        let key = StreamKey(channelId: canvas.channelId, uid: canvas.uid)
+        return try lock.withLock {
+            guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+            if let existing = canvases[key] {
+                try existing.reconfigure(canvas)
+                return existing
+            }
+            let buffer = try CanvasBuffer(canvas)
+            canvases[key] = buffer
+            return buffer
+        }
+    }
+
+    /// Unbinds the canvas of (channel, uid); its buffer is no longer rendered into.
+    public func removeRemoteVideo(channelId: String, uid: UInt32) {
+        _ = lock.withLock { canvases.removeValue(forKey: StreamKey(channelId: channelId, uid: uid)) }
+    }
+
+    /// The canvas bound to (channel, uid), if any.
+    public func canvas(channelId: String, uid: UInt32) -> CanvasBuffer? {
+        lock.withLock { canvases[StreamKey(channelId: channelId, uid: uid)] }
+    }
+
+    /// The canvases bound in `channelId`, ordered by uid.
+    public func canvases(inChannel channelId: String) -> [CanvasBuffer] {
+        lock.withLock {
+            canvases.filter { $0.key.channelId == channelId }.sorted { $0.key.uid < $1.key.uid }.map(\.value)
+        }
+    }
+
+    /// Renders every canvas of `channelId` into `target` as an N×N grid (hidden mode per cell).
+    public func renderGrid(channelId: String, into target: I420Buffer) {
+        GridRenderer.render(canvases(inChannel: channelId), into: target)
+    }
+
+    // MARK: - Decoding
+
+    /// Decodes the video received since the last call for every subscribed stream, independent
+    /// streams in parallel, and renders each stream's newest picture into its canvas. Reports
+    /// DECODING, FROZEN and size changes, and asks publishers for keyframes where decoding needs one.
+    public func renderVideo() {
+        var requests: [(String, UInt32)] = []
+        let hadEvents: Bool = lock.withLock {
+            let before = pendingEvents.count
+            renderJobs.removeAll(keepingCapacity: true)
+            for id in channelOrder {
+                guard let state = channels[id], state.joined else { continue }
+                for uid in state.userOrder {
+                    guard let user = state.users[uid], let receiver = user.video, receiver.hasQueuedFrames else {
+                        continue
+                    }
+                    renderJobs.append((receiver, canvases[user.key]))
+                }
+            }
+            decodeJobs()
+            let freeze = Int64(configuration.videoFreezeMs) * 1000
+            let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
+            let now = self.now
+            for id in channelOrder {
+                guard let state = channels[id], state.joined else { continue }
+                for uid in state.userOrder {
+                    guard let user = state.users[uid], let receiver = user.video else { continue }
+                    let decodedNow = receiver.takeBatchCount()
+                    if decodedNow > 0 {
+                        state.stats.videoFramesDecoded += Int64(decodedNow)
+                        state.stats.videoFramesRendered += canvases[user.key] == nil ? 0 : 1
+                        receiver.lastDecodedAt = now
+                        if user.videoTracker.state != .decoding {
+                            let reason: RemoteStreamStateReason =
+                                user.videoTracker.state == .frozen ? .networkRecovery : user.videoTracker.resumeReason
+                            reportVideo(state, user, .decoding, reason)
+                        }
+                        if receiver.width != user.reportedWidth || receiver.height != user.reportedHeight {
+                            user.reportedWidth = receiver.width
+                            user.reportedHeight = receiver.height
+                            emit(state, .videoSizeChanged(uid: uid, width: receiver.width, height: receiver.height))
+                        }
+                    } else if receiver.failed {
+                        reportVideo(state, user, .failed, .internal)
+                    } else if user.videoTracker.state == .decoding, let last = receiver.lastDecodedAt,
+                        now - last > freeze
+                    {
+                        reportVideo(state, user, .frozen, .networkCongestion)
+                    }
+                    if receiver.needsKeyframe && receiver.droppedSinceRequest > 0
+                        && (receiver.lastKeyframeRequest.map { now - $0 >= interval } ?? true)
+                    {
+                        receiver.lastKeyframeRequest = now
+                        receiver.keyframeRequested()
+                        stats.keyframeRequestsSent += 1
+                        requests.append((id, uid))
+                    }
+                }
+            }
+            renderJobs.removeAll(keepingCapacity: true)
+            return pendingEvents.count != before
+        }
+        for (channelId, uid) in requests { transport.requestKeyframe(channelId: channelId, publisher: uid) }
+        if hadEvents { flushEvents() }
+    }
+
+    /// Decodes `renderJobs`, spreading independent streams over the decode threads. Call with the lock held.
+    private func decodeJobs() {
+        let jobs = renderJobs
+        let workers = min(max(1, configuration.decodeThreads), jobs.count)
+        if workers <= 1 {
+            for (receiver, canvas) in jobs { receiver.decodeBatch(canvas) }
+            return
+        }
+        // Each worker takes every `workers`-th stream; a stream's decoder is only ever touched by one thread.
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var index = worker
+            while index < jobs.count {
+                jobs[index].0.decodeBatch(jobs[index].1)
+                index += workers
+            }
+        }
+    }
+
+    private func reportVideo(
+        _ state: ChannelState, _ user: RemoteUser, _ new: RemoteStreamState, _ reason: RemoteStreamStateReason
+    ) {
+        guard let (reported, why) = user.videoTracker.move(to: new, reason) else { return }
+        emit(
+            state,
+            .remoteVideoStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: state.elapsedMs(now)))
+    }
+}

@@ -1,0 +1,162 @@
+/// The media core of one local user: local audio and video encoded once, published in one
+/// channel (and relayed to up to four more), and remote users subscribed in any number of
+/// channels, their audio decoded and mixed, their video decoded and rendered into canvases
+/// keyed by (channel, uid). Modelled on the Agora RTC SDK 3.x multi-channel API.
+///
+/// ## Driving it
+/// The app (or a simulation) pushes local media (``pushAudio(_:)`` every 10 ms,
+/// ``pushVideo(_:timestampMicroseconds:)`` per frame), pulls playout every 10 ms
+/// (``pullPlayout(into:)``) and renders video when it wants fresh canvases (``renderVideo()``).
+/// Time comes from the injected ``MediaClock``; nothing reads the system clock.
+///
+/// ## Threads
+/// Control calls may come from any thread. The per-frame calls allocate nothing in steady state,
+/// create no tasks and hop no actors; ``renderVideo()`` decodes independent streams on up to
+/// ``EngineConfiguration/decodeThreads`` threads. Events are delivered after the call that
+/// caused them returns its locks, in order, on the calling thread.
+public final class MediaEngine: @unchecked Sendable {
+    /// The engine's settings.
+    public let configuration: EngineConfiguration
+    let transport: MediaTransport
+    let clock: MediaClock
+    let lock = Lock()
+    /// Serialises the local-media calls (push*) so their scratch state needs no other lock.
+    let publishLock = Lock()
+
+    // Guarded by `lock`.
+    var channels: [String: ChannelState] = [:]
+    var channelOrder: [String] = []
+    var canvases: [StreamKey: CanvasBuffer] = [:]
+    var destroyed = false
+    var pendingEvents: [(ChannelState, ChannelEvent)] = []
+    var delivering = false
+    var stats = EngineStatistics()
+    var observer: AudioFrameObserver?
+    var keyframePending = false
+    var lastForcedKeyframe: Int64?
+    let playoutMixer: AudioMixer
+    var mixInputs: [MixerInput] = []
+    var channelMixInputs: [MixerInput] = []
+    var playout: [Int16]
+    var renderJobs: [(VideoReceiver, CanvasBuffer?)] = []
+    /// Receivers playing one last frame at gain 0 before release.
+    var fadingOut: [(StreamKey, AudioReceiver)] = []
+
+    // Guarded by `publishLock`.
+    var publisher: Publisher
+
+    /// Creates an engine attached to `transport`, running on `clock`.
+    public init(transport: MediaTransport, clock: MediaClock, configuration: EngineConfiguration = .init()) throws {
+        try configuration.audio.validate()
+        guard configuration.audio.sampleRate == configuration.playoutSampleRate else {
+            throw MediaError.invalidArgument(
+                "local audio rate \(configuration.audio.sampleRate) Hz differs from the playout rate \(configuration.playoutSampleRate) Hz"
+            )
+        }
+        self.configuration = configuration
+        self.transport = transport
+        self.clock = clock
+        playoutMixer = try AudioMixer(
+            sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+        playout = [Int16](repeating: 0, count: playoutMixer.samplesPerChannel * playoutMixer.channelCount)
+        publisher = Publisher(configuration: configuration)
+    }
+
+    // MARK: - Channels
+
+    /// Creates a channel object for `channelId` (Agora's `createRtcChannel`).
+    /// - Throws: ``EngineError/Code/invalidChannelName`` for a bad id, ``EngineError/Code/invalidArgument``
+    ///   for an id already created, ``EngineError/Code/notReady`` after ``destroy()``.
+    public func createChannel(_ channelId: String) throws -> MediaChannel {
+        try ChannelID.validate(channelId)
+        return try lock.withLock {
+            guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+            guard channels[channelId] == nil else {
+                throw EngineError(.invalidArgument, "channel '\(channelId)' already exists in this engine")
+            }
+            let state = ChannelState(id: channelId)
+            let handle = MediaChannel(engine: self, state: state)
+            state.handle = handle
+            channels[channelId] = state
+            channelOrder.append(channelId)
+            return handle
+        }
+    }
+
+    /// Leaves and destroys every channel and releases all codecs. Later calls are refused.
+    public func destroy() {
+        let all = lock.withLock { channelOrder.compactMap { channels[$0]?.handle } }
+        for channel in all { channel.destroy() }
+        lock.withLock {
+            destroyed = true
+            canvases.removeAll()
+        }
+        publishLock.withLock { publisher = Publisher(configuration: configuration) }
+    }
+
+    /// The engine's counters.
+    public var statistics: EngineStatistics {
+        lock.withLock {
+            var copy = stats
+            copy.liveAudioDecoders = 0
+            copy.liveVideoDecoders = 0
+            for state in channels.values {
+                for user in state.users.values {
+                    if user.audio?.hasDecoder == true { copy.liveAudioDecoders += 1 }
+                    if user.video?.hasDecoder == true { copy.liveVideoDecoders += 1 }
+                }
+            }
+            return copy
+        }
+    }
+
+    /// Receives decoded audio before and after mixing (nil to stop).
+    public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { lock.withLock { self.observer = observer } }
+
+    // MARK: - Events
+
+    /// Queues `event` for `channel`; call with the lock held. Events of a channel that is still
+    /// joining wait until its join success has been reported.
+    func emit(_ channel: ChannelState, _ event: ChannelEvent) {
+        if channel.joining { channel.deferred.append(event) } else { pendingEvents.append((channel, event)) }
+    }
+
+    /// Delivers queued events in order, outside the lock. Only one thread delivers at a time;
+    /// events queued meanwhile are delivered by it.
+    func flushEvents() {
+        var batch: [(ChannelState, ChannelEvent)]? = lock.withLock {
+            guard !delivering, !pendingEvents.isEmpty else { return nil }
+            delivering = true
+            defer { pendingEvents.removeAll(keepingCapacity: true) }
+            return pendingEvents
+        }
+        while let current = batch {
+            for (state, event) in current { state.handle?.deliver(event) }
+            batch = lock.withLock {
+                guard !pendingEvents.isEmpty else {
+                    delivering = false
+                    return nil
+                }
+                defer { pendingEvents.removeAll(keepingCapacity: true) }
+                return pendingEvents
+            }
+        }
+    }
+
+    var now: Int64 { clock.nowMicroseconds }
+
+    /// The channel that publishes now, if any (at most one does).
+    func publishingChannel() -> ChannelState? {
+        for id in channelOrder { if let state = channels[id], !state.publishedMedia.isEmpty { return state } }
+        return nil
+    }
+
+    /// Refuses (ERR_REFUSED) a change that would make `state` publish `media` while another channel publishes.
+    func checkSinglePublisher(_ state: ChannelState, wouldPublish media: PublishedMedia) throws {
+        guard !media.isEmpty, let other = publishingChannel(), other !== state else { return }
+        throw EngineError(
+            .refused,
+            "channel '\(state.id)' cannot publish while channel '\(other.id)' publishes: one publishing channel at a time"
+        )
+    }
+}

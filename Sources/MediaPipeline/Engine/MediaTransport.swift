@@ -1,0 +1,40 @@
+/// What a transport tells an engine. Calls arrive on the thread of whoever caused them (the
+/// sender of a frame, the user who joined); implementations must not block for long.
+public protocol TransportEndpoint: AnyObject, Sendable {
+    /// A broadcaster is present in `channelId` (joined, became broadcaster, or was there when
+    /// this endpoint joined), publishing `media`.
+    func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia)
+    /// A broadcaster left `channelId`.
+    func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason)
+    /// A broadcaster in `channelId` started or stopped sending audio or video.
+    func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia)
+    /// An encoded frame from `uid` in `channelId`. The frame's bytes are shared, never copied.
+    func transportReceive(_ frame: EncodedFrame, channelId: String, from uid: UInt32)
+    /// A subscriber in `channelId` asks this endpoint, as a publisher there, for a keyframe.
+    func transportKeyframeRequested(channelId: String)
+}
+
+/// How engines reach each other: membership, media and keyframe requests per channel.
+///
+/// The embedded implementation is ``LocalHub`` (in-process); a network transport implements the
+/// same surface.
+public protocol MediaTransport: AnyObject, Sendable {
+    /// Enters `channelId` as `uid` (0: the transport assigns one); returns the uid in use.
+    /// `receivesMedia` is false for relay members, which only send.
+    /// - Throws: ``EngineError/Code/joinChannelRejected`` when the uid is taken in that channel.
+    func join(
+        channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint
+    ) throws -> UInt32
+    /// Leaves `channelId`.
+    func leave(channelId: String, uid: UInt32)
+    /// Changes the role of `uid` in `channelId`.
+    func setRole(channelId: String, uid: UInt32, role: ClientRole)
+    /// Announces which media `uid` sends in `channelId`.
+    func setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
+    /// Forwards `frame` from `uid` to every other media-receiving member of `channelId`,
+    /// except members behind the same endpoint as the sender.
+    func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32)
+    /// Asks publisher `publisher` in `channelId` for a keyframe.
+    func requestKeyframe(channelId: String, publisher: UInt32)
+}

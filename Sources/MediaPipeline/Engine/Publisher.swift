@@ -1,0 +1,158 @@
+/// The local media's encoders and their scratch state. Each local frame is encoded once, here,
+/// whatever the number of channels, subscribers and relays. Guarded by the engine's publish lock.
+final class Publisher {
+    let configuration: EngineConfiguration
+    var audioEncoder: OpusEncoder?
+    /// Interleaved PCM waiting for a whole Opus frame.
+    var pcm: [Int16]
+    var pcmFill = 0
+    var packet = [UInt8](repeating: 0, count: 4000)
+    /// Samples per channel encoded so far (the next packet's timestamp).
+    var audioPosition: Int64 = 0
+    var videoEncoder: VPXEncoder?
+    /// Where the current frame goes: (channel, uid) pairs. Reused between frames.
+    var targets: [(channelId: String, uid: UInt32, state: ChannelState)] = []
+
+    init(configuration: EngineConfiguration) {
+        self.configuration = configuration
+        pcm = [Int16](repeating: 0, count: configuration.audio.samplesPerFrame * configuration.audio.channelCount)
+    }
+
+    /// The video encoder for pictures of `width` × `height`, created or recreated as needed.
+    func videoEncoder(width: Int, height: Int) throws -> VPXEncoder {
+        if let encoder = videoEncoder, encoder.configuration.width == width, encoder.configuration.height == height {
+            return encoder
+        }
+        var settings = VPXEncoderConfiguration(codec: configuration.videoCodec, width: width, height: height)
+        settings.bitrateBitsPerSecond = configuration.videoBitrateBitsPerSecond
+        settings.frameRateNumerator = configuration.videoFrameRate
+        settings.speed = configuration.videoSpeed
+        settings.keyframeIntervalFrames = configuration.videoKeyframeIntervalFrames
+        videoEncoder = nil  // free the old handle before making a new one
+        let encoder = try VPXEncoder(configuration: settings)
+        videoEncoder = encoder
+        return encoder
+    }
+}
+
+extension MediaEngine {
+    /// Fills `publisher.targets` with where local `kind` goes now; call with both locks held.
+    func collectTargets(_ kind: MediaKind) {
+        publisher.targets.removeAll(keepingCapacity: true)
+        guard let state = publishingChannel(), state.publishedMedia.contains(kind) else { return }
+        publisher.targets.append((state.id, state.uid, state))
+        if state.relayState == .running {
+            for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
+                publisher.targets.append((destination.channelId, uid, state))
+            }
+        }
+    }
+
+    /// Pushes 10 ms (or any whole number of samples) of local audio. It is encoded once into
+    /// Opus frames and sent to the publishing channel and its relay destinations; nothing is
+    /// encoded while no channel publishes audio.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a frame in another format than
+    ///   ``EngineConfiguration/audio``.
+    /// - Complexity: allocates only the encoded packet.
+    public func pushAudio(_ frame: AudioFrame) throws {
+        let format = configuration.audio
+        guard frame.sampleRate == format.sampleRate, frame.channelCount == format.channelCount else {
+            throw MediaError.invalidArgument(
+                "local audio is \(frame.sampleRate) Hz × \(frame.channelCount); the engine takes \(format.sampleRate) Hz × \(format.channelCount)"
+            )
+        }
+        try publishLock.withLock {
+            lock.withLock { collectTargets(.audio) }
+            guard !publisher.targets.isEmpty else {
+                publisher.pcmFill = 0
+                return
+            }
+            var consumed = 0
+            while consumed < frame.samples.count {
+                let take = min(publisher.pcm.count - publisher.pcmFill, frame.samples.count - consumed)
+                for i in 0..<take { publisher.pcm[publisher.pcmFill + i] = frame.samples[consumed + i] }
+                publisher.pcmFill += take
+                consumed += take
+                if publisher.pcmFill == publisher.pcm.count {
+                    publisher.pcmFill = 0
+                    try encodeAndSendAudio()
+                }
+            }
+        }
+        flushEvents()
+    }
+
+    private func encodeAndSendAudio() throws {
+        if publisher.audioEncoder == nil {
+            publisher.audioEncoder = try OpusEncoder(configuration: configuration.audio)
+        }
+        guard let encoder = publisher.audioEncoder else { return }
+        let length = try publisher.pcm.withUnsafeBufferPointer { pcm in
+            try publisher.packet.withUnsafeMutableBytes { try encoder.encode(pcm, into: $0) }
+        }
+        let rate = Int64(configuration.audio.sampleRate)
+        let frame = EncodedFrame(
+            bytes: Array(publisher.packet[0..<length]), codec: .opus, isKeyframe: true,
+            timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate,
+            durationMicroseconds: Int64(configuration.audio.frameDurationMicroseconds))
+        publisher.audioPosition += Int64(encoder.samplesPerFrame)
+        lock.withLock { stats.audioFramesEncoded += 1 }
+        send(frame, .audio)
+    }
+
+    /// Pushes one local picture. It is encoded once and sent to the publishing channel and its
+    /// relay destinations; nothing is encoded while no channel publishes video. A keyframe is
+    /// forced when a subscriber asked for one (at most once per
+    /// ``EngineConfiguration/keyframeRequestIntervalMs``).
+    public func pushVideo(_ picture: I420Buffer, timestampMicroseconds: Int64) throws {
+        try publishLock.withLock {
+            let force: Bool = lock.withLock {
+                collectTargets(.video)
+                guard !publisher.targets.isEmpty, keyframePending else { return false }
+                let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
+                if let last = lastForcedKeyframe, now - last < interval { return false }
+                keyframePending = false
+                lastForcedKeyframe = now
+                stats.keyframesForced += 1
+                return true
+            }
+            guard !publisher.targets.isEmpty else { return }
+            let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
+            let frame = try encoder.encode(picture, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
+            lock.withLock { stats.videoFramesEncoded += 1 }
+            send(frame, .video)
+        }
+        flushEvents()
+    }
+
+    /// Publishes an already encoded frame (Opus, VP8 or VP9) as the local stream, for sources
+    /// that arrive encoded (a file being replayed, a camera that encodes). Keyframe requests
+    /// are counted but cannot be honoured.
+    public func pushEncodedFrame(_ frame: EncodedFrame) {
+        let kind: MediaKind = frame.codec == .opus ? .audio : .video
+        publishLock.withLock {
+            lock.withLock { collectTargets(kind) }
+            send(frame, kind)
+        }
+        flushEvents()
+    }
+
+    /// Sends `frame` to every target, counting it; call with the publish lock held.
+    private func send(_ frame: EncodedFrame, _ kind: MediaKind) {
+        guard !publisher.targets.isEmpty else { return }
+        lock.withLock {
+            let state = publisher.targets[0].state
+            if kind == .audio {
+                stats.audioFramesSent += Int64(publisher.targets.count)
+                state.stats.txAudioFrames += 1
+                state.stats.txAudioBytes += Int64(frame.byteCount)
+            } else {
+                stats.videoFramesSent += Int64(publisher.targets.count)
+                state.stats.txVideoFrames += 1
+                state.stats.txVideoBytes += Int64(frame.byteCount)
+            }
+            markPublished(state, kind)
+        }
+        for target in publisher.targets { transport.send(frame, channelId: target.channelId, from: target.uid) }
+    }
+}

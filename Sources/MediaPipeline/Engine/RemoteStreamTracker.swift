@@ -1,0 +1,54 @@
+/// The remote audio or video state machine of one stream (Agora's `REMOTE_*_STATE`), reporting
+/// only real transitions: nothing is reported as STOPPED before the stream ever started, and a
+/// repeated state is not reported again.
+struct RemoteStreamTracker {
+    private(set) var state: RemoteStreamState = .stopped
+    /// True once the stream has left STOPPED at least once.
+    private(set) var everStarted = false
+    /// The reason the next STARTING/DECODING pair will carry (why the stream is coming back).
+    var resumeReason: RemoteStreamStateReason = .internal
+
+    /// Moves to `new` for `reason`; returns the transition to report, if any.
+    mutating func move(to new: RemoteStreamState, _ reason: RemoteStreamStateReason) -> (
+        RemoteStreamState, RemoteStreamStateReason
+    )? {
+        guard new != state else { return nil }
+        if new == .stopped && !everStarted { return nil }
+        state = new
+        if new != .stopped { everStarted = true }
+        return (new, reason)
+    }
+}
+
+/// A fixed-capacity FIFO of encoded frames; never allocates after creation.
+struct FrameQueue {
+    private var slots: [EncodedFrame?]
+    private var head = 0
+    private(set) var count = 0
+
+    init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
+
+    var isEmpty: Bool { count == 0 }
+    var isFull: Bool { count == slots.count }
+
+    /// Appends `frame`; when full, the oldest frame is dropped and returned.
+    @discardableResult
+    mutating func push(_ frame: EncodedFrame) -> EncodedFrame? {
+        var dropped: EncodedFrame?
+        if isFull { dropped = pop() }
+        slots[(head + count) % slots.count] = frame
+        count += 1
+        return dropped
+    }
+
+    mutating func pop() -> EncodedFrame? {
+        guard count > 0 else { return nil }
+        let frame = slots[head]
+        slots[head] = nil
+        head = (head + 1) % slots.count
+        count -= 1
+        return frame
+    }
+
+    mutating func removeAll() { while pop() != nil {} }
+}
