@@ -46,7 +46,7 @@ public struct PublishedMedia: OptionSet, Sendable, Hashable {
     /// Video is published (and not muted).
     public static let video = PublishedMedia(rawValue: 2)
 
-    func contains(_ kind: MediaKind) -> Bool { contains(kind == .audio ? .audio : .video) }
+    func contains(_ kind: MediaKind) -> Bool { contains(kind == .audio ? PublishedMedia.audio : PublishedMedia.video) }
 }
 
 /// The state of a remote audio or video stream (Agora's `REMOTE_AUDIO_STATE` / `REMOTE_VIDEO_STATE`).

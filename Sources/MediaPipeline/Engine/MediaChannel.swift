@@ -63,8 +63,9 @@ public final class MediaChannel: @unchecked Sendable {
 
     // MARK: - Role and publishing
 
-    /// Sets the local role. Becoming broadcaster while another channel publishes is refused
-    /// when this channel's options would publish.
+    /// Sets the local role. A user who becomes broadcaster in a joined channel publishes its
+    /// local audio and video there (unless muted), so this is refused while another channel
+    /// publishes. Becoming audience stops publishing and any relay.
     public func setClientRole(_ role: ClientRole) throws { try engine.setRole(state, role) }
 
     /// The local role.

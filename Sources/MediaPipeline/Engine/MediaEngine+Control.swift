@@ -116,8 +116,11 @@ extension MediaEngine {
                 return []
             }
             if role == .broadcaster {
-                try checkSinglePublisher(
-                    state, wouldPublish: wouldPublish(state, options: state.options, role: .broadcaster))
+                // A new broadcaster publishes its local media (as the SDK does), so this is a
+                // publishing action whatever the join options were.
+                try checkSinglePublisher(state, wouldPublish: [.audio, .video])
+                state.options.publishLocalAudio = true
+                state.options.publishLocalVideo = true
             }
             var deferred: Deferred = role == .audience ? relayTeardown(state) : []
             state.role = role
@@ -152,7 +155,7 @@ extension MediaEngine {
                 if kind == .audio { options.publishLocalAudio = true } else { options.publishLocalVideo = true }
                 if state.joined {
                     var media = wouldPublish(state, options: options, role: state.role)
-                    media.insert(kind == .audio ? .audio : .video)
+                    media.insert(kind == .audio ? PublishedMedia.audio : PublishedMedia.video)
                     try checkSinglePublisher(state, wouldPublish: media)
                 }
             }

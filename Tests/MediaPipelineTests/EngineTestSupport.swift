@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// Events of one channel, recorded in order.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [ChannelEvent] = []
+
+    init(_ channel: MediaChannel) {
+        channel.setEventHandler { [weak self] event in self?.append(event) }
+    }
+
+    private func append(_ event: ChannelEvent) { lock.withLock { recorded.append(event) } }
+
+    var events: [ChannelEvent] { lock.withLock { recorded } }
+
+    /// Removes and returns what was recorded so far.
+    func take() -> [ChannelEvent] {
+        lock.withLock {
+            defer { recorded.removeAll() }
+            return recorded
+        }
+    }
+
+    /// The remote audio (or video) state changes of `uid`, as (state, reason) pairs.
+    func remoteStates(_ uid: UInt32, _ kind: MediaKind) -> [(RemoteStreamState, RemoteStreamStateReason)] {
+        events.compactMap { event in
+            switch event {
+            case .remoteAudioStateChanged(let u, let state, let reason, _) where kind == .audio && u == uid: (state, reason)
+            case .remoteVideoStateChanged(let u, let state, let reason, _) where kind == .video && u == uid: (state, reason)
+            default: nil
+            }
+        }
+    }
+}
+
+/// A user: an engine with its channels and a synthetic media source.
+final class TestUser {
+    let engine: MediaEngine
+    let frequency: Double
+    var audioPosition = 0
+    var videoFrame = 0
+    var channels: [String: MediaChannel] = [:]
+    var logs: [String: EventLog] = [:]
+    var playout: [Int16]
+
+    init(_ session: TestSession, frequency: Double = 440, configuration: EngineConfiguration = .init()) throws {
+        engine = try MediaEngine(transport: session.hub, clock: session.clock, configuration: configuration)
+        self.frequency = frequency
+        playout = [Int16](repeating: 0, count: engine.playoutFrameSampleCount)
+    }
+
+    @discardableResult
+    func channel(_ id: String) throws -> MediaChannel {
+        if let channel = channels[id] { return channel }
+        let channel = try engine.createChannel(id)
+        channels[id] = channel
+        logs[id] = EventLog(channel)
+        return channel
+    }
+
+    func join(_ id: String, uid: UInt32, options: ChannelMediaOptions = .init(), role: ClientRole = .broadcaster) throws {
+        let channel = try self.channel(id)
+        try channel.setClientRole(role)
+        try channel.join(uid: uid, options: options)
+    }
+
+    /// Pushes 10 ms of this user's tone.
+    func pushAudio(amplitude: Double = 8000) throws {
+        var samples = [Int16](repeating: 0, count: 960)
+        for i in 0..<480 {
+            let value = Int16(amplitude * sin(2 * .pi * frequency * Double(audioPosition + i) / 48000))
+            samples[2 * i] = value
+            samples[2 * i + 1] = value
+        }
+        audioPosition += 480
+        try engine.pushAudio(AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2))
+    }
+
+    func pushVideo(width: Int = 160, height: Int = 90, timestamp: Int64) throws {
+        try engine.pushVideo(try syntheticPicture(width: width, height: height, frame: videoFrame), timestampMicroseconds: timestamp)
+        videoFrame += 1
+    }
+
+    /// Pulls 10 ms of playout into ``playout``.
+    func pull() { playout.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) } }
+
+    var playoutPeak: Int { playout.map { abs(Int($0)) }.max() ?? 0 }
+}
+
+/// A hub, a virtual clock and users, stepped in 10 ms ticks.
+final class TestSession {
+    let hub = LocalHub()
+    let clock = VirtualClock()
+    var users: [TestUser] = []
+    private var tick = 0
+
+    func user(frequency: Double = 440, configuration: EngineConfiguration = .init()) throws -> TestUser {
+        let user = try TestUser(self, frequency: frequency, configuration: configuration)
+        users.append(user)
+        return user
+    }
+
+    /// Runs `ticks` × 10 ms: every user pushes audio (and video at 15 fps), pulls playout and renders video.
+    func run(ticks: Int, video: Bool = false, publishers: [TestUser]? = nil) throws {
+        for _ in 0..<ticks {
+            for user in publishers ?? users {
+                try user.pushAudio()
+                if video && tick % 7 == 0 { try user.pushVideo(timestamp: clock.nowMicroseconds) }
+            }
+            for user in users {
+                user.pull()
+                if video { user.engine.renderVideo() }
+            }
+            clock.advance(byMicroseconds: 10_000)
+            tick += 1
+        }
+    }
+}
+
+/// Expects `body` to throw an ``EngineError`` with `code`.
+func expectEngineError(
+    _ code: EngineError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) {
+    do {
+        try body()
+        Issue.record("expected \(code), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as EngineError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
