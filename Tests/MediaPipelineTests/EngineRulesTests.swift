@@ -75,7 +75,9 @@ struct EngineRulesTests {
         // And now a is the one refused.
         if way != "leave" {
             expectEngineError(.refused) {
-                if way == "mute" { try user.channel("a").muteLocalAudioStream(false) } else {
+                if way == "mute" {
+                    try user.channel("a").muteLocalAudioStream(false)
+                } else {
                     try user.channel("a").setClientRole(.broadcaster)
                 }
             }
@@ -105,7 +107,8 @@ struct EngineRulesTests {
 extension ChannelMediaOptions {
     /// These options with publishing off (for an audience join in tests).
     fileprivate var withAudience: ChannelMediaOptions {
-        ChannelMediaOptions(autoSubscribeAudio: autoSubscribeAudio, autoSubscribeVideo: autoSubscribeVideo,
-                            publishLocalAudio: false, publishLocalVideo: false)
+        ChannelMediaOptions(
+            autoSubscribeAudio: autoSubscribeAudio, autoSubscribeVideo: autoSubscribeVideo,
+            publishLocalAudio: false, publishLocalVideo: false)
     }
 }

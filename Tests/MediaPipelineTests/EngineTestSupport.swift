@@ -28,8 +28,10 @@ final class EventLog: @unchecked Sendable {
     func remoteStates(_ uid: UInt32, _ kind: MediaKind) -> [(RemoteStreamState, RemoteStreamStateReason)] {
         events.compactMap { event in
             switch event {
-            case .remoteAudioStateChanged(let u, let state, let reason, _) where kind == .audio && u == uid: (state, reason)
-            case .remoteVideoStateChanged(let u, let state, let reason, _) where kind == .video && u == uid: (state, reason)
+            case .remoteAudioStateChanged(let u, let state, let reason, _) where kind == .audio && u == uid:
+                (state, reason)
+            case .remoteVideoStateChanged(let u, let state, let reason, _) where kind == .video && u == uid:
+                (state, reason)
             default: nil
             }
         }
@@ -61,7 +63,8 @@ final class TestUser {
         return channel
     }
 
-    func join(_ id: String, uid: UInt32, options: ChannelMediaOptions = .init(), role: ClientRole = .broadcaster) throws {
+    func join(_ id: String, uid: UInt32, options: ChannelMediaOptions = .init(), role: ClientRole = .broadcaster) throws
+    {
         let channel = try self.channel(id)
         try channel.setClientRole(role)
         try channel.join(uid: uid, options: options)
@@ -80,7 +83,8 @@ final class TestUser {
     }
 
     func pushVideo(width: Int = 160, height: Int = 90, timestamp: Int64) throws {
-        try engine.pushVideo(try syntheticPicture(width: width, height: height, frame: videoFrame), timestampMicroseconds: timestamp)
+        try engine.pushVideo(
+            try syntheticPicture(width: width, height: height, frame: videoFrame), timestampMicroseconds: timestamp)
         videoFrame += 1
     }
 
