@@ -1,0 +1,201 @@
+import Testing
+
+@testable import MediaPipeline
+
+/// Collects what an audio observer sees.
+private final class RecordingObserver: AudioFrameObserver, @unchecked Sendable {
+    var remote: [StreamKey: Int] = [:]
+    var mixed = 0
+    func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey) { remote[stream, default: 0] += 1 }
+    func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>) { mixed += 1 }
+}
+
+@Suite("Engine: relay, mixes, volume indication, canvases")
+struct EngineFeatureTests {
+    @Test("a relay carries the published stream to up to four channels; more are refused")
+    func relay() throws {
+        let session = TestSession()
+        let host = try session.user()
+        try host.join("main", uid: 1)
+        let watchers = try (0..<4).map { index -> TestUser in
+            let watcher = try session.user()
+            try watcher.join("dest\(index)", uid: 50, options: .subscribeOnly, role: .audience)
+            return watcher
+        }
+        let channel = try host.channel("main")
+        expectEngineError(.invalidArgument) {
+            try channel.startChannelMediaRelay((0..<5).map { ChannelMediaRelayDestination(channelId: "dest\($0)") })
+        }
+        expectEngineError(.invalidArgument) { try channel.startChannelMediaRelay([]) }
+        expectEngineError(.invalidArgument) {
+            try channel.startChannelMediaRelay([ChannelMediaRelayDestination(channelId: "main")])
+        }
+        try channel.startChannelMediaRelay(
+            (0..<4).map { ChannelMediaRelayDestination(channelId: "dest\($0)", uid: UInt32(200 + $0)) })
+        #expect(
+            host.logs["main"]!.events.suffix(2) == [
+                .channelMediaRelayStateChanged(state: .connecting), .channelMediaRelayStateChanged(state: .running),
+            ])
+        try session.run(ticks: 20, video: true, publishers: [host])
+        for (index, watcher) in watchers.enumerated() {
+            #expect(try watcher.channel("dest\(index)").remoteUsers == [UInt32(200 + index)])
+            #expect(watcher.playoutPeak > 4000)
+            #expect(watcher.logs["dest\(index)"]!.remoteStates(UInt32(200 + index), .video).last?.0 == .decoding)
+        }
+        // Encoded once, sent five times.
+        #expect(host.engine.statistics.audioFramesEncoded == 10)
+        #expect(host.engine.statistics.audioFramesSent == 50)
+        try channel.stopChannelMediaRelay()
+        #expect(watchers[0].logs["dest0"]!.events.last == .userOffline(uid: 200, reason: .quit))
+        expectEngineError(.notReady) { try channel.stopChannelMediaRelay() }
+        // An audience member cannot relay.
+        let viewer = try session.user()
+        try viewer.join("main", uid: 3, options: .subscribeOnly, role: .audience)
+        expectEngineError(.refused) {
+            try viewer.channel("main").startChannelMediaRelay([ChannelMediaRelayDestination(channelId: "x")])
+        }
+    }
+
+    @Test("the same uid in two channels is two streams with two canvases; the grid follows users")
+    func sameUidTwoChannels() throws {
+        let session = TestSession()
+        let one = try session.user(frequency: 300)
+        let two = try session.user(frequency: 700)
+        try one.join("a", uid: 5)
+        try two.join("b", uid: 5)
+        let viewer = try session.user()
+        try viewer.join("a", uid: 9, options: .subscribeOnly, role: .audience)
+        try viewer.join("b", uid: 9, options: .subscribeOnly, role: .audience)
+        let canvasA = try viewer.engine.setupRemoteVideo(VideoCanvas(channelId: "a", uid: 5, width: 64, height: 36))
+        let canvasB = try viewer.engine.setupRemoteVideo(
+            VideoCanvas(channelId: "b", uid: 5, width: 96, height: 54, renderMode: .fit))
+        #expect(canvasA !== canvasB)
+        let observer = RecordingObserver()
+        viewer.engine.setAudioFrameObserver(observer)
+        try session.run(ticks: 15, video: true, publishers: [one, two])
+        #expect(canvasA.framesRendered > 0 && canvasB.framesRendered > 0)
+        #expect(observer.remote[StreamKey(channelId: "a", uid: 5)] ?? 0 > 5)
+        #expect(observer.remote[StreamKey(channelId: "b", uid: 5)] ?? 0 > 5)
+        #expect(observer.mixed == 15)
+        // Rebinding changes the mode and size; unbinding stops rendering.
+        _ = try viewer.engine.setupRemoteVideo(
+            VideoCanvas(channelId: "a", uid: 5, width: 32, height: 32, renderMode: .fill))
+        #expect(canvasA.canvas.width == 32 && canvasA.canvas.renderMode == .fill)
+        viewer.engine.removeRemoteVideo(channelId: "b", uid: 5)
+        let rendered = canvasB.framesRendered
+        try session.run(ticks: 15, video: true, publishers: [one, two])
+        #expect(canvasB.framesRendered == rendered)
+        #expect(viewer.engine.canvases(inChannel: "a").count == 1)
+        let grid = try I420Buffer(width: 128, height: 128)
+        viewer.engine.renderGrid(channelId: "a", into: grid)
+        // One canvas: the whole grid shows it, so the picture is not uniformly black.
+        grid.withView { view in
+            let row = (0..<view.width).map { view.y[64 * view.strideY + $0] }
+            #expect(row.contains { $0 != CanvasBlack.y })
+        }
+    }
+
+    @Test("a channel mix holds that channel's users only; per-user volume scales it")
+    func channelMix() throws {
+        let session = TestSession()
+        let loud = try session.user(frequency: 300)
+        let other = try session.user(frequency: 900)
+        try loud.join("a", uid: 1)
+        try other.join("b", uid: 2)
+        let viewer = try session.user()
+        try viewer.join("a", uid: 9, options: .subscribeOnly, role: .audience)
+        try viewer.join("b", uid: 9, options: .subscribeOnly, role: .audience)
+        try viewer.channel("a").enableChannelMix(true)
+        var mix = [Int16](repeating: 0, count: 960)
+        expectEngineError(.notReady) {
+            try mix.withUnsafeMutableBufferPointer { try viewer.channel("b").copyChannelMix(into: $0) }
+        }
+        try session.run(ticks: 20, publishers: [loud, other])
+        try mix.withUnsafeMutableBufferPointer { try viewer.channel("a").copyChannelMix(into: $0) }
+        let mixPeak = mix.map { abs(Int($0)) }.max()!
+        #expect(mixPeak > 6000 && mixPeak < 9000)  // one 8000-amplitude tone, not two
+        #expect(viewer.playoutPeak > mixPeak)  // the playout holds both
+        try viewer.channel("a").adjustUserPlaybackSignalVolume(1, volume: 50)
+        try session.run(ticks: 5, publishers: [loud, other])
+        try mix.withUnsafeMutableBufferPointer { try viewer.channel("a").copyChannelMix(into: $0) }
+        let halved = mix.map { abs(Int($0)) }.max()!
+        #expect(abs(halved - mixPeak / 2) < 600, "\(halved) vs \(mixPeak)")
+        expectEngineError(.invalidArgument) { try viewer.channel("a").adjustUserPlaybackSignalVolume(1, volume: 401) }
+    }
+
+    @Test("volume indication reports the loudest speakers, loudest first")
+    func volumeIndication() throws {
+        let session = TestSession()
+        let speakers = try (0..<4).map { _ in try session.user() }
+        for (index, speaker) in speakers.enumerated() { try speaker.join("a", uid: UInt32(index + 1)) }
+        let viewer = try session.user()
+        try viewer.join("a", uid: 9, options: .subscribeOnly, role: .audience)
+        try viewer.channel("a").enableAudioVolumeIndication(intervalMs: 200)
+        for tick in 0..<40 {
+            for (index, speaker) in speakers.enumerated() {
+                try speaker.pushAudio(amplitude: Double(2000 * (index + 1)))
+            }
+            viewer.pull()
+            session.clock.advance(byMicroseconds: 10_000)
+            _ = tick
+        }
+        let reports = viewer.logs["a"]!.events.compactMap { event -> ([AudioVolumeInfo], Int)? in
+            if case .audioVolumeIndication(let speakers, let total) = event { return (speakers, total) }
+            return nil
+        }
+        #expect(reports.count == 2)
+        let last = try #require(reports.last)
+        #expect(last.0.map(\.uid) == [4, 3, 2])
+        #expect(last.0[0].volume > last.0[1].volume && last.0[1].volume > last.0[2].volume)
+        #expect(last.1 >= last.0[0].volume)
+        expectEngineError(.invalidArgument) { try viewer.channel("a").enableAudioVolumeIndication(intervalMs: 5) }
+    }
+
+    @Test("32 loud remote users never clip the playout")
+    func loudRoom() throws {
+        let session = TestSession()
+        let viewer = try session.user()
+        try viewer.join("room", uid: 999, options: .subscribeOnly, role: .audience)
+        let speakers = try (0..<32).map { index -> TestUser in
+            let speaker = try session.user(frequency: 220 + Double(index % 3))
+            try speaker.join("room", uid: UInt32(index + 1))
+            return speaker
+        }
+        var loudest = 0
+        for _ in 0..<30 {
+            for speaker in speakers { try speaker.pushAudio(amplitude: 30000) }
+            viewer.pull()
+            loudest = max(loudest, viewer.playoutPeak)
+            session.clock.advance(byMicroseconds: 10_000)
+        }
+        #expect(loudest <= Int(PeakLimiter.threshold))
+        #expect(loudest > 20000)
+    }
+
+    @Test("leave reports statistics; events are also an async sequence")
+    func leaveStatsAndStream() async throws {
+        let session = TestSession()
+        let host = try session.user()
+        let viewer = try session.user()
+        let channel = try viewer.channel("a")
+        let stream = channel.events
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try session.run(ticks: 50, video: true, publishers: [host])
+        try channel.leave()
+        guard case .leave(let stats) = viewer.logs["a"]!.events.last else {
+            Issue.record("no leave event")
+            return
+        }
+        #expect(stats.durationMs == 500)
+        #expect(stats.rxAudioFrames == 25 && stats.rxVideoFrames == 8)
+        #expect(stats.videoFramesDecoded == 8)
+        #expect(stats.userCount == 1)
+        var iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        guard case .joinSuccess(uid: 2, _) = first else {
+            Issue.record("stream starts with \(String(describing: first))")
+            return
+        }
+    }
+}
