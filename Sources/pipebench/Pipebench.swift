@@ -12,7 +12,8 @@ struct Pipebench: ParsableCommand {
         commandName: "pipebench",
         abstract: "Encode, decode and inspect media files with MediaPipeline, and benchmark its codec paths.",
         subcommands: [
-            EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self, BenchCommand.self,
+            SimulateCommand.self, EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self,
+            BenchCommand.self,
         ])
 
     /// Runs the command; every failure is one line on standard error and a non-zero exit.

@@ -140,3 +140,60 @@ struct StreamingMemoryTests {
         }
     }
 }
+
+@Suite("pipebench simulate")
+struct SimulateCommandTests {
+    @Test("a session writes a playable mix, a Y4M per canvas and a PNG grid per channel")
+    func simulate() throws {
+        let folder = TemporaryFolder()
+        let result = try pipebench([
+            "simulate", "--samples", Fixtures.samples, "--output", folder.path, "--duration", "1", "--channels", "2",
+            "--users", "2", "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let channels = try #require(report["channels"] as? [[String: Any]])
+        #expect(channels.count == 2)
+        for channel in channels {
+            #expect(channel["users"] as? Int == 2)
+            #expect(channel["streamsDecoding"] as? Int == 2)
+            #expect((channel["canvasFramesRendered"] as? Int ?? 0) >= 20)
+        }
+        #expect(report["audioFramesEncoded"] as? Int == 50)
+        #expect((report["playoutPeak"] as? Int ?? 0) > 1000)
+        let wav = try reference(
+            "ffprobe",
+            [
+                "-v", "error", "-show_entries", "stream=sample_rate,channels,duration", "-of", "csv=p=0",
+                folder.file("playout.wav"),
+            ])
+        #expect(wav.trimmingCharacters(in: .whitespacesAndNewlines) == "48000,2,1.000000")
+        let canvas = try reference(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-show_entries", "stream=width,height,nb_read_frames", "-of", "csv=p=0",
+                folder.file("canvas-channel-2-2001.y4m"),
+            ])
+        #expect(canvas.trimmingCharacters(in: .whitespacesAndNewlines) == "320,180,15")
+        let png = try reference(
+            "ffprobe",
+            [
+                "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                folder.file("grid-channel-1.png"),
+            ])
+        #expect(png.trimmingCharacters(in: .whitespacesAndNewlines) == "1280,720")
+    }
+
+    @Test("bad settings fail in one line")
+    func badSettings() throws {
+        let folder = TemporaryFolder()
+        for arguments in [
+            ["--canvas", "12"], ["--render-mode", "stretch"], ["--channels", "0"], ["--duration", "-1"],
+        ] {
+            let result = try pipebench(
+                ["simulate", "--samples", Fixtures.samples, "--output", folder.path] + arguments)
+            #expect(result.status != 0)
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+    }
+}

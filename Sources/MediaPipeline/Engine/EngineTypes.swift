@@ -133,7 +133,7 @@ public struct ChannelStats: Sendable, Equatable {
     public var txAudioBytes: Int64 = 0, txVideoBytes: Int64 = 0, txAudioFrames: Int64 = 0, txVideoFrames: Int64 = 0
     /// Encoded bytes and frames received from remote users.
     public var rxAudioBytes: Int64 = 0, rxVideoBytes: Int64 = 0, rxAudioFrames: Int64 = 0, rxVideoFrames: Int64 = 0
-    /// Remote frames decoded.
+    /// Remote audio decoded, in 10 ms frames played, and remote video frames decoded.
     public var audioFramesDecoded: Int64 = 0, videoFramesDecoded: Int64 = 0
     /// Remote video frames rendered into canvases.
     public var videoFramesRendered: Int64 = 0

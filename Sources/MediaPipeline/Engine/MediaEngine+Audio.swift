@@ -21,6 +21,7 @@ extension MediaEngine {
                     guard let user = state.users[uid], let receiver = user.audio else { continue }
                     switch receiver.produce(concealUpToMicroseconds: conceal) {
                     case .audio:
+                        state.stats.audioFramesDecoded += 1
                         if user.audioTracker.state != .decoding {
                             let reason: RemoteStreamStateReason =
                                 user.audioTracker.state == .frozen ? .networkRecovery : user.audioTracker.resumeReason

@@ -1,0 +1,192 @@
+/// Settings of a simulated multi-channel session.
+public struct SimulationConfiguration: Sendable {
+    /// Channels, each with ``usersPerChannel`` remote broadcasters.
+    public var channels = 2
+    /// Remote broadcasters per channel, each replaying the sample media.
+    public var usersPerChannel = 3
+    /// Session length in seconds of the virtual clock.
+    public var durationSeconds = 3.0
+    /// Canvas size for every remote user, and its render mode.
+    public var canvasWidth = 320, canvasHeight = 180
+    /// How remote pictures are fitted into canvases.
+    public var renderMode = RenderMode.hidden
+    /// Whether the local user publishes (in the first channel) besides subscribing everywhere.
+    public var localPublishes = true
+
+    /// The defaults: 2 channels × 3 users for 3 s.
+    public init() {}
+
+    func validate() throws {
+        guard (1...64).contains(channels) else {
+            throw MediaError.invalidArgument("channels \(channels) is outside 1...64")
+        }
+        guard (1...256).contains(usersPerChannel) else {
+            throw MediaError.invalidArgument("users per channel \(usersPerChannel) is outside 1...256")
+        }
+        guard durationSeconds > 0, durationSeconds <= 3600 else {
+            throw MediaError.invalidArgument("duration \(durationSeconds) s is outside (0, 3600]")
+        }
+        guard (16...3840).contains(canvasWidth), (16...2160).contains(canvasHeight) else {
+            throw MediaError.invalidArgument("canvas size \(canvasWidth)x\(canvasHeight) is outside 16x16...3840x2160")
+        }
+    }
+}
+
+/// What a simulated session did, per channel.
+public struct SimulationReport: Sendable {
+    /// One channel's figures.
+    public struct ChannelReport: Sendable {
+        /// The channel.
+        public var channelId: String
+        /// Remote broadcasters seen at the end.
+        public var users: Int
+        /// The local user's statistics in the channel.
+        public var stats: ChannelStats
+        /// Remote stream state changes reported (audio and video).
+        public var stateChanges: Int
+        /// Streams whose audio and video both reached DECODING.
+        public var streamsDecoding: Int
+        /// Canvas frames rendered in the channel.
+        public var canvasFramesRendered: Int
+    }
+
+    /// Per channel, in creation order.
+    public var channels: [ChannelReport]
+    /// Virtual seconds simulated.
+    public var durationSeconds: Double
+    /// The local engine's counters.
+    public var localStatistics: EngineStatistics
+    /// Peak of the playout mix.
+    public var playoutPeak: Int
+}
+
+/// Runs a multi-channel session on a ``LocalHub`` and a ``VirtualClock``: remote broadcasters in
+/// every channel replay the sample media; the local user subscribes everywhere, publishes in the
+/// first channel, mixes all audio and renders every remote user into a canvas.
+public final class SessionSimulator {
+    /// The settings.
+    public let configuration: SimulationConfiguration
+    /// The local user's engine.
+    public let local: MediaEngine
+    /// The local user's channels, in order.
+    public let channels: [MediaChannel]
+    private let hub = LocalHub()
+    private let clock = VirtualClock()
+    private let media: SampleMedia
+    private var remotes: [(engine: MediaEngine, audioOffset: Int)] = []
+    private let eventCounter = Counter()
+
+    private final class Counter: @unchecked Sendable {
+        private let lock = Lock()
+        private var changes: [String: Int] = [:]
+        func add(_ channelId: String) { lock.withLock { changes[channelId, default: 0] += 1 } }
+        func count(_ channelId: String) -> Int { lock.withLock { changes[channelId] ?? 0 } }
+    }
+
+    /// Channel ids used by the simulation.
+    public static func channelId(_ index: Int) -> String { "channel-\(index + 1)" }
+
+    /// Sets up the session: every user joined, canvases bound.
+    public init(configuration: SimulationConfiguration, media: SampleMedia) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        self.media = media
+        local = try MediaEngine(transport: hub, clock: clock)
+        var channels: [MediaChannel] = []
+        for index in 0..<configuration.channels {
+            let id = Self.channelId(index)
+            for user in 0..<configuration.usersPerChannel {
+                let remote = try MediaEngine(transport: hub, clock: clock)
+                let channel = try remote.createChannel(id)
+                try channel.join(
+                    uid: UInt32(1000 + index * 1000 + user),
+                    options: ChannelMediaOptions(autoSubscribeAudio: false, autoSubscribeVideo: false))
+                remotes.append((remote, (index * configuration.usersPerChannel + user) * 37))
+            }
+            let channel = try local.createChannel(id)
+            let counter = eventCounter
+            channel.setEventHandler { event in
+                switch event {
+                case .remoteAudioStateChanged, .remoteVideoStateChanged: counter.add(id)
+                default: break
+                }
+            }
+            let publishes = configuration.localPublishes && index == 0
+            if !publishes { try channel.setClientRole(.audience) }
+            try channel.join(uid: 1, options: publishes ? ChannelMediaOptions() : .subscribeOnly)
+            for user in 0..<configuration.usersPerChannel {
+                _ = try local.setupRemoteVideo(
+                    VideoCanvas(
+                        channelId: id, uid: UInt32(1000 + index * 1000 + user), width: configuration.canvasWidth,
+                        height: configuration.canvasHeight, renderMode: configuration.renderMode))
+            }
+            channels.append(channel)
+        }
+        self.channels = channels
+    }
+
+    /// Runs the session. `playout` receives each 10 ms of the mix; `videoTick` is called after
+    /// each video frame has been rendered into the canvases; `progress` gets 0...1.
+    public func run(
+        playout: ((UnsafeBufferPointer<Int16>) throws -> Void)? = nil, videoTick: (() throws -> Void)? = nil,
+        progress: ((Double) -> Void)? = nil
+    ) throws -> SimulationReport {
+        let ticks = Int((configuration.durationSeconds * 100).rounded())
+        var mix = [Int16](repeating: 0, count: local.playoutFrameSampleCount)
+        var peak = 0
+        let videoPeriod = Int64(1_000_000 / media.videoFrameRate)
+        var nextVideo: Int64 = 0
+        var videoIndex = 0
+        for tick in 0..<ticks {
+            let now = clock.nowMicroseconds
+            if tick % 2 == 0 {
+                for remote in remotes {
+                    remote.engine.pushEncodedFrame(
+                        media.opusPackets[(tick / 2 + remote.audioOffset) % media.opusPackets.count])
+                }
+            }
+            try local.pushAudio(media.audioFrames[tick % media.audioFrames.count])
+            let videoDue = now >= nextVideo
+            if videoDue {
+                let frame = media.vp8Frames[videoIndex % media.vp8Frames.count]
+                for remote in remotes { remote.engine.pushEncodedFrame(frame) }
+                try local.pushVideo(media.pictures[videoIndex % media.pictures.count], timestampMicroseconds: now)
+                videoIndex += 1
+                nextVideo += videoPeriod
+            }
+            try mix.withUnsafeMutableBufferPointer { buffer in
+                local.pullPlayout(into: buffer)
+                for sample in buffer { peak = max(peak, abs(Int(sample))) }
+                try playout?(UnsafeBufferPointer(buffer))
+            }
+            if videoDue {
+                local.renderVideo()
+                try videoTick?()
+            }
+            clock.advance(byMicroseconds: 10_000)
+            if tick % 50 == 0 { progress?(Double(tick) / Double(ticks)) }
+        }
+        progress?(1)
+        let reports = channels.map { channel -> SimulationReport.ChannelReport in
+            let users = channel.remoteUsers
+            let decoding = users.filter {
+                channel.remoteState($0, .audio) == .decoding && channel.remoteState($0, .video) == .decoding
+            }
+            let rendered = local.canvases(inChannel: channel.channelId).reduce(0) { $0 + $1.framesRendered }
+            return SimulationReport.ChannelReport(
+                channelId: channel.channelId, users: users.count, stats: channel.statistics,
+                stateChanges: eventCounter.count(channel.channelId), streamsDecoding: decoding.count,
+                canvasFramesRendered: rendered)
+        }
+        return SimulationReport(
+            channels: reports, durationSeconds: Double(ticks) / 100, localStatistics: local.statistics,
+            playoutPeak: peak)
+    }
+
+    /// Tears the session down (every engine leaves).
+    public func finish() {
+        local.destroy()
+        for remote in remotes { remote.engine.destroy() }
+        remotes.removeAll()
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import MediaPipeline
+
+/// `pipebench simulate`: a multi-channel session on the in-process hub, the main job.
+struct SimulateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "simulate",
+        abstract: "Run a multi-channel session: remote users replay sample media; the local user publishes in one "
+            + "channel, subscribes everywhere, mixes audio and renders every remote user into a canvas.",
+        discussion: "Writes into --output: playout.wav (the mix), canvas-CHANNEL-UID.y4m per remote user, and "
+            + "grid-CHANNEL.png per channel; prints a summary per channel.")
+
+    @Option(help: "Channels.") var channels = 2
+    @Option(help: "Remote broadcasters per channel.") var users = 3
+    @Option(help: "Session length in seconds.") var duration = 3.0
+    @Option(help: "Canvas size, WIDTHxHEIGHT.") var canvas = "320x180"
+    @Option(help: "Render mode: hidden, fit or fill.") var renderMode = "hidden"
+    @Option(help: "Folder with the bundled samples.") var samples = "samples"
+    @Option(help: "Folder for the outputs (created if missing).") var output = "out/simulate"
+    @Flag(help: "Do not write a Y4M file per canvas (for timing).") var noCanvasVideo = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        let size = canvas.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard size.count == 2 else { throw ValidationError("--canvas '\(canvas)' is not WIDTHxHEIGHT") }
+        let modes: [String: RenderMode] = ["hidden": .hidden, "fit": .fit, "fill": .fill]
+        guard let mode = modes[renderMode] else {
+            throw ValidationError("--render-mode '\(renderMode)' is not hidden, fit or fill")
+        }
+        var settings = SimulationConfiguration()
+        settings.channels = channels
+        settings.usersPerChannel = users
+        settings.durationSeconds = duration
+        settings.canvasWidth = size[0]
+        settings.canvasHeight = size[1]
+        settings.renderMode = mode
+
+        if !json { Terminal.progress("preparing", 0) }
+        let media = try SampleMedia(
+            speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+        let simulator = try SessionSimulator(configuration: settings, media: media)
+        defer { simulator.finish() }
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let playout = try WAVWriter(path: "\(output)/playout.wav", sampleRate: 48000, channelCount: 2)
+        var canvasWriters: [(CanvasBuffer, Y4MWriter)] = []
+        if !noCanvasVideo {
+            for channel in simulator.channels {
+                for canvas in simulator.local.canvases(inChannel: channel.channelId) {
+                    let binding = canvas.canvas
+                    let header = Y4MHeader(
+                        width: binding.width, height: binding.height, frameRateNumerator: media.videoFrameRate)
+                    canvasWriters.append(
+                        (
+                            canvas,
+                            try Y4MWriter(
+                                path: "\(output)/canvas-\(binding.channelId)-\(binding.uid).y4m", header: header)
+                        ))
+                }
+            }
+        }
+        let (report, elapsed) = try measure {
+            try simulator.run(
+                playout: { try playout.write($0) },
+                videoTick: {
+                    for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
+                },
+                progress: json ? nil : { Terminal.progress("simulating", $0) })
+        }
+        try playout.finish()
+        for (_, writer) in canvasWriters { try writer.finish() }
+        let grid = try I420Buffer(width: 1280, height: 720)
+        for channel in simulator.channels {
+            simulator.local.renderGrid(channelId: channel.channelId, into: grid)
+            try grid.withView { try PNGWriter.write($0, to: "\(output)/grid-\(channel.channelId).png") }
+        }
+        Terminal.clearProgress()
+        print(json ? jsonReport(report, elapsed) : textReport(report, elapsed))
+    }
+
+    private func realtime(_ report: SimulationReport, _ elapsed: Double) -> Double {
+        elapsed > 0 ? report.durationSeconds / elapsed : 0
+    }
+
+    private func textReport(_ report: SimulationReport, _ elapsed: Double) -> String {
+        var lines = [
+            "channel        users  audio 10ms  video dec  rendered  states  decoding"
+        ]
+        for channel in report.channels {
+            lines.append(
+                String(
+                    format: "%@ %5d %11lld %10lld %9d %7d %9d",
+                    channel.channelId.padding(toLength: 14, withPad: " ", startingAt: 0),
+                    channel.users, channel.stats.audioFramesDecoded, channel.stats.videoFramesDecoded,
+                    channel.canvasFramesRendered, channel.stateChanges, channel.streamsDecoding))
+        }
+        let stats = report.localStatistics
+        lines.append(
+            String(
+                format:
+                    "%.1f s simulated in %.2f s: %.1f× realtime; local encodes: %lld audio, %lld video; outputs in %@/",
+                report.durationSeconds, elapsed, realtime(report, elapsed), stats.audioFramesEncoded,
+                stats.videoFramesEncoded,
+                output))
+        return lines.joined(separator: "\n")
+    }
+
+    private func jsonReport(_ report: SimulationReport, _ elapsed: Double) -> String {
+        Report.json([
+            "durationSeconds": report.durationSeconds, "elapsedSeconds": elapsed,
+            "speedRealtime": realtime(report, elapsed), "playoutPeak": report.playoutPeak,
+            "audioFramesEncoded": report.localStatistics.audioFramesEncoded,
+            "videoFramesEncoded": report.localStatistics.videoFramesEncoded,
+            "peakResidentKilobytes": peakResidentKilobytes(), "output": output,
+            "channels": report.channels.map { channel -> [String: Any] in
+                [
+                    "channelId": channel.channelId, "users": channel.users,
+                    "audioFramesDecoded": channel.stats.audioFramesDecoded,
+                    "videoFramesDecoded": channel.stats.videoFramesDecoded,
+                    "canvasFramesRendered": channel.canvasFramesRendered, "stateChanges": channel.stateChanges,
+                    "streamsDecoding": channel.streamsDecoding,
+                ]
+            },
+        ])
+    }
+}
