@@ -19,6 +19,7 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Folder with the bundled samples.") var samples = "samples"
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/simulate"
     @Flag(help: "Do not write a Y4M file per canvas (for timing).") var noCanvasVideo = false
+    @Flag(help: "The local user only subscribes (publishes nothing).") var noPublish = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -35,6 +36,7 @@ struct SimulateCommand: ParsableCommand {
         settings.canvasWidth = size[0]
         settings.canvasHeight = size[1]
         settings.renderMode = mode
+        settings.localPublishes = !noPublish
 
         if !json { Terminal.progress("preparing", 0) }
         let media = try SampleMedia(

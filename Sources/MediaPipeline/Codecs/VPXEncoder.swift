@@ -121,6 +121,7 @@ public final class VPXEncoder {
             guard packet.pointee.kind == VPX_CODEC_CX_FRAME_PKT else { continue }
             let frame = packet.pointee.data.frame
             packets += 1
+            bytes.reserveCapacity(bytes.count + frame.sz)  // one allocation for the usual single packet
             bytes.append(contentsOf: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz))
             isKeyframe = (frame.flags & cvpx_frame_is_key()) != 0
         }

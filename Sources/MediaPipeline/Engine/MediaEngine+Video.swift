@@ -1,5 +1,3 @@
-import Dispatch
-
 extension MediaEngine {
     // MARK: - Canvases
 
@@ -114,22 +112,10 @@ extension MediaEngine {
         if hadEvents { flushEvents() }
     }
 
-    /// Decodes `renderJobs`, spreading independent streams over the decode threads. Call with the lock held.
+    /// Decodes `renderJobs`, spreading independent streams over the decode threads. Call with
+    /// the lock held; a stream's decoder is only ever touched by one thread per round.
     private func decodeJobs() {
-        let jobs = renderJobs
-        let workers = min(max(1, configuration.decodeThreads), jobs.count)
-        if workers <= 1 {
-            for (receiver, canvas) in jobs { receiver.decodeBatch(canvas) }
-            return
-        }
-        // Each worker takes every `workers`-th stream; a stream's decoder is only ever touched by one thread.
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var index = worker
-            while index < jobs.count {
-                jobs[index].0.decodeBatch(jobs[index].1)
-                index += workers
-            }
-        }
+        decodeWorkers.run(renderJobs.count, on: self)
     }
 
     private func reportVideo(
@@ -139,5 +125,12 @@ extension MediaEngine {
         emit(
             state,
             .remoteVideoStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: state.elapsedMs(now)))
+    }
+}
+
+extension MediaEngine: ParallelJobSource {
+    func runJob(_ index: Int) {
+        let (receiver, canvas) = renderJobs[index]
+        receiver.decodeBatch(canvas)
     }
 }

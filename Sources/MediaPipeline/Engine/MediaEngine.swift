@@ -42,6 +42,9 @@ public final class MediaEngine: @unchecked Sendable {
     /// Receivers playing one last frame at gain 0 before release.
     var fadingOut: [(StreamKey, AudioReceiver)] = []
 
+    /// Threads that decode independent video streams together.
+    let decodeWorkers: ParallelWorkers
+
     // Guarded by `publishLock`.
     var publisher: Publisher
 
@@ -60,6 +63,7 @@ public final class MediaEngine: @unchecked Sendable {
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
         playout = [Int16](repeating: 0, count: playoutMixer.samplesPerChannel * playoutMixer.channelCount)
         publisher = Publisher(configuration: configuration)
+        decodeWorkers = ParallelWorkers(threads: configuration.decodeThreads)
     }
 
     // MARK: - Channels
