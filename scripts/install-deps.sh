@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg opus-tools vpx-tools)
+  packages+=(ffmpeg opus-tools vpx-tools gcc libc6-dev)
 fi
 missing=()
 for package in "${packages[@]}"; do

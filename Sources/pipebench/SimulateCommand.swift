@@ -2,6 +2,10 @@ import ArgumentParser
 import Foundation
 import MediaPipeline
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `pipebench simulate`: a multi-channel session on the in-process hub, the main job.
 struct SimulateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,6 +24,8 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/simulate"
     @Flag(help: "Do not write a Y4M file per canvas (for timing).") var noCanvasVideo = false
     @Flag(help: "The local user only subscribes (publishes nothing).") var noPublish = false
+    @Flag(help: "Pace the session by the wall clock (live speed) instead of running as fast as possible.")
+    var realtime = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
@@ -61,9 +67,22 @@ struct SimulateCommand: ParsableCommand {
                 }
             }
         }
+        let pacing = ContinuousClock()
+        let start = pacing.now
+        var ticks = 0
         let (report, elapsed) = try measure {
             try simulator.run(
-                playout: { try playout.write($0) },
+                playout: { samples in
+                    try playout.write(samples)
+                    ticks += 1
+                    // Live pacing lives here, in the command: the engine itself never sleeps.
+                    if realtime {
+                        let ahead = start + .milliseconds(10 * ticks) - pacing.now
+                        let microseconds =
+                            ahead.components.seconds * 1_000_000 + ahead.components.attoseconds / 1_000_000_000_000
+                        if microseconds > 0 { usleep(UInt32(microseconds)) }
+                    }
+                },
                 videoTick: {
                     for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
                 },

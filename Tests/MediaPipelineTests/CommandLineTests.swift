@@ -197,3 +197,50 @@ struct SimulateCommandTests {
         }
     }
 }
+
+@Suite("Steady state allocates nothing")
+struct AllocationTests {
+    /// The release build of pipebench: allocation counts mean something only for optimised code
+    /// (a debug build boxes closures and unspecialised generics). scripts/test.sh builds it.
+    private var releasePipebench: String { Fixtures.packageRoot + "/.build/release/pipebench" }
+
+    /// Heap allocations of a whole `pipebench simulate` run of `seconds`, counted by an LD_PRELOAD library.
+    private func allocations(seconds: Int, publish: Bool, counter: String) throws -> Int {
+        let folder = TemporaryFolder()
+        var arguments = [
+            "LD_PRELOAD=\(counter)", releasePipebench, "simulate", "--samples", Fixtures.samples, "--output",
+            folder.path,
+            "--channels", "2", "--users", "4", "--duration", String(seconds), "--no-canvas-video",
+        ]
+        if !publish { arguments.append("--no-publish") }
+        let result = try runTool("/usr/bin/env", arguments)
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = try #require(result.stderr.split(separator: "\n").first { $0.hasPrefix("mallocs: ") })
+        return try #require(Int(line.dropFirst(9)))
+    }
+
+    @Test(
+        "subscribing, decoding, mixing and rendering 8 streams allocate nothing per frame; publishing one array per encoded frame"
+    )
+    func steadyState() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: releasePipebench),
+            "no release build at \(releasePipebench): run scripts/test.sh, or swift build -c release --product pipebench"
+        )
+        let folder = TemporaryFolder()
+        let counter = folder.file("libcount.so")
+        try reference(
+            "cc",
+            ["-O2", "-shared", "-fPIC", "-o", counter, Fixtures.packageRoot + "/Tests/Tools/malloc_counter.c", "-ldl"])
+        // 2 s more of session: 200 playout ticks, 30 video ticks, 8 remote streams.
+        let subscribeOnly =
+            try allocations(seconds: 3, publish: false, counter: counter)
+            - allocations(seconds: 1, publish: false, counter: counter)
+        #expect(subscribeOnly <= 4, "\(subscribeOnly) allocations in 2 s of steady state")
+        // Publishing adds the encoded frames themselves: 100 Opus packets and 30 VP8 frames in 2 s.
+        let publishing =
+            try allocations(seconds: 3, publish: true, counter: counter)
+            - allocations(seconds: 1, publish: true, counter: counter)
+        #expect(publishing <= 130 + 4, "\(publishing) allocations in 2 s of steady state")
+    }
+}

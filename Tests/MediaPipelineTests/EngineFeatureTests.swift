@@ -199,3 +199,79 @@ struct EngineFeatureTests {
         }
     }
 }
+
+@Suite("Engine: grid, keyframe rate limit, subscribe states")
+struct EngineGridTests {
+    /// The luma value at the centre of grid cell `index` of a `dimension`² grid in a 120×120 picture.
+    private func cellCentre(_ grid: I420Buffer, _ index: Int, _ dimension: Int) -> UInt8 {
+        let cell = 120 / dimension
+        let x = (index % dimension) * cell + cell / 2
+        let y = (index / dimension) * cell + cell / 2
+        return grid.withView { $0.y[y * $0.strideY + x] }
+    }
+
+    @Test("the grid follows users as they come and go")
+    func gridFollowsUsers() throws {
+        let session = TestSession()
+        let viewer = try session.user()
+        try viewer.join("a", uid: 99, options: .subscribeOnly, role: .audience)
+        var hosts: [TestUser] = []
+        for index in 0..<5 {
+            let host = try session.user()
+            try host.join("a", uid: UInt32(index + 1))
+            _ = try viewer.engine.setupRemoteVideo(
+                VideoCanvas(channelId: "a", uid: UInt32(index + 1), width: 40, height: 40, renderMode: .fill))
+            hosts.append(host)
+        }
+        try session.run(ticks: 8, video: true, publishers: hosts)
+        let grid = try I420Buffer(width: 120, height: 120)
+        viewer.engine.renderGrid(channelId: "a", into: grid)
+        // Five users: a 3×3 grid, cells 0...4 filled, the rest black.
+        #expect((0..<5).allSatisfy { cellCentre(grid, $0, 3) != CanvasBlack.y })
+        #expect((5..<9).allSatisfy { cellCentre(grid, $0, 3) == CanvasBlack.y })
+        try hosts[4].channel("a").leave()
+        viewer.engine.renderGrid(channelId: "a", into: grid)
+        // Four users: 2×2, all cells filled.
+        #expect((0..<4).allSatisfy { cellCentre(grid, $0, 2) != CanvasBlack.y })
+    }
+
+    @Test("keyframe requests from many late subscribers force one keyframe per interval")
+    func keyframeRateLimit() throws {
+        let session = TestSession()
+        let host = try session.user()
+        try host.join("a", uid: 1)
+        try session.run(ticks: 30, video: true, publishers: [host])
+        let late = try (0..<5).map { index -> TestUser in
+            let user = try session.user()
+            try user.join("a", uid: UInt32(10 + index), options: .subscribeOnly, role: .audience)
+            return user
+        }
+        for round in 0..<6 {
+            try host.pushVideo(timestamp: session.clock.nowMicroseconds)
+            for user in late { user.engine.renderVideo() }
+            session.clock.advance(byMicroseconds: 66_000)
+            _ = round
+        }
+        // Five requests arrive together; the publisher forces one keyframe, and all five decode.
+        #expect(host.engine.statistics.keyframeRequestsReceived == 5)
+        #expect(host.engine.statistics.keyframesForced == 1)
+        #expect(late.allSatisfy { $0.logs["a"]!.remoteStates(1, .video).last?.0 == .decoding })
+    }
+
+    @Test("subscribe states follow subscription and mutes")
+    func subscribeStates() throws {
+        let session = TestSession()
+        let host = try session.user()
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try session.run(ticks: 4, publishers: [host])
+        try viewer.channel("a").muteRemoteAudioStream(1, mute: true)
+        let transitions = viewer.logs["a"]!.events.compactMap { event -> (SubscribeState, SubscribeState)? in
+            if case .remoteSubscribeStateChanged(1, .audio, let old, let new, _) = event { return (old, new) }
+            return nil
+        }
+        #expect(transitions.map(\.0) == [.idle, .subscribing, .subscribed])
+        #expect(transitions.map(\.1) == [.subscribing, .subscribed, .noSubscribe])
+    }
+}

@@ -41,9 +41,15 @@ extension MediaEngine {
         }
     }
 
-    /// Renders every canvas of `channelId` into `target` as an N×N grid (hidden mode per cell).
+    /// Renders the canvases of the remote broadcasters present in `channelId` now, in the order
+    /// they appeared, into `target` as an N×N grid (hidden mode per cell), as AgoraUIKit lays out
+    /// remote users. Users who left drop out of the grid; users without a canvas are skipped.
     public func renderGrid(channelId: String, into target: I420Buffer) {
-        GridRenderer.render(canvases(inChannel: channelId), into: target)
+        let present: [CanvasBuffer] = lock.withLock {
+            guard let state = channels[channelId], state.joined else { return [] }
+            return state.userOrder.compactMap { canvases[StreamKey(channelId: channelId, uid: $0)] }
+        }
+        GridRenderer.render(present, into: target)
     }
 
     // MARK: - Decoding
