@@ -261,10 +261,7 @@ struct EngineGridTests {
     @Test("subscribe states follow subscription and mutes")
     func subscribeStates() throws {
         let session = TestSession()
-        let host = try session.user()
-        let viewer = try session.user()
-        try host.join("a", uid: 1)
-        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        let (host, viewer) = try session.hostAndViewer()
         try session.run(ticks: 4, publishers: [host])
         try viewer.channel("a").muteRemoteAudioStream(1, mute: true)
         let transitions = viewer.logs["a"]!.events.compactMap { event -> (SubscribeState, SubscribeState)? in

@@ -107,6 +107,15 @@ final class TestSession {
         return user
     }
 
+    /// A broadcaster (uid 1) and an audience member (uid 2) in channel `a`.
+    func hostAndViewer() throws -> (host: TestUser, viewer: TestUser) {
+        let host = try user()
+        let viewer = try user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        return (host, viewer)
+    }
+
     /// Runs `ticks` × 10 ms: every user pushes audio (and video at 15 fps), pulls playout and renders video.
     func run(ticks: Int, video: Bool = false, publishers: [TestUser]? = nil) throws {
         for _ in 0..<ticks {

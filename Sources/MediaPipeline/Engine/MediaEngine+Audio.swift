@@ -25,15 +25,15 @@ extension MediaEngine {
                         if user.audioTracker.state != .decoding {
                             let reason: RemoteStreamStateReason =
                                 user.audioTracker.state == .frozen ? .networkRecovery : user.audioTracker.resumeReason
-                            reportAudio(state, user, .decoding, reason)
+                            report(state, user, .audio, .decoding, reason)
                         }
                     case .concealed:
                         break
                     case .none:
                         if receiver.failed {
-                            reportAudio(state, user, .failed, .internal)
+                            report(state, user, .audio, .failed, .internal)
                         } else if receiver.starvedMicroseconds > freeze && user.audioTracker.state == .decoding {
-                            reportAudio(state, user, .frozen, .networkCongestion)
+                            report(state, user, .audio, .frozen, .networkCongestion)
                         }
                         continue
                     }
@@ -77,15 +77,6 @@ extension MediaEngine {
         frame.channelCount = configuration.playoutChannelCount
         frame.samples.withUnsafeMutableBufferPointer { pullPlayout(into: $0) }
         frame.timestampSamples = (stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel)
-    }
-
-    private func reportAudio(
-        _ state: ChannelState, _ user: RemoteUser, _ new: RemoteStreamState, _ reason: RemoteStreamStateReason
-    ) {
-        guard let (reported, why) = user.audioTracker.move(to: new, reason) else { return }
-        emit(
-            state,
-            .remoteAudioStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: state.elapsedMs(now)))
     }
 
     private func peak(_ samples: UnsafeBufferPointer<Int16>) -> Int16 {

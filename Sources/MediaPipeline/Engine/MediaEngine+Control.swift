@@ -290,25 +290,35 @@ extension MediaEngine {
 
     /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
     func stopReceiving(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, reason: RemoteStreamStateReason) {
-        let elapsed = state.elapsedMs(now)
         if kind == .audio {
             if let receiver = user.audio {
                 fadingOut.append((user.key, receiver))
                 user.audio = nil
             }
-            if let (state2, reason2) = user.audioTracker.move(to: .stopped, reason) {
-                emit(state, .remoteAudioStateChanged(uid: user.uid, state: state2, reason: reason2, elapsedMs: elapsed))
-            }
         } else {
             user.video?.release()
             user.video = nil
-            if let (state2, reason2) = user.videoTracker.move(to: .stopped, reason) {
-                emit(state, .remoteVideoStateChanged(uid: user.uid, state: state2, reason: reason2, elapsedMs: elapsed))
-            }
         }
+        report(state, user, kind, .stopped, reason)
         let media = user.media.contains(kind)
         let muted = kind == .audio ? user.audioMuted : user.videoMuted
         setSubscribe(state, user, kind, media && muted ? .noSubscribe : (media ? .subscribing : .noSubscribe))
+    }
+
+    /// Moves `user`'s `kind` state machine and reports the transition if it is a real one. Call
+    /// with the lock held.
+    func report(
+        _ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: RemoteStreamState,
+        _ reason: RemoteStreamStateReason
+    ) {
+        let moved = kind == .audio ? user.audioTracker.move(to: new, reason) : user.videoTracker.move(to: new, reason)
+        guard let (reported, why) = moved else { return }
+        let elapsed = state.elapsedMs(now)
+        emit(
+            state,
+            kind == .audio
+                ? .remoteAudioStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: elapsed)
+                : .remoteVideoStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: elapsed))
     }
 
     func setSubscribe(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: SubscribeState) {

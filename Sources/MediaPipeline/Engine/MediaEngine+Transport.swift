@@ -67,16 +67,13 @@ extension MediaEngine: TransportEndpoint {
         let hadEvents: Bool = lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return false }
             let before = pendingEvents.count + state.deferred.count
-            let elapsed = state.elapsedMs(now)
             if frame.codec == .opus {
                 state.stats.rxAudioFrames += 1
                 state.stats.rxAudioBytes += Int64(frame.byteCount)
                 guard let receiver = user.audio else { return false }
                 receiver.enqueue(frame)
-                if user.audioTracker.state == .stopped,
-                    let (new, reason) = user.audioTracker.move(to: .starting, user.audioTracker.resumeReason)
-                {
-                    emit(state, .remoteAudioStateChanged(uid: uid, state: new, reason: reason, elapsedMs: elapsed))
+                if user.audioTracker.state == .stopped {
+                    report(state, user, .audio, .starting, user.audioTracker.resumeReason)
                 }
                 setSubscribe(state, user, .audio, .subscribed)
             } else {
@@ -92,10 +89,8 @@ extension MediaEngine: TransportEndpoint {
                         keyframeRequest = true
                     }
                 }
-                if user.videoTracker.state == .stopped,
-                    let (new, reason) = user.videoTracker.move(to: .starting, user.videoTracker.resumeReason)
-                {
-                    emit(state, .remoteVideoStateChanged(uid: uid, state: new, reason: reason, elapsedMs: elapsed))
+                if user.videoTracker.state == .stopped {
+                    report(state, user, .video, .starting, user.videoTracker.resumeReason)
                 }
                 setSubscribe(state, user, .video, .subscribed)
             }

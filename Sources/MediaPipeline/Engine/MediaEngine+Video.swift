@@ -87,7 +87,7 @@ extension MediaEngine {
                         if user.videoTracker.state != .decoding {
                             let reason: RemoteStreamStateReason =
                                 user.videoTracker.state == .frozen ? .networkRecovery : user.videoTracker.resumeReason
-                            reportVideo(state, user, .decoding, reason)
+                            report(state, user, .video, .decoding, reason)
                         }
                         if receiver.width != user.reportedWidth || receiver.height != user.reportedHeight {
                             user.reportedWidth = receiver.width
@@ -95,11 +95,11 @@ extension MediaEngine {
                             emit(state, .videoSizeChanged(uid: uid, width: receiver.width, height: receiver.height))
                         }
                     } else if receiver.failed {
-                        reportVideo(state, user, .failed, .internal)
+                        report(state, user, .video, .failed, .internal)
                     } else if user.videoTracker.state == .decoding, let last = receiver.lastDecodedAt,
                         now - last > freeze
                     {
-                        reportVideo(state, user, .frozen, .networkCongestion)
+                        report(state, user, .video, .frozen, .networkCongestion)
                     }
                     if receiver.needsKeyframe && receiver.droppedSinceRequest > 0
                         && (receiver.lastKeyframeRequest.map { now - $0 >= interval } ?? true)
@@ -122,15 +122,6 @@ extension MediaEngine {
     /// the lock held; a stream's decoder is only ever touched by one thread per round.
     private func decodeJobs() {
         decodeWorkers.run(renderJobs.count, on: self)
-    }
-
-    private func reportVideo(
-        _ state: ChannelState, _ user: RemoteUser, _ new: RemoteStreamState, _ reason: RemoteStreamStateReason
-    ) {
-        guard let (reported, why) = user.videoTracker.move(to: new, reason) else { return }
-        emit(
-            state,
-            .remoteVideoStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: state.elapsedMs(now)))
     }
 }
 
