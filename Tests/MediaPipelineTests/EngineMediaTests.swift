@@ -212,3 +212,28 @@ struct EngineMediaTests {
         #expect(video.last!.1 == .networkRecovery)
     }
 }
+
+@Suite("Engine: remote packet durations")
+struct EnginePacketDurationTests {
+    @Test("remote Opus packets of any duration play without gaps", arguments: [2500, 5000, 10000, 40000, 60000])
+    func packetDurations(microseconds: Int) throws {
+        let session = TestSession()
+        var configuration = EngineConfiguration()
+        configuration.audio.frameDurationMicroseconds = microseconds
+        let host = try session.user(configuration: configuration)
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        var silentAfterStart = 0
+        var started = false
+        for _ in 0..<60 {
+            try host.pushAudio()
+            viewer.pull()
+            if viewer.playoutPeak > 2000 { started = true } else if started { silentAfterStart += 1 }
+            session.clock.advance(byMicroseconds: 10_000)
+        }
+        #expect(started)
+        #expect(silentAfterStart == 0)
+        #expect(viewer.logs["a"]!.remoteStates(1, .audio).map(\.0) == [.starting, .decoding])
+    }
+}

@@ -5,8 +5,10 @@ final class AudioReceiver {
     private var decoder: OpusDecoder?
     private let sampleRate: Int
     private let channelCount: Int
-    /// Decoded samples not yet handed out, interleaved.
-    private var decoded: [Int16]
+    /// Decoded samples not yet handed out, interleaved: room for 10 ms left over plus the
+    /// longest packet (120 ms), allocated once.
+    private let decodedBuffer: UnsafeMutableBufferPointer<Int16>
+    private var decoded: UnsafeMutableBufferPointer<Int16> { decodedBuffer }
     private var decodedStart = 0
     private var decodedEnd = 0
     /// The current 10 ms frame, for the mixer and observers. Its address never changes, so a
@@ -23,12 +25,16 @@ final class AudioReceiver {
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: channelCount)
-        decoded = [Int16](repeating: 0, count: sampleRate * 120 / 1000 * channelCount)
+        decodedBuffer = .allocate(capacity: sampleRate * 130 / 1000 * channelCount)
+        decodedBuffer.initialize(repeating: 0)
         frame = .allocate(capacity: sampleRate / 100 * channelCount)
         frame.initialize(repeating: 0)
     }
 
-    deinit { frame.deallocate() }
+    deinit {
+        frame.deallocate()
+        decodedBuffer.deallocate()
+    }
 
     /// True while a decoder exists.
     var hasDecoder: Bool { decoder != nil }
@@ -52,35 +58,41 @@ final class AudioReceiver {
     func produce(concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
         let needed = frame.count
+        var concealed = false
         if decodedEnd - decodedStart < needed {
+            // Keep what is left, then decode packets until a whole 10 ms is there (packets of
+            // 2.5 or 5 ms take several; 20, 40, 60 ms ones leave samples for later ticks).
+            let left = decodedEnd - decodedStart
+            for i in 0..<left { decoded[i] = decoded[decodedStart + i] }
             decodedStart = 0
-            decodedEnd = 0
-            guard let packet = queue.pop() else {
-                starvedMicroseconds += 10_000
-                guard packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds else { return .none }
-                // Opus loss concealment for the missing 10 ms.
-                let count = try? decoder.concealLoss(samplesPerChannel: sampleRate / 100, into: frame)
-                return count == nil ? .none : .concealed
-            }
-            do {
-                let count = try packet.bytes.withUnsafeBytes { raw in
-                    try decoded.withUnsafeMutableBufferPointer { try decoder.decode(raw, into: $0) }
+            decodedEnd = left
+            while decodedEnd < needed {
+                let room = UnsafeMutableBufferPointer(rebasing: decodedBuffer[decodedEnd...])
+                guard let packet = queue.pop() else {
+                    starvedMicroseconds += 10_000
+                    guard packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds else { return .none }
+                    // Opus loss concealment for what is missing (whole 2.5 ms steps).
+                    let missing = (needed - decodedEnd) / channelCount
+                    guard let count = try? decoder.concealLoss(samplesPerChannel: missing, into: room) else {
+                        return .none
+                    }
+                    decodedEnd += count * channelCount
+                    concealed = true
+                    break
                 }
-                decodedEnd = count * channelCount
-                packetsDecoded += 1
-            } catch {
-                failed = true
-                return .none
-            }
-            if decodedEnd < needed {
-                // Packets shorter than 10 ms (2.5 or 5 ms): pad with concealment-free silence.
-                for i in decodedEnd..<needed { decoded[i] = 0 }
-                decodedEnd = needed
+                do {
+                    let count = try packet.bytes.withUnsafeBytes { try decoder.decode($0, into: room) }
+                    decodedEnd += count * channelCount
+                    packetsDecoded += 1
+                } catch {
+                    failed = true
+                    return .none
+                }
             }
         }
-        starvedMicroseconds = 0
+        if !concealed { starvedMicroseconds = 0 }
         for i in 0..<needed { frame[i] = decoded[decodedStart + i] }
         decodedStart += needed
-        return .audio
+        return concealed ? .concealed : .audio
     }
 }
