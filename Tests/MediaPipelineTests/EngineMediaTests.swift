@@ -99,6 +99,11 @@ struct EngineMediaTests {
         #expect(viewer.engine.statistics.liveAudioDecoders == 0)
         #expect(viewer.engine.statistics.liveVideoDecoders == 0)
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).last! == (.stopped, .localMuted))
+        // Unsubscribed streams are not even forwarded to the viewer.
+        let received = try viewer.channel("a").statistics
+        try session.run(ticks: 10, video: true, publishers: [host])
+        #expect(try viewer.channel("a").statistics.rxAudioFrames == received.rxAudioFrames)
+        #expect(try viewer.channel("a").statistics.rxVideoFrames == received.rxVideoFrames)
         try viewer.channel("a").muteRemoteAudioStream(1, mute: false)
         try session.run(ticks: 5, publishers: [host])
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).suffix(2).map(\.1) == [.localUnmuted, .localUnmuted])

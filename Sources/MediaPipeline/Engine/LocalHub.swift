@@ -24,6 +24,8 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         var role: ClientRole
         var media: PublishedMedia
         let receivesMedia: Bool
+        /// Streams this member does not want: publisher uid × 2 + (1 for video).
+        var unsubscribed: Set<UInt64> = []
         init(uid: UInt32, endpoint: TransportEndpoint, role: ClientRole, media: PublishedMedia, receivesMedia: Bool) {
             self.uid = uid
             self.endpoint = endpoint
@@ -165,14 +167,28 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     public func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32) {
         let (receivers, sender) = lock.withLock { () -> ([Member], Member?) in
             guard let room = rooms[channelId] else { return ([], nil) }
-            framesForwarded += Int64(room.receivers.count)
             return (room.receivers, room.members[uid])
         }
         guard let sender, sender.isBroadcaster else { return }
         let hasLinks = lock.withLock { !links.isEmpty }
+        let stream = UInt64(uid) * 2 + (frame.codec == .opus ? 0 : 1)
+        var delivered: Int64 = 0
         for receiver in receivers where receiver.endpoint !== sender.endpoint {
+            if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
             if hasLinks && !admit(channelId: channelId, publisher: uid, receiver: receiver.endpoint) { continue }
             receiver.endpoint.transportReceive(frame, channelId: channelId, from: uid)
+            delivered += 1
+        }
+        lock.withLock { framesForwarded += delivered }
+    }
+
+    public func setSubscribed(
+        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
+    ) {
+        lock.withLock {
+            guard let member = rooms[channelId]?.members[subscriber] else { return }
+            let stream = UInt64(publisher) * 2 + (kind == .audio ? 0 : 1)
+            if subscribed { member.unsubscribed.remove(stream) } else { member.unsubscribed.insert(stream) }
         }
     }
 
@@ -217,6 +233,6 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         }
     }
 
-    /// Frame deliveries made so far (one per receiver per frame).
+    /// Frame deliveries made so far (one per receiving endpoint per frame).
     public var deliveries: Int64 { lock.withLock { framesForwarded } }
 }

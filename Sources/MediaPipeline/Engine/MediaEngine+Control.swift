@@ -262,6 +262,7 @@ extension MediaEngine {
         let wasMuted = kind == .audio ? user.audioMuted : user.videoMuted
         guard wasMuted != mute else { return }
         if kind == .audio { user.audioMuted = mute } else { user.videoMuted = mute }
+        subscriptionChanges.append((state, user.uid, kind, !mute))
         if mute {
             stopReceiving(state, user, kind, reason: .localMuted)
         } else {

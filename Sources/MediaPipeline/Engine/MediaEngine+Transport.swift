@@ -12,6 +12,8 @@ extension MediaEngine: TransportEndpoint {
             state.users[uid] = user
             state.userOrder.append(uid)
             emit(state, .userJoined(uid: uid, elapsedMs: state.elapsedMs(now)))
+            subscriptionChanges.append((state, uid, .audio, !user.audioMuted))
+            subscriptionChanges.append((state, uid, .video, !user.videoMuted))
             for kind in MediaKind.allCases where media.contains(kind) {
                 if kind == .audio ? user.audioMuted : user.videoMuted {
                     setSubscribe(state, user, kind, .noSubscribe)

@@ -39,6 +39,8 @@ public final class MediaEngine: @unchecked Sendable {
     var channelMixInputs: [MixerInput] = []
     var playout: [Int16]
     var renderJobs: [(VideoReceiver, CanvasBuffer?)] = []
+    /// Subscription decisions not yet told to the transport: (channel, publisher, kind, subscribed).
+    var subscriptionChanges: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
     /// Receivers playing one last frame at gain 0 before release.
     var fadingOut: [(StreamKey, AudioReceiver)] = []
 
@@ -128,6 +130,7 @@ public final class MediaEngine: @unchecked Sendable {
     /// Delivers queued events in order, outside the lock. Only one thread delivers at a time;
     /// events queued meanwhile are delivered by it.
     func flushEvents() {
+        flushSubscriptions()
         var batch: [(ChannelState, ChannelEvent)]? = lock.withLock {
             guard !delivering, !pendingEvents.isEmpty else { return nil }
             delivering = true
@@ -144,6 +147,29 @@ public final class MediaEngine: @unchecked Sendable {
                 defer { pendingEvents.removeAll(keepingCapacity: true) }
                 return pendingEvents
             }
+        }
+    }
+
+    /// Tells the transport which streams are (un)subscribed, so unsubscribed ones are not even
+    /// forwarded. Changes of a channel still joining wait for its uid.
+    private func flushSubscriptions() {
+        let ready: [(String, UInt32, UInt32, MediaKind, Bool)] = lock.withLock {
+            guard !subscriptionChanges.isEmpty else { return [] }
+            var ready: [(String, UInt32, UInt32, MediaKind, Bool)] = []
+            var waiting: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
+            for change in subscriptionChanges {
+                if change.state.joining {
+                    waiting.append(change)
+                } else if change.state.joined {
+                    ready.append((change.state.id, change.state.uid, change.publisher, change.kind, change.subscribed))
+                }
+            }
+            subscriptionChanges = waiting
+            return ready
+        }
+        for (channelId, subscriber, publisher, kind, subscribed) in ready {
+            transport.setSubscribed(
+                subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
         }
     }
 

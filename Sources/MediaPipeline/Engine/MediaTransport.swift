@@ -37,4 +37,7 @@ public protocol MediaTransport: AnyObject, Sendable {
     func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32)
     /// Asks publisher `publisher` in `channelId` for a keyframe.
     func requestKeyframe(channelId: String, publisher: UInt32)
+    /// Whether `subscriber` receives `publisher`'s `kind` in `channelId` (every stream is
+    /// received until told otherwise). An unsubscribed stream is not forwarded at all.
+    func setSubscribed(_ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
 }
