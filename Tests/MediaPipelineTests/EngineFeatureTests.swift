@@ -197,6 +197,11 @@ struct EngineFeatureTests {
             Issue.record("stream starts with \(String(describing: first))")
             return
         }
+        // The sequence holds the same events as the handler saw, and ends when the channel is destroyed.
+        channel.destroy()
+        var rest: [ChannelEvent] = []
+        while let event = await iterator.next() { rest.append(event) }
+        #expect([first!] + rest == viewer.logs["a"]!.events)
     }
 }
 

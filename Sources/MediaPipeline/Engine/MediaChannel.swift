@@ -9,7 +9,8 @@ public final class MediaChannel: @unchecked Sendable {
     let state: ChannelState
     private let handlerLock = Lock()
     private var handler: (@Sendable (ChannelEvent) -> Void)?
-    private var continuations: [AsyncStream<ChannelEvent>.Continuation] = []
+    private var continuations: [Int: AsyncStream<ChannelEvent>.Continuation] = [:]
+    private var nextContinuation = 0
 
     init(engine: MediaEngine, state: ChannelState) {
         self.engine = engine
@@ -25,17 +26,32 @@ public final class MediaChannel: @unchecked Sendable {
         handlerLock.withLock { self.handler = handler }
     }
 
-    /// The channel's events from now on, as an async sequence (buffered without limit).
+    /// The channel's events from now on, as an async sequence (buffered without limit). The
+    /// sequence ends when the channel is destroyed; dropping its iterator stops the buffering.
     public var events: AsyncStream<ChannelEvent> {
         let (stream, continuation) = AsyncStream<ChannelEvent>.makeStream()
-        handlerLock.withLock { continuations.append(continuation) }
+        let id = handlerLock.withLock {
+            nextContinuation += 1
+            continuations[nextContinuation] = continuation
+            return nextContinuation
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            _ = self.handlerLock.withLock { self.continuations.removeValue(forKey: id) }
+        }
         return stream
+    }
+
+    /// Ends every event sequence (the channel is destroyed).
+    func finishEvents() {
+        let all = handlerLock.withLock { continuations.values }
+        for continuation in all { continuation.finish() }
     }
 
     func deliver(_ event: ChannelEvent) {
         let (handler, continuations) = handlerLock.withLock { (self.handler, self.continuations) }
         handler?(event)
-        for continuation in continuations { continuation.yield(event) }
+        for continuation in continuations.values { continuation.yield(event) }
     }
 
     // MARK: - Membership
@@ -54,7 +70,10 @@ public final class MediaChannel: @unchecked Sendable {
     public func leave() throws { try engine.leave(state) }
 
     /// Leaves if joined and removes the channel from the engine. Later calls are refused.
-    public func destroy() { engine.destroyChannel(state) }
+    public func destroy() {
+        engine.destroyChannel(state)
+        finishEvents()
+    }
 
     /// The local uid in this channel (0 before joining).
     public var localUid: UInt32 { engine.lock.withLock { state.uid } }
