@@ -232,15 +232,16 @@ struct AllocationTests {
         try reference(
             "cc",
             ["-O2", "-shared", "-fPIC", "-o", counter, Fixtures.packageRoot + "/Tests/Tools/malloc_counter.c", "-ldl"])
-        // 2 s more of session: 200 playout ticks, 30 video ticks, 8 remote streams.
+        // 2 s more of session: 200 playout ticks, 30 video ticks, 8 remote streams. A per-frame
+        // allocation anywhere would add hundreds; a few come and go with thread start-up timing.
         let subscribeOnly =
             try allocations(seconds: 3, publish: false, counter: counter)
             - allocations(seconds: 1, publish: false, counter: counter)
-        #expect(subscribeOnly <= 4, "\(subscribeOnly) allocations in 2 s of steady state")
+        #expect(subscribeOnly <= 8, "\(subscribeOnly) allocations in 2 s of steady state")
         // Publishing adds the encoded frames themselves: 100 Opus packets and 30 VP8 frames in 2 s.
         let publishing =
             try allocations(seconds: 3, publish: true, counter: counter)
             - allocations(seconds: 1, publish: true, counter: counter)
-        #expect(publishing <= 130 + 4, "\(publishing) allocations in 2 s of steady state")
+        #expect(publishing <= 130 + 8, "\(publishing) allocations in 2 s of steady state")
     }
 }

@@ -20,7 +20,8 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     private final class Member {
         let uid: UInt32
-        let endpoint: TransportEndpoint
+        /// Weak: an engine that goes away without leaving is simply gone (its deinit leaves).
+        weak var endpoint: TransportEndpoint?
         var role: ClientRole
         var media: PublishedMedia
         let receivesMedia: Bool
@@ -83,7 +84,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
             // The newcomer learns about the broadcasters present; they learn about a broadcaster newcomer.
             if receivesMedia {
                 for other in room.order.compactMap({ room.members[$0] })
-                where other.isBroadcaster && other.endpoint !== endpoint {
+                where other.isBroadcaster && other.endpoint != nil && other.endpoint !== endpoint {
                     let (otherUid, otherMedia) = (other.uid, other.media)
                     notifications.append {
                         endpoint.transportUserJoined(channelId: channelId, uid: otherUid, media: otherMedia)
@@ -155,11 +156,14 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     /// Closures that tell every media-receiving member of `room`, except `endpoint`, something.
     private func announce(
-        _ room: Room, except endpoint: TransportEndpoint, _ tell: @escaping (TransportEndpoint) -> Void
+        _ room: Room, except endpoint: TransportEndpoint?, _ tell: @escaping (TransportEndpoint) -> Void
     )
         -> [() -> Void]
     {
-        room.receivers.filter { $0.endpoint !== endpoint }.map { member in { tell(member.endpoint) } }
+        room.receivers.compactMap { member in
+            guard let target = member.endpoint, target !== endpoint else { return nil }
+            return { tell(target) }
+        }
     }
 
     // MARK: - Media
@@ -173,10 +177,12 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         let hasLinks = lock.withLock { !links.isEmpty }
         let stream = UInt64(uid) * 2 + (frame.codec == .opus ? 0 : 1)
         var delivered: Int64 = 0
-        for receiver in receivers where receiver.endpoint !== sender.endpoint {
+        let senderEndpoint = sender.endpoint
+        for receiver in receivers {
+            guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint else { continue }
             if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
-            if hasLinks && !admit(channelId: channelId, publisher: uid, receiver: receiver.endpoint) { continue }
-            receiver.endpoint.transportReceive(frame, channelId: channelId, from: uid)
+            if hasLinks && !admit(channelId: channelId, publisher: uid, receiver: endpoint) { continue }
+            endpoint.transportReceive(frame, channelId: channelId, from: uid)
             delivered += 1
         }
         lock.withLock { framesForwarded += delivered }

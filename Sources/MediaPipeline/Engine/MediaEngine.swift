@@ -68,6 +68,17 @@ public final class MediaEngine: @unchecked Sendable {
         decodeWorkers = ParallelWorkers(threads: configuration.decodeThreads)
     }
 
+    /// An engine dropped without ``destroy()`` still leaves its channels and relays, so the other
+    /// users see it go (the transport holds engines weakly).
+    deinit {
+        for state in channels.values where state.joined {
+            transport.leave(channelId: state.id, uid: state.uid)
+            for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
+                transport.leave(channelId: destination.channelId, uid: uid)
+            }
+        }
+    }
+
     // MARK: - Channels
 
     /// Creates a channel object for `channelId` (Agora's `createRtcChannel`).
