@@ -242,3 +242,27 @@ struct EnginePacketDurationTests {
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).map(\.0) == [.starting, .decoding])
     }
 }
+
+@Suite("Engine: failures")
+struct EngineFailureTests {
+    @Test("undecodable remote media reports FAILED with reason INTERNAL")
+    func failedStreams() throws {
+        let session = TestSession()
+        let (host, viewer) = try session.hostAndViewer()
+        // A publisher whose "encoder" emits garbage: an invalid Opus packet and an invalid VP8 keyframe.
+        host.engine.pushEncodedFrame(
+            EncodedFrame(
+                bytes: [0xFF, 0xFF, 0xFF, 0xFF], codec: .opus, isKeyframe: true, timestampMicroseconds: 0,
+                durationMicroseconds: 20_000))
+        host.engine.pushEncodedFrame(
+            EncodedFrame(
+                bytes: [UInt8](repeating: 0x5A, count: 64), codec: .vp8, isKeyframe: true, timestampMicroseconds: 0,
+                durationMicroseconds: 66_000))
+        viewer.pull()
+        viewer.engine.renderVideo()
+        #expect(viewer.logs["a"]!.remoteStates(1, .audio).map(\.0) == [.starting, .failed])
+        #expect(viewer.logs["a"]!.remoteStates(1, .audio).last!.1 == .internal)
+        #expect(viewer.logs["a"]!.remoteStates(1, .video).map(\.0) == [.starting, .failed])
+        #expect(viewer.playoutPeak == 0)
+    }
+}
