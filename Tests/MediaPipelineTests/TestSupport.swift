@@ -45,8 +45,8 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> ToolResult {
     let folder = TemporaryFolder()
     let out = folder.file("stdout")
     let err = folder.file("stderr")
-    FileManager.default.createFile(atPath: out, contents: nil)
-    FileManager.default.createFile(atPath: err, contents: nil)
+    _ = FileManager.default.createFile(atPath: out, contents: nil)
+    _ = FileManager.default.createFile(atPath: err, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/" + executable)
     process.arguments = arguments

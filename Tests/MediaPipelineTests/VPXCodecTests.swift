@@ -69,7 +69,7 @@ struct VPXCodecTests {
         var ours: [String] = []
         var index = 0
         while let frame = try reader.readFrame() {
-            try frame.bytes.withUnsafeBytes { bytes in
+            _ = try frame.bytes.withUnsafeBytes { bytes in
                 try decoder.decode(bytes) { view in
                     #expect(view.width == sizes[index].0 && view.height == sizes[index].1)
                     ours.append(view.md5())

@@ -80,7 +80,7 @@ public final class VPXDecoder {
     /// returns nil for a frame that yields no picture.
     public func decode(_ packet: [UInt8]) throws -> I420Buffer? {
         var result: I420Buffer?
-        try packet.withUnsafeBytes { raw in
+        _ = try packet.withUnsafeBytes { raw in
             try decode(raw) { view in
                 if pool == nil || pool!.width != view.width || pool!.height != view.height {
                     pool = try I420BufferPool(width: view.width, height: view.height, capacity: poolCapacity)

@@ -55,7 +55,7 @@ public final class SampleMedia: @unchecked Sendable {
         var pictures: [I420Buffer] = []
         var index = 0
         while let frame = try ivf.readFrame() {
-            try frame.bytes.withUnsafeBytes { bytes in
+            _ = try frame.bytes.withUnsafeBytes { bytes in
                 try decoder.decode(bytes) { view in
                     if index % frameStep == 0 {
                         let copy = try I420Buffer(width: view.width, height: view.height)

@@ -2,6 +2,7 @@
 public enum AudioFileDecoder {
     /// Decodes `input` (Ogg Opus) into `output` (WAV) at `sampleRate` (an Opus rate, 48 kHz by
     /// default), with pre-skip, end trimming and the header's output gain applied.
+    @discardableResult
     public static func decode(
         input: String, output: String, sampleRate: Int = 48000, progress: ProgressHandler? = nil
     ) throws -> TranscodeSummary {

@@ -6,6 +6,7 @@
 public enum AudioFileEncoder {
     /// Encodes `input` (WAV) into `output` (Ogg Opus) with `settings`; the sample rate and
     /// channel count in `settings` are replaced by the file's.
+    @discardableResult
     public static func encode(
         input: String, output: String, settings: OpusEncoderConfiguration = .init(), progress: ProgressHandler? = nil
     ) throws -> TranscodeSummary {

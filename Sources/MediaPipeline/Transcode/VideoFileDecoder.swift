@@ -12,6 +12,7 @@ public enum VideoFileDecoder {
 
     /// Decodes `input` into `output`. With `computeMD5`, the summary lists each frame's MD5
     /// over its packed planes, as `vpxdec --md5 --i420` computes them.
+    @discardableResult
     public static func decode(
         input: String, output: Output, computeMD5: Bool = false, progress: ProgressHandler? = nil
     ) throws -> TranscodeSummary {
@@ -31,7 +32,7 @@ public enum VideoFileDecoder {
             if firstTimestamp == nil { firstTimestamp = frame.timestamp }
             lastTimestamp = frame.timestamp
             do {
-                try frame.bytes.withUnsafeBytes { bytes in
+                _ = try frame.bytes.withUnsafeBytes { bytes in
                     try decoder.decode(bytes) { picture in
                         if summary.frames == 0 {
                             summary.width = picture.width

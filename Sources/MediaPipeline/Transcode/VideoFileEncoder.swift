@@ -2,6 +2,7 @@
 public enum VideoFileEncoder {
     /// Encodes `input` (Y4M) into `output` (IVF). The size and frame rate in `settings` are
     /// replaced by the file's; frame `n` gets timestamp `n` in a time base of one frame.
+    @discardableResult
     public static func encode(
         input: String, output: String, settings: VPXEncoderConfiguration, progress: ProgressHandler? = nil
     ) throws -> TranscodeSummary {
