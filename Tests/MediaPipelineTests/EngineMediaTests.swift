@@ -264,5 +264,10 @@ struct EngineFailureTests {
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).last!.1 == .internal)
         #expect(viewer.logs["a"]!.remoteStates(1, .video).map(\.0) == [.starting, .failed])
         #expect(viewer.playoutPeak == 0)
+        // Good media afterwards recovers the streams, and idle ticks are not failures.
+        try session.run(ticks: 20, video: true, publishers: [host])
+        #expect(viewer.logs["a"]!.remoteStates(1, .audio).map(\.0) == [.starting, .failed, .decoding])
+        #expect(viewer.logs["a"]!.remoteStates(1, .video).map(\.0) == [.starting, .failed, .decoding])
+        #expect(viewer.playoutPeak > 4000)
     }
 }

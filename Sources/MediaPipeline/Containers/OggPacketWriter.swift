@@ -10,8 +10,6 @@ final class OggPacketWriter {
     private var granule: Int64 = -1
     private var startsWithContinuation = false
     private var pageBuffer: [UInt8] = []
-    /// Pages written so far.
-    private(set) var pagesWritten = 0
 
     init(output: AtomicFileWriter, serial: UInt32) {
         self.output = output
@@ -36,9 +34,6 @@ final class OggPacketWriter {
         granule = granulePosition
         if flush || endOfStream { try emitPage(endOfStream: endOfStream) }
     }
-
-    /// Bytes waiting for the current page.
-    var pendingBytes: Int { body.count }
 
     /// Writes the current page now, if it holds anything.
     func flush() throws { if !lacing.isEmpty { try emitPage(endOfStream: false) } }
@@ -68,7 +63,6 @@ final class OggPacketWriter {
         pageBuffer[25] = UInt8(crc >> 24)
         try output.write(pageBuffer)
         sequence &+= 1
-        pagesWritten += 1
         lacing.removeAll(keepingCapacity: true)
         body.removeAll(keepingCapacity: true)
         startsWithContinuation = false

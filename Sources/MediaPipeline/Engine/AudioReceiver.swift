@@ -18,7 +18,7 @@ final class AudioReceiver {
     private(set) var starvedMicroseconds: Int64 = 0
     /// Packets decoded since creation.
     private(set) var packetsDecoded: Int64 = 0
-    /// True after a packet failed to decode.
+    /// True after a packet failed to decode, until one decodes again.
     private(set) var failed = false
 
     init(sampleRate: Int, channelCount: Int) throws {
@@ -48,8 +48,6 @@ final class AudioReceiver {
     }
 
     func enqueue(_ packet: EncodedFrame) { queue.push(packet) }
-
-    var queuedPackets: Int { queue.count }
 
     /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
     /// audio, `.concealed` for loss concealment right after a gap, `.none` when starved longer.
@@ -84,6 +82,7 @@ final class AudioReceiver {
                     let count = try packet.bytes.withUnsafeBytes { try decoder.decode($0, into: room) }
                     decodedEnd += count * channelCount
                     packetsDecoded += 1
+                    failed = false
                 } catch {
                     failed = true
                     return .none

@@ -9,8 +9,6 @@ final class RemoteUser {
     /// Playback gain, 0...4.
     var volume: Float = 1
     var audio: AudioReceiver?
-    /// One more frame to play with gain 0 before the receiver is released (a fade-out).
-    var audioFadingOut: AudioReceiver?
     var video: VideoReceiver?
     var audioTracker = RemoteStreamTracker()
     var videoTracker = RemoteStreamTracker()

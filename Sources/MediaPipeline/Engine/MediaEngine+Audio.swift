@@ -76,7 +76,7 @@ extension MediaEngine {
         frame.sampleRate = configuration.playoutSampleRate
         frame.channelCount = configuration.playoutChannelCount
         frame.samples.withUnsafeMutableBufferPointer { pullPlayout(into: $0) }
-        frame.timestampSamples = (stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel)
+        frame.timestampSamples = lock.withLock { (stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel) }
     }
 
     private func peak(_ samples: UnsafeBufferPointer<Int16>) -> Int16 {

@@ -20,7 +20,7 @@ final class VideoReceiver: @unchecked Sendable {
     private(set) var framesDecoded: Int64 = 0
     /// Frames rendered (the last decoded frame of each batch).
     private(set) var framesRendered: Int64 = 0
-    /// True after a frame failed to decode.
+    /// True after a frame failed to decode, until one decodes again.
     private(set) var failed = false
     /// Clock time of the last decoded frame (microseconds).
     var lastDecodedAt: Int64?
@@ -90,6 +90,7 @@ final class VideoReceiver: @unchecked Sendable {
                     }
                 }
                 needsKeyframe = false
+                failed = false
                 framesDecoded += 1
                 decodedNow += 1
             } catch {
