@@ -42,11 +42,7 @@ public final class I420Buffer: @unchecked Sendable {
     /// Allocates an uninitialised picture of `width` × `height` pixels.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a size of 0 or above ``maximumDimension``.
     public init(width: Int, height: Int) throws {
-        guard (1...I420Buffer.maximumDimension).contains(width), (1...I420Buffer.maximumDimension).contains(height)
-        else {
-            throw MediaError.invalidArgument(
-                "picture size \(width)x\(height) is outside 1...\(I420Buffer.maximumDimension) in each dimension")
-        }
+        try I420Buffer.validate(width: width, height: height)
         self.width = width
         self.height = height
         let chromaWidth = (width + 1) / 2
@@ -65,6 +61,14 @@ public final class I420Buffer: @unchecked Sendable {
     }
 
     deinit { free(storage) }
+
+    /// Throws ``MediaError/Code/invalidArgument`` unless both dimensions are in 1...``maximumDimension``.
+    public static func validate(width: Int, height: Int) throws {
+        guard (1...maximumDimension).contains(width), (1...maximumDimension).contains(height) else {
+            throw MediaError.invalidArgument(
+                "picture size \(width)x\(height) is outside 1...\(maximumDimension) in each dimension")
+        }
+    }
 
     /// Calls `body` with read-only access to the planes.
     /// - Warning: the pointers must not escape `body`.

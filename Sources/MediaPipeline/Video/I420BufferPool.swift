@@ -17,7 +17,7 @@ public final class I420BufferPool: Sendable {
         guard capacity > 0 else {
             throw MediaError.invalidArgument("pool capacity must be at least 1, not \(capacity)")
         }
-        _ = try I420Buffer(width: width, height: height)  // validates the size once
+        try I420Buffer.validate(width: width, height: height)
         self.width = width
         self.height = height
         self.capacity = capacity
