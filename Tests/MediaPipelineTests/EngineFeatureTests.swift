@@ -275,5 +275,16 @@ struct EngineGridTests {
         }
         #expect(transitions.map(\.0) == [.idle, .subscribing, .subscribed])
         #expect(transitions.map(\.1) == [.subscribing, .subscribed, .noSubscribe])
+        // The host leaving reports no further subscribe change for the muted audio, and video ends in NO_SUBSCRIBE.
+        try host.channel("a").leave()
+        let video = viewer.logs["a"]!.events.compactMap { event -> SubscribeState? in
+            if case .remoteSubscribeStateChanged(1, .video, _, let new, _) = event { return new }
+            return nil
+        }
+        #expect(video.last == .noSubscribe)
+        let audioAfter = viewer.logs["a"]!.events.filter {
+            if case .remoteSubscribeStateChanged(1, .audio, _, _, _) = $0 { true } else { false }
+        }
+        #expect(audioAfter.count == 3)
     }
 }

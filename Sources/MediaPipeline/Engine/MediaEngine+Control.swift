@@ -301,9 +301,8 @@ extension MediaEngine {
             user.video = nil
         }
         report(state, user, kind, .stopped, reason)
-        let media = user.media.contains(kind)
-        let muted = kind == .audio ? user.audioMuted : user.videoMuted
-        setSubscribe(state, user, kind, media && muted ? .noSubscribe : (media ? .subscribing : .noSubscribe))
+        // Stopping means the local user muted it, or the remote one stopped sending or left.
+        setSubscribe(state, user, kind, .noSubscribe)
     }
 
     /// Moves `user`'s `kind` state machine and reports the transition if it is a real one. Call

@@ -28,6 +28,7 @@ extension MediaEngine: TransportEndpoint {
     public func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
         lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return }
+            user.media = []
             stopReceiving(state, user, .audio, reason: .remoteOffline)
             stopReceiving(state, user, .video, reason: .remoteOffline)
             state.users[uid] = nil
