@@ -10,7 +10,7 @@ import MediaPipeline
 struct Pipebench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pipebench",
-        abstract: "Encode, decode and inspect media files with MediaPipeline, and benchmark its codec paths.",
+        abstract: "Simulate multi-channel sessions, encode, decode and inspect media files, and benchmark codec paths.",
         subcommands: [
             SimulateCommand.self, EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self,
             BenchCommand.self,
