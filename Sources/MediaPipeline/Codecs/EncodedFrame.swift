@@ -7,7 +7,13 @@ public enum MediaCodec: String, Sendable, CaseIterable, CustomStringConvertible 
     /// VP9 video.
     case vp9
 
-    public var description: String { rawValue.uppercased() == "OPUS" ? "Opus" : rawValue.uppercased() }
+    public var description: String {
+        switch self {
+        case .opus: "Opus"
+        case .vp8: "VP8"
+        case .vp9: "VP9"
+        }
+    }
 }
 
 /// One compressed frame: immutable bytes shared by reference, with what a receiver needs to
