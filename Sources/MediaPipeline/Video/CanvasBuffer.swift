@@ -30,7 +30,8 @@ public final class CanvasBuffer: @unchecked Sendable {
     public var sourceSize: (width: Int, height: Int) { lock.withLock { (_sourceWidth, _sourceHeight) } }
 
     /// Calls `body` with the canvas picture, holding the canvas lock.
-    /// - Warning: the view must not escape `body`.
+    /// - Warning: the view must not escape `body`, and `body` must not call into the engine
+    ///   (``MediaEngine/renderVideo()`` waits for this lock while holding the engine's).
     public func withLockedPicture<R>(_ body: (I420View) throws -> R) rethrows -> R {
         try lock.withLock { try picture.withView(body) }
     }
