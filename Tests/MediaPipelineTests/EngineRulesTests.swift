@@ -112,3 +112,26 @@ extension ChannelMediaOptions {
             publishLocalAudio: false, publishLocalVideo: false)
     }
 }
+
+@Suite("Engine: uids")
+struct EngineUidTests {
+    @Test("uid 0 is assigned a unique uid; a uid taken in the channel is rejected and leaves no trace")
+    func uids() throws {
+        let session = TestSession()
+        let one = try session.user()
+        let two = try session.user()
+        try one.join("a", uid: 0)
+        try two.join("a", uid: 0)
+        let first = try one.channel("a").localUid
+        let second = try two.channel("a").localUid
+        #expect(first != 0 && second != 0 && first != second)
+        #expect(one.logs["a"]!.events.first == .joinSuccess(uid: first, elapsedMs: 0))
+        #expect(try one.channel("a").remoteUsers == [second])
+        let three = try session.user()
+        expectEngineError(.joinChannelRejected) { try three.join("a", uid: first) }
+        #expect(try !three.channel("a").isJoined)
+        #expect(three.logs["a"]!.events.isEmpty)
+        try three.join("a", uid: 77)  // and it can join with a free uid afterwards
+        #expect(try three.channel("a").remoteUsers.sorted() == [first, second].sorted())
+    }
+}
