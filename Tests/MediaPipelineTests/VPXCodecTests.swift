@@ -99,6 +99,25 @@ struct VPXCodecTests {
         #expect(throws: MediaError.self) { try decoder.decode([UInt8]()) }
     }
 
+    @Test("settings reach libvpx: error resilience, threads, keyframe interval", arguments: VideoCodec.allCases)
+    func settingsReadBack(codec: VideoCodec) throws {
+        var configuration = VPXEncoderConfiguration(codec: codec, width: 64, height: 64)
+        configuration.errorResilient = true
+        configuration.threads = 2
+        configuration.keyframeIntervalFrames = 45
+        let encoder = try VPXEncoder(configuration: configuration)
+        #expect(encoder.isErrorResilient && encoder.threadCount == 2 && encoder.keyframeIntervalFrames == 45)
+        let plain = try VPXEncoder(configuration: VPXEncoderConfiguration(codec: codec, width: 64, height: 64))
+        #expect(!plain.isErrorResilient && plain.threadCount == 1 && plain.keyframeIntervalFrames == 3000)
+        // An error-resilient stream keeps decoding after a lost inter frame (no decoder error).
+        let decoder = try VPXDecoder(codec: codec)
+        for index in 0..<12 {
+            let frame = try encoder.encode(try syntheticPicture(width: 64, height: 64, frame: index))
+            if index == 5 { continue }
+            #expect(try decoder.decode(frame) != nil, "frame \(index)")
+        }
+    }
+
     @Test("the bitrate can be changed on a running encoder")
     func bitrateChange() throws {
         let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(width: 64, height: 64))

@@ -157,6 +157,13 @@ public final class VPXEncoder {
         try VPXStatus.check(vpx_codec_enc_config_set(context, &cfg), context, "vpx_codec_enc_config_set")
     }
 
+    /// Whether libvpx runs in error-resilient mode, as it holds the setting.
+    public var isErrorResilient: Bool { (context.pointee.config.enc?.pointee.g_error_resilient ?? 0) != 0 }
+    /// Encoder threads, as libvpx holds the setting.
+    public var threadCount: Int { Int(context.pointee.config.enc?.pointee.g_threads ?? 0) }
+    /// The longest keyframe distance in frames, as libvpx holds the setting.
+    public var keyframeIntervalFrames: Int { Int(context.pointee.config.enc?.pointee.kf_max_dist ?? 0) }
+
     /// The target bitrate libvpx holds now, in bits per second.
     public var bitrateBitsPerSecond: Int { Int(context.pointee.config.enc?.pointee.rc_target_bitrate ?? 0) * 1000 }
 }
