@@ -18,6 +18,8 @@ final class AudioReceiver {
     private(set) var starvedMicroseconds: Int64 = 0
     /// Packets decoded since creation.
     private(set) var packetsDecoded: Int64 = 0
+    /// The end of the last packet decoded, in the sender's microseconds.
+    private var playedUntilMicroseconds: Int64?
     /// True after a packet failed to decode, until one decodes again.
     private(set) var failed = false
 
@@ -47,7 +49,18 @@ final class AudioReceiver {
         decodedEnd = 0
     }
 
-    func enqueue(_ packet: EncodedFrame) { queue.push(packet) }
+    /// Queues a packet in timestamp order. A packet whose time has already been played (or
+    /// concealed) is late and dropped, as is a duplicate.
+    func enqueue(_ packet: EncodedFrame) {
+        if let played = playedUntilMicroseconds, packet.timestampMicroseconds < played {
+            latePackets += 1
+            return
+        }
+        if !queue.insertOrdered(packet) { latePackets += 1 }
+    }
+
+    /// Packets dropped because they came too late or twice.
+    private(set) var latePackets = 0
 
     /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
     /// audio, `.concealed` for loss concealment right after a gap, `.none` when starved longer.
@@ -76,6 +89,10 @@ final class AudioReceiver {
                     }
                     decodedEnd += count * channelCount
                     concealed = true
+                    // The concealed time is played: a packet for it arriving now would be late.
+                    playedUntilMicroseconds.map {
+                        playedUntilMicroseconds = $0 + Int64(count) * 1_000_000 / Int64(sampleRate)
+                    }
                     break
                 }
                 do {
@@ -83,6 +100,7 @@ final class AudioReceiver {
                     decodedEnd += count * channelCount
                     packetsDecoded += 1
                     failed = false
+                    playedUntilMicroseconds = packet.timestampMicroseconds + packet.durationMicroseconds
                 } catch {
                     failed = true
                     return .none

@@ -41,6 +41,32 @@ struct FrameQueue {
         return dropped
     }
 
+    /// Inserts `frame` in timestamp order (a packet that overtook an earlier one), dropping a
+    /// duplicate timestamp; when full, the oldest frame is dropped. Returns false for a duplicate.
+    @discardableResult
+    mutating func insertOrdered(_ frame: EncodedFrame) -> Bool {
+        var position = count
+        while position > 0 {
+            let previous = slots[(head + position - 1) % slots.count]!
+            if previous.timestampMicroseconds == frame.timestampMicroseconds { return false }
+            if previous.timestampMicroseconds < frame.timestampMicroseconds { break }
+            position -= 1
+        }
+        if isFull {
+            guard position > 0 else { return false }  // older than everything in a full queue
+            _ = pop()
+            position -= 1
+        }
+        var index = count
+        while index > position {
+            slots[(head + index) % slots.count] = slots[(head + index - 1) % slots.count]
+            index -= 1
+        }
+        slots[(head + position) % slots.count] = frame
+        count += 1
+        return true
+    }
+
     mutating func pop() -> EncodedFrame? {
         guard count > 0 else { return nil }
         let frame = slots[head]
