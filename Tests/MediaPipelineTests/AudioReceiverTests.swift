@@ -52,4 +52,16 @@ struct AudioReceiverTests {
         receiver.enqueue(stream[2])
         #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
     }
+
+    @Test("a sender whose clock jumps back by more than a second restarts the stream instead of being dropped")
+    func senderRestart() throws {
+        let stream = try packets(4)
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        receiver.enqueue(stream[0])
+        receiver.enqueue(stream[1])
+        for _ in 0..<4 { #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio) }
+        receiver.enqueue(stream[2].restamped(-2_000_000))
+        #expect(receiver.latePackets == 0)
+        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
+    }
 }

@@ -147,7 +147,7 @@ struct SimulateCommandTests {
     func simulate() throws {
         let folder = TemporaryFolder()
         let result = try pipebench([
-            "simulate", "--samples", Fixtures.samples, "--output", folder.path, "--duration", "1", "--channels", "2",
+            "simulate", "--samples", Fixtures.samples, "--output", folder.path, "--duration", "5", "--channels", "2",
             "--users", "2", "--json",
         ])
         #expect(result.status == 0, "\(result.stderr)")
@@ -157,9 +157,11 @@ struct SimulateCommandTests {
         for channel in channels {
             #expect(channel["users"] as? Int == 2)
             #expect(channel["streamsDecoding"] as? Int == 2)
-            #expect((channel["canvasFramesRendered"] as? Int ?? 0) >= 20)
+            #expect((channel["canvasFramesRendered"] as? Int ?? 0) >= 140)
+            // Past the 4 s sample's loop every stream still decodes, with no state change after the start.
+            #expect(channel["stateChanges"] as? Int == 8)
         }
-        #expect(report["audioFramesEncoded"] as? Int == 50)
+        #expect(report["audioFramesEncoded"] as? Int == 250)
         #expect((report["playoutPeak"] as? Int ?? 0) > 1000)
         let wav = try reference(
             "ffprobe",
@@ -167,14 +169,14 @@ struct SimulateCommandTests {
                 "-v", "error", "-show_entries", "stream=sample_rate,channels,duration", "-of", "csv=p=0",
                 folder.file("playout.wav"),
             ])
-        #expect(wav.trimmingCharacters(in: .whitespacesAndNewlines) == "48000,2,1.000000")
+        #expect(wav.trimmingCharacters(in: .whitespacesAndNewlines) == "48000,2,5.000000")
         let canvas = try reference(
             "ffprobe",
             [
                 "-v", "error", "-count_frames", "-show_entries", "stream=width,height,nb_read_frames", "-of", "csv=p=0",
                 folder.file("canvas-channel-2-2001.y4m"),
             ])
-        #expect(canvas.trimmingCharacters(in: .whitespacesAndNewlines) == "320,180,15")
+        #expect(canvas.trimmingCharacters(in: .whitespacesAndNewlines) == "320,180,75")
         let png = try reference(
             "ffprobe",
             [

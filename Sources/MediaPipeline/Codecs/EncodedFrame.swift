@@ -51,4 +51,11 @@ public struct EncodedFrame: Sendable {
 
     /// Size of the compressed bytes.
     public var byteCount: Int { bytes.count }
+
+    /// The same frame (sharing its bytes) with another timestamp, for replaying recorded media.
+    public func restamped(_ timestampMicroseconds: Int64) -> EncodedFrame {
+        EncodedFrame(
+            bytes: bytes, codec: codec, isKeyframe: isKeyframe, timestampMicroseconds: timestampMicroseconds,
+            durationMicroseconds: durationMicroseconds, width: width, height: height)
+    }
 }

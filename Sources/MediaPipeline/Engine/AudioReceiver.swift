@@ -50,11 +50,16 @@ final class AudioReceiver {
     }
 
     /// Queues a packet in timestamp order. A packet whose time has already been played (or
-    /// concealed) is late and dropped, as is a duplicate.
+    /// concealed) is late and dropped, as is a duplicate. A jump back by more than a second is
+    /// the sender starting its clock again: the stream restarts from that packet.
     func enqueue(_ packet: EncodedFrame) {
         if let played = playedUntilMicroseconds, packet.timestampMicroseconds < played {
-            latePackets += 1
-            return
+            guard played - packet.timestampMicroseconds > 1_000_000 else {
+                latePackets += 1
+                return
+            }
+            queue.removeAll()
+            playedUntilMicroseconds = nil
         }
         if !queue.insertOrdered(packet) { latePackets += 1 }
     }

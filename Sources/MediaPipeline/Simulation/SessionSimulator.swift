@@ -141,14 +141,16 @@ public final class SessionSimulator {
             let now = clock.nowMicroseconds
             if tick % 2 == 0 {
                 for remote in remotes {
-                    remote.engine.pushEncodedFrame(
-                        media.opusPackets[(tick / 2 + remote.audioOffset) % media.opusPackets.count])
+                    // Replayed packets get the session's time, so the looped sample keeps a
+                    // steadily advancing clock like a live sender (the bytes are shared, not copied).
+                    let packet = media.opusPackets[(tick / 2 + remote.audioOffset) % media.opusPackets.count]
+                    remote.engine.pushEncodedFrame(packet.restamped(now))
                 }
             }
             try local.pushAudio(media.audioFrames[tick % media.audioFrames.count])
             let videoDue = now >= nextVideo
             if videoDue {
-                let frame = media.vp8Frames[videoIndex % media.vp8Frames.count]
+                let frame = media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(now)
                 for remote in remotes { remote.engine.pushEncodedFrame(frame) }
                 try local.pushVideo(media.pictures[videoIndex % media.pictures.count], timestampMicroseconds: now)
                 videoIndex += 1
