@@ -7,6 +7,9 @@ public enum MediaCodec: String, Sendable, CaseIterable, CustomStringConvertible 
     /// VP9 video.
     case vp9
 
+    /// Audio for Opus, video for VP8 and VP9.
+    public var kind: MediaKind { self == .opus ? .audio : .video }
+
     public var description: String {
         switch self {
         case .opus: "Opus"

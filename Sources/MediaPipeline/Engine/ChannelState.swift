@@ -1,3 +1,20 @@
+/// One value for audio and one for video, so per-kind state needs no pairs of fields.
+struct PerMedia<Value> {
+    var audio: Value
+    var video: Value
+
+    /// The same value for both kinds.
+    init(_ both: Value) {
+        audio = both
+        video = both
+    }
+
+    subscript(kind: MediaKind) -> Value {
+        get { kind == .audio ? audio : video }
+        set { if kind == .audio { audio = newValue } else { video = newValue } }
+    }
+}
+
 /// One remote user as seen from one channel. Guarded by the engine's lock.
 final class RemoteUser {
     let uid: UInt32
@@ -5,29 +22,26 @@ final class RemoteUser {
     /// What the user sends now.
     var media: PublishedMedia
     /// Local decisions not to receive.
-    var audioMuted: Bool, videoMuted: Bool
+    var muted: PerMedia<Bool>
     /// Playback gain, 0...4.
     var volume: Float = 1
     var audio: AudioReceiver?
     var video: VideoReceiver?
-    var audioTracker = RemoteStreamTracker()
-    var videoTracker = RemoteStreamTracker()
-    var audioSubscribe = SubscribeState.idle
-    var videoSubscribe = SubscribeState.idle
+    var trackers = PerMedia(RemoteStreamTracker())
+    var subscribe = PerMedia(SubscribeState.idle)
     var reportedWidth = 0, reportedHeight = 0
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
 
-    init(uid: UInt32, channelId: String, media: PublishedMedia, audioMuted: Bool, videoMuted: Bool) {
+    init(uid: UInt32, channelId: String, media: PublishedMedia, muted: PerMedia<Bool>) {
         self.uid = uid
         key = StreamKey(channelId: channelId, uid: uid)
         self.media = media
-        self.audioMuted = audioMuted
-        self.videoMuted = videoMuted
+        self.muted = muted
     }
 
-    var wantsAudio: Bool { !audioMuted && media.contains(.audio) }
-    var wantsVideo: Bool { !videoMuted && media.contains(.video) }
+    /// Whether the user sends `kind` and the local user wants it.
+    func wants(_ kind: MediaKind) -> Bool { !muted[kind] && media.contains(kind) }
 }
 
 /// Everything the engine knows about one channel. Guarded by the engine's lock.
@@ -42,15 +56,16 @@ final class ChannelState {
     var uid: UInt32 = 0
     var role: ClientRole = .broadcaster
     var options = ChannelMediaOptions()
-    var localAudioMuted = false, localVideoMuted = false
+    /// Local media the user stopped publishing here.
+    var localMuted = PerMedia(false)
     var joinedAt: Int64 = 0
     var users: [UInt32: RemoteUser] = [:]
     var userOrder: [UInt32] = []
     /// Explicit per-uid mutes, kept for users who are not (yet) in the channel.
-    var explicitAudioMute: [UInt32: Bool] = [:], explicitVideoMute: [UInt32: Bool] = [:]
-    var allAudioMuted = false, allVideoMuted = false
-    var defaultAudioMuted = false, defaultVideoMuted = false
-    var audioPublish = PublishState.idle, videoPublish = PublishState.idle
+    var explicitMute = PerMedia<[UInt32: Bool]>([:])
+    var allMuted = PerMedia(false)
+    var defaultMuted = PerMedia(false)
+    var publish = PerMedia(PublishState.idle)
     var stats = ChannelStats()
     var relayDestinations: [ChannelMediaRelayDestination] = []
     var relayUids: [UInt32] = []
@@ -67,10 +82,17 @@ final class ChannelState {
 
     /// Media this channel sends now.
     var publishedMedia: PublishedMedia {
-        guard joined, role == .broadcaster else { return [] }
+        guard joined else { return [] }
+        return wouldPublish(options: options, role: role)
+    }
+
+    /// Media this channel would send with `options` and `role`, given its local mutes.
+    func wouldPublish(options: ChannelMediaOptions, role: ClientRole) -> PublishedMedia {
+        guard role == .broadcaster else { return [] }
         var media: PublishedMedia = []
-        if options.publishLocalAudio && !localAudioMuted { media.insert(.audio) }
-        if options.publishLocalVideo && !localVideoMuted { media.insert(.video) }
+        for kind in MediaKind.allCases where options.publishes(kind) && !localMuted[kind] {
+            media.insert(PublishedMedia(kind))
+        }
         return media
     }
 
@@ -78,9 +100,6 @@ final class ChannelState {
 
     /// Whether a newly seen user starts muted for `kind`.
     func startsMuted(_ uid: UInt32, _ kind: MediaKind) -> Bool {
-        if kind == .audio {
-            return explicitAudioMute[uid] ?? (allAudioMuted || defaultAudioMuted || !options.autoSubscribeAudio)
-        }
-        return explicitVideoMute[uid] ?? (allVideoMuted || defaultVideoMuted || !options.autoSubscribeVideo)
+        explicitMute[kind][uid] ?? (allMuted[kind] || defaultMuted[kind] || !options.autoSubscribes(kind))
     }
 }

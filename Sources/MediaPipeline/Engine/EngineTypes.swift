@@ -30,6 +30,14 @@ public struct ChannelMediaOptions: Sendable, Equatable {
 
     /// Subscribe to everything, publish nothing: what an audience member joins with.
     public static let subscribeOnly = ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false)
+
+    func publishes(_ kind: MediaKind) -> Bool { kind == .audio ? publishLocalAudio : publishLocalVideo }
+
+    mutating func setPublishes(_ kind: MediaKind) {
+        if kind == .audio { publishLocalAudio = true } else { publishLocalVideo = true }
+    }
+
+    func autoSubscribes(_ kind: MediaKind) -> Bool { kind == .audio ? autoSubscribeAudio : autoSubscribeVideo }
 }
 
 /// Audio or video.
@@ -46,7 +54,10 @@ public struct PublishedMedia: OptionSet, Sendable, Hashable {
     /// Video is published (and not muted).
     public static let video = PublishedMedia(rawValue: 2)
 
-    func contains(_ kind: MediaKind) -> Bool { contains(kind == .audio ? PublishedMedia.audio : PublishedMedia.video) }
+    /// The member for one kind.
+    init(_ kind: MediaKind) { self = kind == .audio ? PublishedMedia.audio : PublishedMedia.video }
+
+    func contains(_ kind: MediaKind) -> Bool { contains(PublishedMedia(kind)) }
 }
 
 /// The state of a remote audio or video stream (Agora's `REMOTE_AUDIO_STATE` / `REMOTE_VIDEO_STATE`).

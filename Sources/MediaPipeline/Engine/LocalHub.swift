@@ -25,8 +25,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         var role: ClientRole
         var media: PublishedMedia
         let receivesMedia: Bool
-        /// Streams this member does not want: publisher uid × 2 + (1 for video).
+        /// Streams this member does not want, as ``streamKey(_:_:)``s.
         var unsubscribed: Set<UInt64> = []
+
+        /// One number per publisher and media kind.
+        static func streamKey(_ publisher: UInt32, _ kind: MediaKind) -> UInt64 {
+            UInt64(publisher) * 2 + (kind == .audio ? 0 : 1)
+        }
         init(uid: UInt32, endpoint: TransportEndpoint, role: ClientRole, media: PublishedMedia, receivesMedia: Bool) {
             self.uid = uid
             self.endpoint = endpoint
@@ -169,13 +174,12 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     // MARK: - Media
 
     public func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32) {
-        let (receivers, sender) = lock.withLock { () -> ([Member], Member?) in
-            guard let room = rooms[channelId] else { return ([], nil) }
-            return (room.receivers, room.members[uid])
+        let (receivers, sender, hasLinks) = lock.withLock { () -> ([Member], Member?, Bool) in
+            guard let room = rooms[channelId] else { return ([], nil, false) }
+            return (room.receivers, room.members[uid], !links.isEmpty)
         }
         guard let sender, sender.isBroadcaster else { return }
-        let hasLinks = lock.withLock { !links.isEmpty }
-        let stream = UInt64(uid) * 2 + (frame.codec == .opus ? 0 : 1)
+        let stream = Member.streamKey(uid, frame.codec.kind)
         var delivered: Int64 = 0
         let senderEndpoint = sender.endpoint
         for receiver in receivers {
@@ -193,7 +197,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     ) {
         lock.withLock {
             guard let member = rooms[channelId]?.members[subscriber] else { return }
-            let stream = UInt64(publisher) * 2 + (kind == .audio ? 0 : 1)
+            let stream = Member.streamKey(publisher, kind)
             if subscribed { member.unsubscribed.remove(stream) } else { member.unsubscribed.insert(stream) }
         }
     }

@@ -136,7 +136,7 @@ public final class MediaChannel: @unchecked Sendable {
     public func remoteState(_ uid: UInt32, _ kind: MediaKind) -> RemoteStreamState {
         engine.lock.withLock {
             guard let user = state.users[uid] else { return .stopped }
-            return kind == .audio ? user.audioTracker.state : user.videoTracker.state
+            return user.trackers[kind].state
         }
     }
 

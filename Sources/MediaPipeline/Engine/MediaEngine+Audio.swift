@@ -22,17 +22,13 @@ extension MediaEngine {
                     switch receiver.produce(concealUpToMicroseconds: conceal) {
                     case .audio:
                         state.stats.audioFramesDecoded += 1
-                        if user.audioTracker.state != .decoding {
-                            let reason: RemoteStreamStateReason =
-                                user.audioTracker.state == .frozen ? .networkRecovery : user.audioTracker.resumeReason
-                            report(state, user, .audio, .decoding, reason)
-                        }
+                        reportDecoding(state, user, .audio)
                     case .concealed:
                         break
                     case .none:
                         if receiver.failed {
                             report(state, user, .audio, .failed, .internal)
-                        } else if receiver.starvedMicroseconds > freeze && user.audioTracker.state == .decoding {
+                        } else if receiver.starvedMicroseconds > freeze && user.trackers.audio.state == .decoding {
                             report(state, user, .audio, .frozen, .networkCongestion)
                         }
                         continue

@@ -8,15 +8,6 @@ extension MediaEngine {
         guard !state.destroyed else { throw EngineError(.notReady, "channel '\(state.id)' is destroyed") }
     }
 
-    /// Media `state` would publish with `options` and its current role and mutes.
-    private func wouldPublish(_ state: ChannelState, options: ChannelMediaOptions, role: ClientRole) -> PublishedMedia {
-        guard role == .broadcaster else { return [] }
-        var media: PublishedMedia = []
-        if options.publishLocalAudio && !state.localAudioMuted { media.insert(.audio) }
-        if options.publishLocalVideo && !state.localVideoMuted { media.insert(.video) }
-        return media
-    }
-
     // MARK: - Join and leave
 
     func join(_ state: ChannelState, uid: UInt32, options: ChannelMediaOptions) throws {
@@ -31,15 +22,14 @@ extension MediaEngine {
                     "an audience member cannot publish: join channel '\(state.id)' with publishLocalAudio and publishLocalVideo off, or as broadcaster"
                 )
             }
-            let media = wouldPublish(state, options: options, role: state.role)
+            let media = state.wouldPublish(options: options, role: state.role)
             try checkSinglePublisher(state, wouldPublish: media)
             state.options = options
             state.joining = true
             state.joined = true
             state.joinedAt = now
             state.stats = ChannelStats()
-            state.audioPublish = .idle
-            state.videoPublish = .idle
+            state.publish = PerMedia(.idle)
             return (state.role, media)
         }
         let assigned: UInt32
@@ -82,8 +72,7 @@ extension MediaEngine {
             state.users.removeAll()
             state.userOrder.removeAll()
             state.joined = false
-            state.audioPublish = .idle
-            state.videoPublish = .idle
+            state.publish = PerMedia(.idle)
             emit(state, .leave(state.stats))
             let (channelId, uid, transport) = (state.id, state.uid, transport)
             deferred.append { transport.leave(channelId: channelId, uid: uid) }
@@ -152,15 +141,15 @@ extension MediaEngine {
                         .refused,
                         "an audience member cannot publish \(kind) in channel '\(state.id)': become broadcaster first")
                 }
-                if kind == .audio { options.publishLocalAudio = true } else { options.publishLocalVideo = true }
+                options.setPublishes(kind)
                 if state.joined {
-                    var media = wouldPublish(state, options: options, role: state.role)
-                    media.insert(kind == .audio ? PublishedMedia.audio : PublishedMedia.video)
+                    var media = state.wouldPublish(options: options, role: state.role)
+                    media.insert(PublishedMedia(kind))
                     try checkSinglePublisher(state, wouldPublish: media)
                 }
             }
             state.options = options
-            if kind == .audio { state.localAudioMuted = mute } else { state.localVideoMuted = mute }
+            state.localMuted[kind] = mute
             guard state.joined && !state.joining else { return [] }
             refreshPublishState(state)
             return mediaAnnouncements(state)
@@ -185,7 +174,7 @@ extension MediaEngine {
     func refreshPublishState(_ state: ChannelState) {
         let media = state.publishedMedia
         for kind in MediaKind.allCases {
-            let current = kind == .audio ? state.audioPublish : state.videoPublish
+            let current = state.publish[kind]
             let target: PublishState
             if media.contains(kind) {
                 target = current == .published || current == .publishing ? current : .publishing
@@ -193,7 +182,7 @@ extension MediaEngine {
                 target = state.joined ? .noPublish : .idle
             }
             guard target != current else { continue }
-            if kind == .audio { state.audioPublish = target } else { state.videoPublish = target }
+            state.publish[kind] = target
             emit(
                 state, .localPublishStateChanged(kind: kind, old: current, new: target, elapsedMs: state.elapsedMs(now))
             )
@@ -202,9 +191,8 @@ extension MediaEngine {
 
     /// The first frame of `kind` left: PUBLISHING → PUBLISHED. Call with the lock held.
     func markPublished(_ state: ChannelState, _ kind: MediaKind) {
-        let current = kind == .audio ? state.audioPublish : state.videoPublish
-        guard current == .publishing else { return }
-        if kind == .audio { state.audioPublish = .published } else { state.videoPublish = .published }
+        guard state.publish[kind] == .publishing else { return }
+        state.publish[kind] = .published
         emit(
             state,
             .localPublishStateChanged(kind: kind, old: .publishing, new: .published, elapsedMs: state.elapsedMs(now)))
@@ -215,7 +203,7 @@ extension MediaEngine {
     func muteRemote(_ state: ChannelState, _ uid: UInt32, _ kind: MediaKind, _ mute: Bool) throws {
         try lock.withLock {
             try checkUsable(state)
-            if kind == .audio { state.explicitAudioMute[uid] = mute } else { state.explicitVideoMute[uid] = mute }
+            state.explicitMute[kind][uid] = mute
             if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
         }
         flushEvents()
@@ -224,13 +212,8 @@ extension MediaEngine {
     func muteAll(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) throws {
         try lock.withLock {
             try checkUsable(state)
-            if kind == .audio {
-                state.allAudioMuted = mute
-                state.explicitAudioMute.removeAll()
-            } else {
-                state.allVideoMuted = mute
-                state.explicitVideoMute.removeAll()
-            }
+            state.allMuted[kind] = mute
+            state.explicitMute[kind].removeAll()
             for uid in state.userOrder {
                 if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
             }
@@ -240,7 +223,7 @@ extension MediaEngine {
 
     func setDefaultMute(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) {
         lock.withLock {
-            if kind == .audio { state.defaultAudioMuted = mute } else { state.defaultVideoMuted = mute }
+            state.defaultMuted[kind] = mute
         }
     }
 
@@ -259,34 +242,29 @@ extension MediaEngine {
 
     /// Starts or stops receiving `kind` from `user` on the local user's decision.
     func applyLocalMute(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ mute: Bool) {
-        let wasMuted = kind == .audio ? user.audioMuted : user.videoMuted
-        guard wasMuted != mute else { return }
-        if kind == .audio { user.audioMuted = mute } else { user.videoMuted = mute }
+        guard user.muted[kind] != mute else { return }
+        user.muted[kind] = mute
         subscriptionChanges.append((state, user.uid, kind, !mute))
         if mute {
             stopReceiving(state, user, kind, reason: .localMuted)
         } else {
-            if kind == .audio {
-                user.audioTracker.resumeReason = .localUnmuted
-            } else {
-                user.videoTracker.resumeReason = .localUnmuted
-            }
+            user.trackers[kind].resumeReason = .localUnmuted
             startReceiving(state, user, kind)
         }
     }
 
     /// Creates the receiver for `kind` if the user sends it and is not muted locally.
     func startReceiving(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind) {
+        guard user.wants(kind) else { return }
         if kind == .audio {
-            guard user.wantsAudio, user.audio == nil else { return }
+            guard user.audio == nil else { return }
             user.audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-            setSubscribe(state, user, .audio, .subscribing)
         } else {
-            guard user.wantsVideo, user.video == nil else { return }
+            guard user.video == nil else { return }
             user.video = VideoReceiver(threads: 1)
-            setSubscribe(state, user, .video, .subscribing)
         }
+        setSubscribe(state, user, kind, .subscribing)
     }
 
     /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
@@ -311,8 +289,7 @@ extension MediaEngine {
         _ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: RemoteStreamState,
         _ reason: RemoteStreamStateReason
     ) {
-        let moved = kind == .audio ? user.audioTracker.move(to: new, reason) : user.videoTracker.move(to: new, reason)
-        guard let (reported, why) = moved else { return }
+        guard let (reported, why) = user.trackers[kind].move(to: new, reason) else { return }
         let elapsed = state.elapsedMs(now)
         emit(
             state,
@@ -321,10 +298,18 @@ extension MediaEngine {
                 : .remoteVideoStateChanged(uid: user.uid, state: reported, reason: why, elapsedMs: elapsed))
     }
 
+    /// Reports DECODING: after a freeze for NETWORK_RECOVERY, otherwise for the reason the
+    /// stream (re)started. Call with the lock held.
+    func reportDecoding(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind) {
+        let tracker = user.trackers[kind]
+        guard tracker.state != .decoding else { return }
+        report(state, user, kind, .decoding, tracker.state == .frozen ? .networkRecovery : tracker.resumeReason)
+    }
+
     func setSubscribe(_ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: SubscribeState) {
-        let old = kind == .audio ? user.audioSubscribe : user.videoSubscribe
+        let old = user.subscribe[kind]
         guard old != new else { return }
-        if kind == .audio { user.audioSubscribe = new } else { user.videoSubscribe = new }
+        user.subscribe[kind] = new
         emit(
             state,
             .remoteSubscribeStateChanged(uid: user.uid, kind: kind, old: old, new: new, elapsedMs: state.elapsedMs(now))

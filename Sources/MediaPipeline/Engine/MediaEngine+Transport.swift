@@ -6,16 +6,15 @@ extension MediaEngine: TransportEndpoint {
                 applyRemoteMedia(state, uid, media)
                 return
             }
-            let user = RemoteUser(
-                uid: uid, channelId: channelId, media: media, audioMuted: state.startsMuted(uid, .audio),
-                videoMuted: state.startsMuted(uid, .video))
+            var muted = PerMedia(false)
+            for kind in MediaKind.allCases { muted[kind] = state.startsMuted(uid, kind) }
+            let user = RemoteUser(uid: uid, channelId: channelId, media: media, muted: muted)
             state.users[uid] = user
             state.userOrder.append(uid)
             emit(state, .userJoined(uid: uid, elapsedMs: state.elapsedMs(now)))
-            subscriptionChanges.append((state, uid, .audio, !user.audioMuted))
-            subscriptionChanges.append((state, uid, .video, !user.videoMuted))
+            for kind in MediaKind.allCases { subscriptionChanges.append((state, uid, kind, !muted[kind])) }
             for kind in MediaKind.allCases where media.contains(kind) {
-                if kind == .audio ? user.audioMuted : user.videoMuted {
+                if muted[kind] {
                     setSubscribe(state, user, kind, .noSubscribe)
                 } else {
                     startReceiving(state, user, kind)
@@ -53,11 +52,7 @@ extension MediaEngine: TransportEndpoint {
         user.media = media
         for kind in MediaKind.allCases where old.contains(kind) != media.contains(kind) {
             if media.contains(kind) {
-                if kind == .audio {
-                    user.audioTracker.resumeReason = .remoteUnmuted
-                } else {
-                    user.videoTracker.resumeReason = .remoteUnmuted
-                }
+                user.trackers[kind].resumeReason = .remoteUnmuted
                 startReceiving(state, user, kind)
             } else {
                 stopReceiving(state, user, kind, reason: .remoteMuted)
@@ -70,30 +65,23 @@ extension MediaEngine: TransportEndpoint {
         let hadEvents: Bool = lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return false }
             let before = pendingEvents.count + state.deferred.count
-            if frame.codec == .opus {
+            if frame.codec.kind == .audio {
                 state.stats.rxAudioFrames += 1
                 state.stats.rxAudioBytes += Int64(frame.byteCount)
                 guard let receiver = user.audio else { return false }
                 receiver.enqueue(frame)
-                if user.audioTracker.state == .stopped {
-                    report(state, user, .audio, .starting, user.audioTracker.resumeReason)
+                if user.trackers.audio.state == .stopped {
+                    report(state, user, .audio, .starting, user.trackers.audio.resumeReason)
                 }
                 setSubscribe(state, user, .audio, .subscribed)
             } else {
                 state.stats.rxVideoFrames += 1
                 state.stats.rxVideoBytes += Int64(frame.byteCount)
                 guard let receiver = user.video else { return false }
-                if receiver.enqueue(frame) {
-                    let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-                    if receiver.lastKeyframeRequest.map({ now - $0 >= interval }) ?? true {
-                        receiver.lastKeyframeRequest = now
-                        receiver.keyframeRequested()
-                        stats.keyframeRequestsSent += 1
-                        keyframeRequest = true
-                    }
-                }
-                if user.videoTracker.state == .stopped {
-                    report(state, user, .video, .starting, user.videoTracker.resumeReason)
+                receiver.enqueue(frame)
+                keyframeRequest = keyframeRequestDue(receiver)
+                if user.trackers.video.state == .stopped {
+                    report(state, user, .video, .starting, user.trackers.video.resumeReason)
                 }
                 setSubscribe(state, user, .video, .subscribed)
             }

@@ -73,7 +73,6 @@ extension MediaEngine {
             }
             decodeJobs()
             let freeze = Int64(configuration.videoFreezeMs) * 1000
-            let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
             let now = self.now
             for id in channelOrder {
                 guard let state = channels[id], state.joined else { continue }
@@ -84,11 +83,7 @@ extension MediaEngine {
                         state.stats.videoFramesDecoded += Int64(decodedNow)
                         state.stats.videoFramesRendered += canvases[user.key] == nil ? 0 : 1
                         receiver.lastDecodedAt = now
-                        if user.videoTracker.state != .decoding {
-                            let reason: RemoteStreamStateReason =
-                                user.videoTracker.state == .frozen ? .networkRecovery : user.videoTracker.resumeReason
-                            report(state, user, .video, .decoding, reason)
-                        }
+                        reportDecoding(state, user, .video)
                         if receiver.width != user.reportedWidth || receiver.height != user.reportedHeight {
                             user.reportedWidth = receiver.width
                             user.reportedHeight = receiver.height
@@ -96,19 +91,12 @@ extension MediaEngine {
                         }
                     } else if receiver.failed {
                         report(state, user, .video, .failed, .internal)
-                    } else if user.videoTracker.state == .decoding, let last = receiver.lastDecodedAt,
+                    } else if user.trackers.video.state == .decoding, let last = receiver.lastDecodedAt,
                         now - last > freeze
                     {
                         report(state, user, .video, .frozen, .networkCongestion)
                     }
-                    if receiver.needsKeyframe && receiver.droppedSinceRequest > 0
-                        && (receiver.lastKeyframeRequest.map { now - $0 >= interval } ?? true)
-                    {
-                        receiver.lastKeyframeRequest = now
-                        receiver.keyframeRequested()
-                        stats.keyframeRequestsSent += 1
-                        requests.append((id, uid))
-                    }
+                    if keyframeRequestDue(receiver) { requests.append((id, uid)) }
                 }
             }
             renderJobs.removeAll(keepingCapacity: true)
@@ -116,6 +104,19 @@ extension MediaEngine {
         }
         for (channelId, uid) in requests { transport.requestKeyframe(channelId: channelId, publisher: uid) }
         if hadEvents { flushEvents() }
+    }
+
+    /// Whether `receiver` should ask its publisher for a keyframe now: it is waiting for one, has
+    /// dropped frames since its last request, and the request interval has passed. Marks the
+    /// request as made. Call with the lock held.
+    func keyframeRequestDue(_ receiver: VideoReceiver) -> Bool {
+        guard receiver.needsKeyframe, receiver.droppedSinceRequest > 0 else { return false }
+        let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
+        if let last = receiver.lastKeyframeRequest, now - last < interval { return false }
+        receiver.lastKeyframeRequest = now
+        receiver.keyframeRequested()
+        stats.keyframeRequestsSent += 1
+        return true
     }
 
     /// Decodes `renderJobs`, spreading independent streams over the decode threads. Call with

@@ -96,8 +96,7 @@ extension MediaEngine {
             timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate,
             durationMicroseconds: Int64(configuration.audio.frameDurationMicroseconds))
         publisher.audioPosition += Int64(encoder.samplesPerFrame)
-        lock.withLock { stats.audioFramesEncoded += 1 }
-        send(frame, .audio)
+        send(frame, encodedHere: true)
     }
 
     /// Pushes one local picture. It is encoded once and sent to the publishing channel and its
@@ -119,8 +118,7 @@ extension MediaEngine {
             guard !publisher.targets.isEmpty else { return }
             let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
             let frame = try encoder.encode(picture, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
-            lock.withLock { stats.videoFramesEncoded += 1 }
-            send(frame, .video)
+            send(frame, encodedHere: true)
         }
         flushEvents()
     }
@@ -129,24 +127,27 @@ extension MediaEngine {
     /// that arrive encoded (a file being replayed, a camera that encodes). Keyframe requests
     /// are counted but cannot be honoured.
     public func pushEncodedFrame(_ frame: EncodedFrame) {
-        let kind: MediaKind = frame.codec == .opus ? .audio : .video
         publishLock.withLock {
-            lock.withLock { collectTargets(kind) }
-            send(frame, kind)
+            lock.withLock { collectTargets(frame.codec.kind) }
+            send(frame, encodedHere: false)
         }
         flushEvents()
     }
 
-    /// Sends `frame` to every target, counting it; call with the publish lock held.
-    private func send(_ frame: EncodedFrame, _ kind: MediaKind) {
+    /// Sends `frame` to every target, counting it (and its encoding, when `encodedHere`); call
+    /// with the publish lock held.
+    private func send(_ frame: EncodedFrame, encodedHere: Bool) {
         guard !publisher.targets.isEmpty else { return }
+        let kind = frame.codec.kind
         lock.withLock {
             let state = publisher.targets[0].state
             if kind == .audio {
+                if encodedHere { stats.audioFramesEncoded += 1 }
                 stats.audioFramesSent += Int64(publisher.targets.count)
                 state.stats.txAudioFrames += 1
                 state.stats.txAudioBytes += Int64(frame.byteCount)
             } else {
+                if encodedHere { stats.videoFramesEncoded += 1 }
                 stats.videoFramesSent += Int64(publisher.targets.count)
                 state.stats.txVideoFrames += 1
                 state.stats.txVideoBytes += Int64(frame.byteCount)
