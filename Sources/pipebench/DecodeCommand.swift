@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import MediaPipeline
 
 /// `pipebench decode IN [OUT]`: Ogg Opus → WAV, IVF → Y4M or raw I420, with per-frame MD5s.
@@ -62,12 +63,8 @@ struct DecodeCommand: ParsableCommand {
             return
         }
         for (index, sum) in summary.frameMD5s.enumerated() {
-            print("\(sum)  frame-\(String(index + 1).leftPad(4)).i420")
+            print("\(sum)  frame-\(String(format: "%04d", index + 1)).i420")
         }
         print(Report.summaryLine("decoded", summary, elapsedSeconds: elapsed))
     }
-}
-
-extension String {
-    func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

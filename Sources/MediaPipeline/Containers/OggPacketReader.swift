@@ -7,8 +7,6 @@ struct OggPacket {
     var granulePosition: Int64
     /// True when the packet ends on the stream's end-of-stream page and is its last.
     var isLast: Bool
-    /// Zero-based index of the page on which the packet ends.
-    var pageIndex: Int
 }
 
 /// Reads the packets of a single Ogg logical stream (RFC 3533), checking capture patterns,
@@ -137,7 +135,7 @@ final class OggPacketReader {
                     "Ogg packet grows past \(OggPacketReader.maximumPacketBytes) bytes at page \(pageIndex)")
             }
             if value < 255 {
-                ready.append(OggPacket(bytes: partial, granulePosition: -1, isLast: false, pageIndex: pageIndex))
+                ready.append(OggPacket(bytes: partial, granulePosition: -1, isLast: false))
                 partial.removeAll(keepingCapacity: true)
                 partialOpen = false
                 lastComplete = index

@@ -66,15 +66,6 @@ final class FileByteReader {
         return bytes
     }
 
-    /// Reads into `bytes`, replacing its contents, reusing its capacity.
-    func readBytes(_ count: Int, into bytes: inout [UInt8], what: @autoclosure () -> String) throws {
-        if bytes.count != count {
-            bytes.removeAll(keepingCapacity: true)
-            bytes.append(contentsOf: repeatElement(0, count: count))
-        }
-        try bytes.withUnsafeMutableBytes { (raw) in try readExactly(into: raw, what: what()) }
-    }
-
     /// Reads one byte, or nil at the end of the file.
     func readByte() throws -> UInt8? {
         var byte: UInt8 = 0
