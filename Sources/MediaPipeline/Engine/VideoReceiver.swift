@@ -38,21 +38,19 @@ final class VideoReceiver: @unchecked Sendable {
         needsKeyframe = true
     }
 
-    /// Queues a frame; returns true when a keyframe should be requested (a frame arrived that
-    /// cannot be decoded without one).
-    func enqueue(_ frame: EncodedFrame) -> Bool {
+    /// Queues a frame. A frame that cannot be decoded without a keyframe first is dropped and
+    /// counted in ``droppedSinceRequest`` (the engine then asks for a keyframe).
+    func enqueue(_ frame: EncodedFrame) {
         if needsKeyframe && !frame.isKeyframe && queue.isEmpty {
             droppedSinceRequest += 1
-            return true
+            return
         }
         if queue.push(frame) != nil {
             // Overflow: the oldest frame is gone, so later frames may not decode. Start over at a keyframe.
             queue.removeAll()
             needsKeyframe = true
             droppedSinceRequest += 1
-            return true
         }
-        return false
     }
 
     func keyframeRequested() { droppedSinceRequest = 0 }
