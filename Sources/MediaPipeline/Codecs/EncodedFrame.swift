@@ -23,7 +23,7 @@ public enum MediaCodec: String, Sendable, CaseIterable, CustomStringConvertible 
 /// decode and schedule it.
 ///
 /// Copying an `EncodedFrame` never copies its bytes: fan-out to many receivers passes the same
-/// storage to each.
+/// storage to each. The encoders recycle that storage once every copy of a frame is gone.
 public struct EncodedFrame: Sendable {
     /// The compressed bytes (one Opus packet, or one VP8/VP9 frame).
     public let bytes: [UInt8]

@@ -14,6 +14,8 @@ public final class OpusEncoder {
     /// Room for the largest packet libopus writes for one frame (RFC 6716: 1275 bytes per
     /// 20 ms, up to 3 frames in 60 ms), so no encode ever reallocates.
     private var packetScratch = [UInt8](repeating: 0, count: 4000)
+    /// Storage of the frames handed out, reused once they are released.
+    private var recycler = EncodedByteRecycler(slotCount: 32, capacity: 1500)
 
     /// Creates an encoder.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a setting out of range,
@@ -96,19 +98,30 @@ public final class OpusEncoder {
         return Int(length)
     }
 
-    /// Encodes one ``AudioFrame`` into an ``EncodedFrame`` (whose bytes are a new array).
+    /// Encodes one ``AudioFrame`` into an ``EncodedFrame``.
+    /// - Complexity: allocates nothing in steady state (see ``encode(_:timestampMicroseconds:)``).
     public func encode(_ frame: AudioFrame) throws -> EncodedFrame {
         guard frame.sampleRate == configuration.sampleRate, frame.channelCount == configuration.channelCount else {
             throw MediaError.invalidArgument(
                 "audio frame is \(frame.sampleRate) Hz × \(frame.channelCount) channels; the encoder takes "
                     + "\(configuration.sampleRate) Hz × \(configuration.channelCount)")
         }
-        let length = try frame.samples.withUnsafeBufferPointer { (pcm) in
-            try packetScratch.withUnsafeMutableBytes { (out) in try encode(pcm, into: out) }
+        return try frame.samples.withUnsafeBufferPointer { pcm in
+            try encode(pcm, timestampMicroseconds: frame.timestampSamples * 1_000_000 / Int64(frame.sampleRate))
+        }
+    }
+
+    /// Encodes one frame of interleaved PCM (exactly ``samplesPerFrame`` × channel count samples)
+    /// into an ``EncodedFrame`` stamped `timestampMicroseconds`.
+    /// - Complexity: allocates nothing in steady state: the frame's bytes live in storage the
+    ///   encoder reuses once earlier frames have been released (it keeps a ring of 32).
+    public func encode(_ pcm: UnsafeBufferPointer<Int16>, timestampMicroseconds: Int64) throws -> EncodedFrame {
+        let length = try packetScratch.withUnsafeMutableBytes { out in try encode(pcm, into: out) }
+        let bytes = packetScratch.withUnsafeBytes {
+            recycler.bytes(copying: UnsafeRawBufferPointer(rebasing: $0[..<length]))
         }
         return EncodedFrame(
-            bytes: Array(packetScratch[0..<length]), codec: .opus, isKeyframe: true,
-            timestampMicroseconds: frame.timestampSamples * 1_000_000 / Int64(frame.sampleRate),
+            bytes: bytes, codec: .opus, isKeyframe: true, timestampMicroseconds: timestampMicroseconds,
             durationMicroseconds: Int64(configuration.frameDurationMicroseconds))
     }
 

@@ -6,7 +6,6 @@ final class Publisher {
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
     var pcmFill = 0
-    var packet = [UInt8](repeating: 0, count: 4000)
     /// Samples per channel encoded so far (the next packet's timestamp).
     var audioPosition: Int64 = 0
     var videoEncoder: VPXEncoder?
@@ -53,7 +52,7 @@ extension MediaEngine {
     /// encoded while no channel publishes audio.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a frame in another format than
     ///   ``EngineConfiguration/audio``.
-    /// - Complexity: allocates only the encoded packet.
+    /// - Complexity: allocates nothing in steady state.
     public func pushAudio(_ frame: AudioFrame) throws {
         let format = configuration.audio
         guard frame.sampleRate == format.sampleRate, frame.channelCount == format.channelCount else {
@@ -87,14 +86,10 @@ extension MediaEngine {
             publisher.audioEncoder = try OpusEncoder(configuration: configuration.audio)
         }
         guard let encoder = publisher.audioEncoder else { return }
-        let length = try publisher.pcm.withUnsafeBufferPointer { pcm in
-            try publisher.packet.withUnsafeMutableBytes { try encoder.encode(pcm, into: $0) }
-        }
         let rate = Int64(configuration.audio.sampleRate)
-        let frame = EncodedFrame(
-            bytes: Array(publisher.packet[0..<length]), codec: .opus, isKeyframe: true,
-            timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate,
-            durationMicroseconds: Int64(configuration.audio.frameDurationMicroseconds))
+        let frame = try publisher.pcm.withUnsafeBufferPointer { pcm in
+            try encoder.encode(pcm, timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate)
+        }
         publisher.audioPosition += Int64(encoder.samplesPerFrame)
         send(frame, encodedHere: true)
     }
