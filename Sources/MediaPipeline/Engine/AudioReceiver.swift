@@ -70,6 +70,8 @@ final class AudioReceiver {
     /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
     /// audio, `.concealed` for loss concealment right after a gap, `.none` when starved longer.
     enum Output { case audio, concealed, none }
+    /// What the last ``produce(concealUpToMicroseconds:)`` of a decode round gave.
+    var lastOutput = Output.none
 
     func produce(concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }

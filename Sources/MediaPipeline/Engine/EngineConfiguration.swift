@@ -23,7 +23,7 @@ public struct EngineConfiguration: Sendable {
     public var videoFreezeMs = 600
     /// Remote audio gaps up to this long are filled with Opus loss concealment.
     public var audioConcealMs = 100
-    /// Worker threads decoding independent video streams in parallel.
+    /// Threads (the caller's included) that decode independent streams, audio and video, in parallel.
     public var decodeThreads = 2
 
     /// The defaults: 48 kHz stereo Opus at 32 kbit/s, 20 ms; VP8 at 500 kbit/s, 15 fps.

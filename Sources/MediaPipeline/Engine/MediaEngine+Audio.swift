@@ -14,12 +14,24 @@ extension MediaEngine {
             mixInputs.removeAll(keepingCapacity: true)
             let freeze = Int64(configuration.audioFreezeMs) * 1000
             let conceal = Int64(configuration.audioConcealMs) * 1000
+            // Decode every stream's next 10 ms first, independent streams in parallel ...
+            audioRound.receivers.removeAll(keepingCapacity: true)
+            audioRound.concealUpToMicroseconds = conceal
+            for id in channelOrder {
+                guard let state = channels[id], state.joined else { continue }
+                for uid in state.userOrder {
+                    if let receiver = state.users[uid]?.audio { audioRound.receivers.append(receiver) }
+                }
+            }
+            decodeWorkers.run(audioRound.receivers.count, on: audioRound)
+            audioRound.receivers.removeAll(keepingCapacity: true)
+            // ... then report and mix in channel and join order on this thread.
             for id in channelOrder {
                 guard let state = channels[id], state.joined else { continue }
                 channelMixInputs.removeAll(keepingCapacity: true)
                 for uid in state.userOrder {
                     guard let user = state.users[uid], let receiver = user.audio else { continue }
-                    switch receiver.produce(concealUpToMicroseconds: conceal) {
+                    switch receiver.lastOutput {
                     case .audio:
                         state.stats.audioFramesDecoded += 1
                         reportDecoding(state, user, .audio)

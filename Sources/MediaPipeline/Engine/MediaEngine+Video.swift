@@ -61,17 +61,18 @@ extension MediaEngine {
         var requests: [(String, UInt32)] = []
         let hadEvents: Bool = lock.withLock {
             let before = pendingEvents.count
-            renderJobs.removeAll(keepingCapacity: true)
+            videoRound.jobs.removeAll(keepingCapacity: true)
             for id in channelOrder {
                 guard let state = channels[id], state.joined else { continue }
                 for uid in state.userOrder {
                     guard let user = state.users[uid], let receiver = user.video, receiver.hasQueuedFrames else {
                         continue
                     }
-                    renderJobs.append((receiver, canvases[user.key]))
+                    videoRound.jobs.append((receiver, canvases[user.key]))
                 }
             }
-            decodeJobs()
+            // Independent streams decode in parallel; a stream's decoder is touched by one thread.
+            decodeWorkers.run(videoRound.jobs.count, on: videoRound)
             let freeze = Int64(configuration.videoFreezeMs) * 1000
             let now = self.now
             for id in channelOrder {
@@ -99,7 +100,7 @@ extension MediaEngine {
                     if keyframeRequestDue(receiver) { requests.append((id, uid)) }
                 }
             }
-            renderJobs.removeAll(keepingCapacity: true)
+            videoRound.jobs.removeAll(keepingCapacity: true)
             return pendingEvents.count != before
         }
         for (channelId, uid) in requests { transport.requestKeyframe(channelId: channelId, publisher: uid) }
@@ -117,18 +118,5 @@ extension MediaEngine {
         receiver.keyframeRequested()
         stats.keyframeRequestsSent += 1
         return true
-    }
-
-    /// Decodes `renderJobs`, spreading independent streams over the decode threads. Call with
-    /// the lock held; a stream's decoder is only ever touched by one thread per round.
-    private func decodeJobs() {
-        decodeWorkers.run(renderJobs.count, on: self)
-    }
-}
-
-extension MediaEngine: ParallelJobSource {
-    func runJob(_ index: Int) {
-        let (receiver, canvas) = renderJobs[index]
-        receiver.decodeBatch(canvas)
     }
 }

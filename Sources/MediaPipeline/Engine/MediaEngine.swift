@@ -11,9 +11,10 @@
 ///
 /// ## Threads
 /// Control calls may come from any thread. The per-frame calls allocate nothing in steady state,
-/// create no tasks and hop no actors; ``renderVideo()`` decodes independent streams on up to
-/// ``EngineConfiguration/decodeThreads`` threads. Events are delivered after the call that
-/// caused them returns its locks, in order, on the calling thread.
+/// create no tasks and hop no actors. ``pullPlayout(into:)`` decodes the streams' audio and
+/// ``renderVideo()`` their video on up to ``EngineConfiguration/decodeThreads`` threads,
+/// independent streams in parallel. Events are delivered after the call that caused them
+/// returns its locks, in order, on the calling thread.
 public final class MediaEngine: @unchecked Sendable {
     /// The engine's settings.
     public let configuration: EngineConfiguration
@@ -38,13 +39,14 @@ public final class MediaEngine: @unchecked Sendable {
     var mixInputs: [MixerInput] = []
     var channelMixInputs: [MixerInput] = []
     var playout: [Int16]
-    var renderJobs: [(VideoReceiver, CanvasBuffer?)] = []
+    let audioRound = AudioDecodeRound()
+    let videoRound = VideoDecodeRound()
     /// Subscription decisions not yet told to the transport: (channel, publisher, kind, subscribed).
     var subscriptionChanges: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
     /// Receivers playing one last frame at gain 0 before release.
     var fadingOut: [(StreamKey, AudioReceiver)] = []
 
-    /// Threads that decode independent video streams together.
+    /// Threads that decode independent streams together (audio per tick, video per render).
     let decodeWorkers: ParallelWorkers
 
     // Guarded by `publishLock`.
