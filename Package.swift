@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "MediaPipeline", targets: ["MediaPipeline"]),
         .executable(name: "pipebench", targets: ["pipebench"]),
+        // The direct-C twins of the codec paths, for the benchmark package (Benchmarks/).
+        .library(name: "CCodecBaseline", targets: ["CCodecBaseline"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
@@ -21,8 +23,8 @@ let package = Package(
             name: "MediaPipeline",
             dependencies: ["COpus", "CVpx", "CSoxr", "CYuv", "CZlib"]
         ),
-        // The same codec work written directly in C, so `pipebench bench` can report the
-        // wrappers' cost as a ratio measured in one run.
+        // The same codec work written directly in C, so `pipebench bench` and Benchmarks/ can
+        // report the wrappers' cost as a ratio measured in one run.
         .target(
             name: "CCodecBaseline",
             dependencies: ["COpus", "CVpx"]
