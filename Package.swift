@@ -29,11 +29,14 @@ let package = Package(
             name: "CCodecBaseline",
             dependencies: ["COpus", "CVpx"]
         ),
+        // Counts heap allocations in pipebench's process, for `pipebench bench`.
+        .target(name: "CAllocationCounter"),
         .executableTarget(
             name: "pipebench",
             dependencies: [
                 "MediaPipeline",
                 "CCodecBaseline",
+                "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

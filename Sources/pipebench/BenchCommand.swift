@@ -1,237 +1,194 @@
 import ArgumentParser
-import CCodecBaseline
 import Foundation
 import MediaPipeline
 
-/// `pipebench bench`: codec throughput through MediaPipeline's types against the same work
-/// written directly in C (CCodecBaseline), on the same frames, in one run.
+/// `pipebench bench`: a self-contained throughput run on the bundled samples. Codec paths
+/// through MediaPipeline's types against the same work in direct C; the mixer, fan-out,
+/// canvas rendering and subscriber tick with their cost per stream and allocations; and the
+/// session capacity on one and on two decode threads.
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure Opus and VP8/VP9 throughput through MediaPipeline against direct libopus/libvpx calls.",
-        discussion: "Build with -c release for meaningful figures. Each path runs --repeats times, alternating "
-            + "ours and C; the median is reported, and the ratio ours/C is the wrappers' cost.")
+        abstract: "Measure codec, mixer, fan-out, rendering and session throughput, and the session capacity.",
+        discussion: "Build with -c release for meaningful figures. Codec paths run --repeats times, alternating "
+            + "ours and C; medians are reported, and ours/C is the wrappers' cost. The session capacity is the "
+            + "most remote users (Opus 32 kbit/s + VP8 360p 15 fps 500 kbit/s, replayed) one engine decodes, "
+            + "mixes and renders into 320x180 canvases in real time.")
 
     @Option(help: "Folder with the bundled samples.") var samples = "samples"
     @Option(help: "Runs per measurement (median reported).") var repeats = 7
+    @Option(help: "Session seconds timed per capacity trial.") var capacitySeconds = 3.0
+    @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
+    var threads = ProcessInfo.processInfo.activeProcessorCount
+    @Flag(help: "Skip the session capacity search.") var noCapacity = false
+    @Option(help: "Run only these sections (comma-separated: codecs, mixer, fan-out, render, tick, capacity).")
+    var only: String?
     @Flag(help: "Print JSON.") var json = false
-
-    struct Row {
-        var path: String
-        var unit: String  // "frame" for video, "20 ms" for audio
-        var oursMicroseconds: Double
-        var cMicroseconds: Double
-        var realtimeFactor: (Double) -> Double
-        var identical: Bool
-    }
 
     func run() throws {
         guard repeats > 0 else { throw ValidationError("--repeats must be at least 1") }
+        guard capacitySeconds >= 0.5, capacitySeconds <= 60 else {
+            throw ValidationError("--capacity-seconds \(capacitySeconds) is outside 0.5...60")
+        }
+        guard (1...64).contains(threads) else { throw ValidationError("--threads \(threads) is outside 1...64") }
         #if DEBUG
             if !json { printError("note: a debug build; run `swift run -c release pipebench bench` for real figures") }
         #endif
-        var rows: [Row] = []
-        rows += try opusRows()
-        for codec in VideoCodec.allCases { rows += try vpxRows(codec) }
+        let progress: (String, Double) -> Void = { label, fraction in
+            if !json { Terminal.progress(label, fraction) }
+        }
+        let sections = try selectedSections()
+        var rows: [BenchRow] = []
+        var vp8DecodeMicroseconds: Double?
+        let codecs = BenchCodecs(samples: samples, repeats: repeats, progress: progress)
+        if sections.contains("codecs") {
+            rows += try codecs.opusRows()
+            let pictures = try codecs.samplePictures()
+            for codec in VideoCodec.allCases {
+                let (codecRows, decode) = try codecs.vpxRows(codec, pictures: pictures)
+                rows += codecRows
+                if codec == .vp8 { vp8DecodeMicroseconds = decode }
+            }
+        }
+
+        progress("preparing sample media", 0)
+        let media = try SampleMedia(
+            speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+        let engine = BenchEngine(repeats: repeats, progress: progress)
+        if sections.contains("mixer") {
+            let speech = media.audioFrames.flatMap(\.samples)
+            for sources in [2, 8, 32, 256, 1024] { rows.append(try engine.mixerRow(sources: sources, speech: speech)) }
+        }
+        var encodesPerFrame: Double?
+        if sections.contains("fan-out") {
+            rows += try [1, 10, 100, 1000].map { try engine.fanOutRow(subscribers: $0, packet: media.opusPackets[0]) }
+            let encodeOnce = try [1, 1000].map { try engine.encodeOnceRow(subscribers: $0, audio: media.audioFrames) }
+            rows += encodeOnce.map(\.row)
+            encodesPerFrame = encodeOnce[1].encodesPerFrame
+        }
+        if sections.contains("render") {
+            for mode in RenderMode.allCases {
+                rows.append(try engine.renderRow(pictures: media.pictures, width: 320, height: 180, mode: mode))
+                rows.append(try engine.renderRow(pictures: media.pictures, width: 1280, height: 720, mode: mode))
+            }
+        }
+        if sections.contains("tick") {
+            for users in [1, 8, 32] { rows.append(try engine.tickRow(users: users, media: media, threads: threads)) }
+        }
+
+        var capacity: (one: Int, all: Int)?
+        var trials: [String: [(users: Int, realtime: Double)]] = [:]
+        if sections.contains("capacity") {
+            let search = BenchCapacity(media: media, seconds: capacitySeconds, progress: progress)
+            let one = try search.capacity(threads: 1, label: "1 thread")
+            let all = threads == 1 ? one : try search.capacity(threads: threads, label: "\(threads) threads")
+            capacity = (one.users, all.users)
+            trials = ["1": one.trials, "\(threads)": all.trials]
+        }
         Terminal.clearProgress()
+
+        // The derived figures the targets are stated in, for the sections that ran.
+        var figures: [(key: String, name: String, value: Double, target: String)] = []
+        if let worst = rows.compactMap(\.ratio).max() {
+            figures.append(("worstCodecRatio", "worst codec ours/C", worst, "at most 1.05"))
+        }
+        if let encodesPerFrame {
+            figures.append(
+                ("encodesPerFrameWith1000Subscribers", "encoder runs per frame, 1000 subscribers", encodesPerFrame, "1")
+            )
+        }
+        let fanOut = rows.filter { $0.path.hasPrefix("one Opus packet") }
+        if fanOut.count == 4 {
+            let extra = (fanOut[3].microsecondsPerUnit - fanOut[0].microsecondsPerUnit) / 999
+            figures.append(("microsecondsPerExtraSubscriber", "µs per extra subscriber (1 → 1000)", extra, "under 1"))
+        }
+        if let slowest = rows.filter({ $0.section == "mixer" }).map(\.speed).min() {
+            figures.append(
+                ("mixerSlowestMsamplesPerSecond", "mixer, slowest case, Msamples/s", slowest, "at least 1000"))
+        }
+        if let decode = vp8DecodeMicroseconds,
+            let render = rows.filter({ $0.section == "render" && $0.path.contains("320x180") }).map(
+                \.microsecondsPerUnit
+            )
+            .max()
+        {
+            figures.append(
+                ("renderShareOfDecode", "360p → 320x180 render / VP8 360p decode", render / decode, "under 0.15"))
+        }
+        if let allocations = rows.filter({ $0.section != "codecs" }).map(\.allocationsPerUnit).max() {
+            figures.append(
+                ("engineAllocationsPerUnit", "allocations per tick or frame, engine paths", allocations, "0"))
+        }
+
         if json {
-            print(
-                Report.json([
-                    "paths": rows.map { row in
-                        [
-                            "path": row.path, "oursMicrosecondsPerFrame": row.oursMicroseconds,
-                            "cMicrosecondsPerFrame": row.cMicroseconds,
-                            "ratio": row.oursMicroseconds / row.cMicroseconds, "identicalOutput": row.identical,
-                            (row.unit == "frame" ? "framesPerSecond" : "realtimeFactor"): row.realtimeFactor(
-                                row.oursMicroseconds),
-                        ] as [String: Any]
-                    }
-                ]))
+            var object: [String: Any] = ["paths": rows.map(\.jsonObject), "threads": threads]
+            for figure in figures { object[figure.key] = figure.value }
+            if let capacity {
+                object["sessionCapacityUsers"] = capacity.all
+                object["sessionCapacityUsersOneThread"] = capacity.one
+                object["sessionCapacityScaling"] = capacity.one > 0 ? Double(capacity.all) / Double(capacity.one) : 0
+                object["capacityTrials"] = trials.mapValues { list in
+                    list.map { ["users": $0.users, "realtimeFactor": $0.realtime] as [String: Any] }
+                }
+            }
+            print(Report.json(object))
             return
         }
-        print("path                         ours µs/frame    C µs/frame   ours/C   speed (ours)   same output")
-        for row in rows {
-            let speed =
-                row.unit == "frame"
-                ? String(format: "%8.0f fps", row.realtimeFactor(row.oursMicroseconds))
-                : String(format: "%8.0f× rt", row.realtimeFactor(row.oursMicroseconds))
-            let name = row.path.padding(toLength: 28, withPad: " ", startingAt: 0)
+        printTables(rows)
+        print("")
+        for figure in figures {
             print(
-                String(
-                    format: "%@ %13.1f %13.1f %8.3f   %@   %@", name, row.oursMicroseconds, row.cMicroseconds,
-                    row.oursMicroseconds / row.cMicroseconds, speed, row.identical ? "yes" : "NO"))
+                figure.name.padding(toLength: 48, withPad: " ", startingAt: 0)
+                    + String(format: "%10.3f", figure.value) + "   target: \(figure.target)")
+        }
+        if let capacity {
+            print("")
+            let scaling = capacity.one > 0 ? Double(capacity.all) / Double(capacity.one) : 0
+            print(
+                "session capacity: \(capacity.all) users in real time on \(threads) threads, \(capacity.one) on 1 "
+                    + String(format: "(%.2f×)", scaling)
+                    + "; each user Opus 32 kbit/s + VP8 640x360 15 fps 500 kbit/s into a 320x180 canvas")
         }
     }
 
-    /// Median seconds of `repeats` runs of each closure, run alternately.
-    private func medians(_ label: String, _ ours: () throws -> Void, _ c: () throws -> Void) rethrows -> (
-        Double, Double
-    ) {
-        var oursTimes: [Double] = []
-        var cTimes: [Double] = []
-        for index in 0..<repeats {
-            if !json { Terminal.progress(label, Double(index) / Double(repeats)) }
-            if index % 2 == 0 {
-                oursTimes.append(try measure(ours).1)
-                cTimes.append(try measure(c).1)
-            } else {
-                cTimes.append(try measure(c).1)
-                oursTimes.append(try measure(ours).1)
+    /// The sections `--only` and `--no-capacity` leave.
+    private func selectedSections() throws -> Set<String> {
+        let all: Set<String> = ["codecs", "mixer", "fan-out", "render", "tick", "capacity"]
+        var chosen = all
+        if let only {
+            chosen = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+            if let unknown = chosen.subtracting(all).sorted().first {
+                throw ValidationError("--only: unknown section '\(unknown)' (\(all.sorted().joined(separator: ", ")))")
             }
         }
-        return (oursTimes.sorted()[repeats / 2], cTimes.sorted()[repeats / 2])
+        if noCapacity { chosen.remove("capacity") }
+        return chosen
     }
 
-    // MARK: - Opus
-
-    private func opusRows() throws -> [Row] {
-        let (source, format) = try SignalQuality.loadWAV("\(samples)/speech-48k-stereo.wav")
-        guard format.sampleRate == 48000, format.channelCount == 2 else {
-            throw ValidationError("the speech sample must be 48 kHz stereo")
-        }
-        let frameSize = 960
-        let passes = 5
-        var pcm: [Int16] = []
-        for _ in 0..<passes { pcm += source }
-        let frameCount = pcm.count / (frameSize * 2)
-        let maxPacket = 4000
-        let settings = OpusEncoderConfiguration()
-
-        var cPackets = [UInt8](repeating: 0, count: frameCount * maxPacket)
-        var cSizes = [Int32](repeating: 0, count: frameCount)
-        var ourSizes = [Int](repeating: 0, count: frameCount)
-        var ourPackets = [UInt8](repeating: 0, count: frameCount * maxPacket)
-        let (encodeOurs, encodeC) = try medians(
-            "opus encode",
-            {
-                let encoder = try OpusEncoder(configuration: settings)
-                try pcm.withUnsafeBufferPointer { input in
-                    try ourPackets.withUnsafeMutableBytes { out in
-                        for i in 0..<frameCount {
-                            let frame = UnsafeBufferPointer(
-                                rebasing: input[(i * frameSize * 2)..<((i + 1) * frameSize * 2)])
-                            ourSizes[i] = try encoder.encode(
-                                frame,
-                                into: UnsafeMutableRawBufferPointer(
-                                    rebasing: out[(i * maxPacket)..<((i + 1) * maxPacket)]))
-                        }
-                    }
-                }
-            },
-            {
-                let total = mp_baseline_opus_encode(
-                    pcm, Int32(frameCount), Int32(frameSize), 2, Int32(settings.bitrateBitsPerSecond),
-                    Int32(settings.complexity),
-                    settings.constrainedVariableBitrate ? 1 : 0, &cPackets, Int32(maxPacket), &cSizes)
-                if total < 0 { throw MediaError(.codecFailure, "C Opus encode failed") }
-            })
-        let sameEncode = ourSizes.map(Int32.init) == cSizes && ourPackets == cPackets
-
-        var output = [Int16](repeating: 0, count: 5760 * 2)
-        let (decodeOurs, decodeC) = try medians(
-            "opus decode",
-            {
-                let decoder = try OpusDecoder()
-                try output.withUnsafeMutableBufferPointer { out in
-                    try cPackets.withUnsafeBytes { packets in
-                        for i in 0..<frameCount {
-                            _ = try decoder.decode(
-                                UnsafeRawBufferPointer(
-                                    rebasing: packets[(i * maxPacket)..<(i * maxPacket + Int(cSizes[i]))]), into: out)
-                        }
-                    }
-                }
-            },
-            {
-                if mp_baseline_opus_decode(cPackets, Int32(maxPacket), cSizes, Int32(frameCount), 2, &output, 5760) < 0
-                {
-                    throw MediaError(.codecFailure, "C Opus decode failed")
-                }
-            })
-        let perFrame = 1e6 / Double(frameCount)
-        let realtime: (Double) -> Double = { 20_000 / $0 }
-        return [
-            Row(
-                path: "Opus encode 48k stereo 64k", unit: "20 ms", oursMicroseconds: encodeOurs * perFrame,
-                cMicroseconds: encodeC * perFrame, realtimeFactor: realtime, identical: sameEncode),
-            Row(
-                path: "Opus decode 48k stereo", unit: "20 ms", oursMicroseconds: decodeOurs * perFrame,
-                cMicroseconds: decodeC * perFrame, realtimeFactor: realtime, identical: true),
-        ]
-    }
-
-    // MARK: - VP8 / VP9
-
-    private func vpxRows(_ codec: VideoCodec) throws -> [Row] {
-        // The 640x360 sample, decoded once into memory, is the input of every run.
-        let reader = try IVFReader(path: "\(samples)/motion-640x360.ivf")
-        let sampleDecoder = try VPXDecoder(codec: reader.header.codec, outputPoolCapacity: 128)
-        var pictures: [I420Buffer] = []
-        while let frame = try reader.readFrame() {
-            if let picture = try sampleDecoder.decode(frame.bytes) {
-                let copy = try I420Buffer(width: picture.width, height: picture.height)
-                picture.withView { copy.copy(from: $0) }
-                pictures.append(copy)
+    private func printTables(_ rows: [BenchRow]) {
+        var sections: [String] = []
+        for row in rows where !sections.contains(row.section) { sections.append(row.section) }
+        for section in sections {
+            print("")
+            print("== \(section)")
+            print(
+                "path                                   unit          µs/unit    C µs/unit   ours/C        speed"
+                    + "     µs/stream   allocs/unit")
+            for row in rows where row.section == section {
+                let c =
+                    row.cMicrosecondsPerUnit.map { String(format: "%12.1f", $0) } ?? String(repeating: " ", count: 12)
+                let ratio = row.ratio.map { String(format: "%8.3f", $0) } ?? String(repeating: " ", count: 8)
+                let perStream =
+                    row.perStreamMicroseconds.map { String(format: "%12.3f", $0) } ?? String(repeating: " ", count: 12)
+                let speed = String(format: "%9.0f %@", row.speed, row.speedUnit)
+                print(
+                    row.path.padding(toLength: 38, withPad: " ", startingAt: 0) + " "
+                        + row.unit.padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + String(format: "%12.1f", row.microsecondsPerUnit) + c + ratio + " "
+                        + speed.padding(toLength: 20, withPad: " ", startingAt: 0) + perStream
+                        + String(format: "%14.2f", row.allocationsPerUnit)
+                        + (row.identicalOutput == false ? "  OUTPUT DIFFERS" : ""))
             }
         }
-        let width = pictures[0].width
-        let height = pictures[0].height
-        let packed: [[UInt8]] = pictures.map { picture in
-            var bytes: [UInt8] = []
-            picture.withView { view in view.forEachPackedRow { bytes.append(contentsOf: $0) } }
-            return bytes
-        }
-        let settings = VPXEncoderConfiguration(codec: codec, width: width, height: height)
-        var encoded: [EncodedFrame] = []
-        var cTotal = 0
-        let (encodeOurs, encodeC) = try medians(
-            "\(codec) encode",
-            {
-                let encoder = try VPXEncoder(configuration: settings)
-                encoded.removeAll(keepingCapacity: true)
-                for picture in pictures { encoded.append(try encoder.encode(picture)) }
-            },
-            {
-                let pointers = packed.map { $0.withUnsafeBufferPointer { $0.baseAddress } }
-                let total = withExtendedLifetime(packed) {
-                    pointers.withUnsafeBufferPointer { list in
-                        mp_baseline_vpx_encode(
-                            codec == .vp8 ? 8 : 9, list.baseAddress, Int32(pictures.count), Int32(width), Int32(height),
-                            Int32(settings.frameRateNumerator), Int32(settings.bitrateBitsPerSecond),
-                            Int32(settings.speed), 1)
-                    }
-                }
-                if total < 0 { throw MediaError(.codecFailure, "C \(codec) encode failed") }
-                cTotal = total
-            })
-        let sameEncode = encoded.reduce(0) { $0 + $1.byteCount } == cTotal
-
-        let (decodeOurs, decodeC) = try medians(
-            "\(codec) decode",
-            {
-                let decoder = try VPXDecoder(codec: codec)
-                for frame in encoded { try frame.bytes.withUnsafeBytes { _ = try decoder.decode($0) { _ in } } }
-            },
-            {
-                let pointers = encoded.map { $0.bytes.withUnsafeBufferPointer { $0.baseAddress } }
-                let sizes = encoded.map(\.byteCount)
-                let total = withExtendedLifetime(encoded) {
-                    pointers.withUnsafeBufferPointer { list in
-                        mp_baseline_vpx_decode(codec == .vp8 ? 8 : 9, list.baseAddress, sizes, Int32(encoded.count), 1)
-                    }
-                }
-                if total != width * encoded.count { throw MediaError(.codecFailure, "C \(codec) decode failed") }
-            })
-        let perFrame = 1e6 / Double(pictures.count)
-        let fps: (Double) -> Double = { 1e6 / $0 }
-        let size = "\(width)x\(height)"
-        return [
-            Row(
-                path: "\(codec) encode \(size)", unit: "frame", oursMicroseconds: encodeOurs * perFrame,
-                cMicroseconds: encodeC * perFrame, realtimeFactor: fps, identical: sameEncode),
-            Row(
-                path: "\(codec) decode \(size)", unit: "frame", oursMicroseconds: decodeOurs * perFrame,
-                cMicroseconds: decodeC * perFrame, realtimeFactor: fps, identical: true),
-        ]
     }
 }

@@ -22,7 +22,7 @@ struct EncodedFrameRecyclingTests {
                 snapshots.append(frame.bytes.map { $0 })  // an element-wise copy, not shared storage
             }
         }
-        // 100 frames held across a ring of 32: each wrap had to give the slot fresh storage.
+        // 100 frames held across a ring of 64: each wrap had to give the slot fresh storage.
         for (frame, snapshot) in zip(frames, snapshots) { #expect(frame.bytes == snapshot) }
         #expect(Set(frames.map(address)).count == 100)
         // The held frames decode like an independent encode of the same audio.
@@ -36,15 +36,15 @@ struct EncodedFrameRecyclingTests {
         }
     }
 
-    @Test("released frames give their storage back: the ring's slots are reused in place")
+    @Test("released frames give their storage back: the ring's 24 slots are reused in place")
     func releasedStorageIsReused() throws {
         let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(codec: .vp8, width: 64, height: 48))
         var firstRound: [UnsafeRawPointer?] = []
         var secondRound: [UnsafeRawPointer?] = []
-        for index in 0..<32 {
+        for index in 0..<48 {
             let frame = try encoder.encode(try syntheticPicture(width: 64, height: 48, frame: index))
             #expect(frame.byteCount > 0)
-            if index < 16 { firstRound.append(address(frame)) } else { secondRound.append(address(frame)) }
+            if index < 24 { firstRound.append(address(frame)) } else { secondRound.append(address(frame)) }
         }
         #expect(firstRound == secondRound)
     }

@@ -81,19 +81,30 @@ public final class AudioMixer {
             return
         }
         sum.withUnsafeMutableBufferPointer { sum in
-            sum.update(repeating: 0)
             let channels = channelCount
             let frames = samplesPerChannel
+            var first = true  // the first audible input writes the sum instead of adding to it
             for input in inputs {
                 precondition(input.samples.count == count, "mixer input must hold one 10 ms frame")
-                let start = gains[input.key]?.gain ?? 0
                 let end = max(0, min(4, input.gain))
-                gains[input.key] = (end, generation)
+                let start: Float
+                if let index = gains.index(forKey: input.key) {
+                    start = gains.values[index].gain
+                    gains.values[index] = (end, generation)
+                } else {
+                    start = 0
+                    gains[input.key] = (end, generation)
+                }
+                guard start != 0 || end != 0 else { continue }
                 let samples = input.samples
                 if start == end {
-                    if end == 0 { continue }
-                    for i in 0..<count { sum[i] += Float(samples[i]) * end }
+                    if first {
+                        for i in 0..<count { sum[i] = Float(samples[i]) * end }
+                    } else {
+                        for i in 0..<count { sum[i] += Float(samples[i]) * end }
+                    }
                 } else {
+                    if first { sum.update(repeating: 0) }
                     let step = (end - start) / Float(frames)
                     var g = start
                     var i = 0
@@ -103,7 +114,9 @@ public final class AudioMixer {
                         i += channels
                     }
                 }
+                first = false
             }
+            if first { sum.update(repeating: 0) }
             limiter.process(sum, channelCount: channels, into: output)
         }
         forgetAbsentSources(present: inputs.count)

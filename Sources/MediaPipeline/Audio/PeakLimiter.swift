@@ -28,26 +28,49 @@ struct PeakLimiter {
         var start = 0
         while start < samples.count {
             let end = min(samples.count, start + blockSamples)
-            var peak: Float = 0
-            for i in start..<end { peak = max(peak, abs(samples[i])) }
+            let block = UnsafeMutableBufferPointer(rebasing: samples[start..<end])
+            let out = UnsafeMutableBufferPointer(rebasing: output[start..<end])
+            let peak = Self.peak(block)
             let desired: Float = peak > threshold ? threshold / peak : 1
             let target = desired < gain ? desired : min(desired, gain * releaseStep)
-            let frames = (end - start) / channelCount
-            let step = (target - gain) / Float(max(frames, 1))
-            var g = gain
-            var i = start
-            while i < end {
-                g += step
-                for c in 0..<channelCount {
-                    var value = samples[i + c] * g
-                    // The ramp from a higher gain can overshoot inside the block: cap each sample.
-                    if value > threshold { value = threshold } else if value < -threshold { value = -threshold }
-                    output[i + c] = Int16(value.rounded())
+            if gain == 1 && target == 1 {
+                // Nothing to limit (the usual case): the block fits below the threshold as it is.
+                for i in 0..<block.count { out[i] = Self.int16(block[i]) }
+            } else {
+                let frames = block.count / channelCount
+                let step = (target - gain) / Float(max(frames, 1))
+                var g = gain
+                var i = 0
+                while i < block.count {
+                    g += step
+                    for c in 0..<channelCount {
+                        // The ramp from a higher gain can overshoot inside the block: cap each sample.
+                        out[i + c] = Self.int16(min(threshold, max(-threshold, block[i + c] * g)))
+                    }
+                    i += channelCount
                 }
-                i += channelCount
             }
             gain = target
             start = end
         }
+    }
+
+    /// The largest magnitude in `block`, in a form the compiler vectorises.
+    private static func peak(_ block: UnsafeMutableBufferPointer<Float>) -> Float {
+        var high: Float = 0
+        var low: Float = 0
+        for value in block {
+            high = value > high ? value : high
+            low = value < low ? value : low
+        }
+        return max(high, -low)
+    }
+
+    /// `value` rounded to the nearest integer (ties to even) as Int16, for |value| below 2^22:
+    /// adding 1.5 × 2^23 leaves the integer in the low bits of the float's pattern, with no
+    /// branch and no library call, so the loops that use it vectorise.
+    @inline(__always)
+    private static func int16(_ value: Float) -> Int16 {
+        Int16(truncatingIfNeeded: (value + 12_582_912).bitPattern)
     }
 }

@@ -15,7 +15,7 @@ public final class OpusEncoder {
     /// 20 ms, up to 3 frames in 60 ms), so no encode ever reallocates.
     private var packetScratch = [UInt8](repeating: 0, count: 4000)
     /// Storage of the frames handed out, reused once they are released.
-    private var recycler = EncodedByteRecycler(slotCount: 32, capacity: 1500)
+    private var recycler = EncodedByteRecycler(slotCount: 64, capacity: 1500)
 
     /// Creates an encoder.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a setting out of range,
@@ -114,7 +114,7 @@ public final class OpusEncoder {
     /// Encodes one frame of interleaved PCM (exactly ``samplesPerFrame`` × channel count samples)
     /// into an ``EncodedFrame`` stamped `timestampMicroseconds`.
     /// - Complexity: allocates nothing in steady state: the frame's bytes live in storage the
-    ///   encoder reuses once earlier frames have been released (it keeps a ring of 32).
+    ///   encoder reuses once earlier frames have been released (a ring of 64: more than a receiver queues).
     public func encode(_ pcm: UnsafeBufferPointer<Int16>, timestampMicroseconds: Int64) throws -> EncodedFrame {
         let length = try packetScratch.withUnsafeMutableBytes { out in try encode(pcm, into: out) }
         let bytes = packetScratch.withUnsafeBytes {

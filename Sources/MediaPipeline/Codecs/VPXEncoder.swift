@@ -12,7 +12,7 @@ public final class VPXEncoder {
     private var keyframePending = false
     private var nextPTS: Int64 = 0
     /// Storage of the frames handed out, reused once they are released.
-    private var recycler = EncodedByteRecycler(slotCount: 16, capacity: 64 * 1024)
+    private var recycler = EncodedByteRecycler(slotCount: 24, capacity: 16 * 1024)
 
     /// Creates an encoder.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a setting out of range,
@@ -91,7 +91,7 @@ public final class VPXEncoder {
     ///   result. Frames are numbered internally for libvpx's rate control.
     /// - Parameter forceKeyframe: make this frame a keyframe.
     /// - Complexity: allocates nothing in steady state: the frame's bytes live in storage the
-    ///   encoder reuses once earlier frames have been released (it keeps a ring of 16).
+    ///   encoder reuses once earlier frames have been released (a ring of 24: more than a receiver queues).
     public func encode(
         _ picture: I420View, timestampMicroseconds: Int64? = nil, forceKeyframe: Bool = false
     ) throws -> EncodedFrame {

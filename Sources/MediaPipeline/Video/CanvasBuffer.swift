@@ -15,8 +15,10 @@ public final class CanvasBuffer: @unchecked Sendable {
     private var _sourceWidth = 0
     private var _sourceHeight = 0
 
-    /// Creates a black canvas.
-    init(_ canvas: VideoCanvas) throws {
+    /// Creates a black canvas. (The engine makes one per ``MediaEngine/setupRemoteVideo(_:)``;
+    /// a standalone one renders local previews or measures rendering.)
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a size outside 1...16384.
+    public init(_ canvas: VideoCanvas) throws {
         _canvas = canvas
         picture = try I420Buffer(width: canvas.width, height: canvas.height)
         picture.withMutableView { $0.fill(y: CanvasBlack.y, u: CanvasBlack.u, v: CanvasBlack.v) }
@@ -57,9 +59,9 @@ public final class CanvasBuffer: @unchecked Sendable {
         }
     }
 
-    /// Fits `source` into the canvas in its render mode and mirroring.
+    /// Fits `source` into the canvas in its render mode and mirroring (libyuv box scaling).
     /// - Complexity: allocates nothing once the canvas has rendered with its current settings.
-    func render(_ source: I420View) {
+    public func render(_ source: I420View) {
         lock.withLock {
             let layout = PictureScaler.layout(
                 sourceWidth: source.width, sourceHeight: source.height, targetWidth: picture.width,

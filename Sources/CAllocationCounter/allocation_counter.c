@@ -1,0 +1,54 @@
+#include "allocation_counter.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+// glibc's allocator under its internal names (exported by libc.so.6).
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+extern void __libc_free(void *pointer);
+
+static atomic_long allocations;
+
+long mp_allocation_count(void) { return atomic_load_explicit(&allocations, memory_order_relaxed); }
+
+static inline void count(void) { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); }
+
+void *malloc(size_t size) {
+    count();
+    return __libc_malloc(size);
+}
+
+void *calloc(size_t count_, size_t size) {
+    count();
+    return __libc_calloc(count_, size);
+}
+
+void *realloc(void *pointer, size_t size) {
+    count();
+    return __libc_realloc(pointer, size);
+}
+
+void free(void *pointer) { __libc_free(pointer); }
+
+void *memalign(size_t alignment, size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
+}
+
+void *aligned_alloc(size_t alignment, size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
+}
+
+int posix_memalign(void **result, size_t alignment, size_t size) {
+    if (alignment < sizeof(void *) || (alignment & (alignment - 1)) != 0) return EINVAL;
+    count();
+    void *pointer = __libc_memalign(alignment, size);
+    if (!pointer) return ENOMEM;
+    *result = pointer;
+    return 0;
+}

@@ -1,0 +1,62 @@
+import CAllocationCounter
+import Foundation
+
+/// One line of `pipebench bench`: a path's cost per frame (or per tick, per mix), with what it
+/// compares against.
+struct BenchRow {
+    /// The table the row belongs to.
+    var section: String
+    var path: String
+    /// What one unit of work is: "20 ms", "frame", "mix", "10 ms tick".
+    var unit: String
+    var microsecondsPerUnit: Double
+    /// The same work through direct C calls, when there is a twin.
+    var cMicrosecondsPerUnit: Double?
+    /// Throughput in ``speedUnit``.
+    var speed: Double
+    var speedUnit: String
+    /// The cost of one stream (source, subscriber, user) inside the unit, when the row has many.
+    var perStreamMicroseconds: Double?
+    /// Heap allocations per unit in steady state.
+    var allocationsPerUnit: Double
+    /// For codec rows: whether our output matched the C twin's.
+    var identicalOutput: Bool?
+
+    var ratio: Double? { cMicrosecondsPerUnit.map { microsecondsPerUnit / $0 } }
+
+    var jsonObject: [String: Any] {
+        var object: [String: Any] = [
+            "section": section, "path": path, "unit": unit, "microsecondsPerUnit": microsecondsPerUnit,
+            "speed": speed, "speedUnit": speedUnit, "allocationsPerUnit": allocationsPerUnit,
+        ]
+        if let cMicrosecondsPerUnit { object["cMicrosecondsPerUnit"] = cMicrosecondsPerUnit }
+        if let ratio { object["ratio"] = ratio }
+        if let perStreamMicroseconds { object["perStreamMicroseconds"] = perStreamMicroseconds }
+        if let identicalOutput { object["identicalOutput"] = identicalOutput }
+        return object
+    }
+}
+
+/// Timing and allocation counting for `pipebench bench`.
+enum BenchMeasure {
+    /// Heap allocations made by the process so far (every thread).
+    static var allocations: Int { mp_allocation_count() }
+
+    /// Runs `body` `iterations` times per repeat, `repeats` times after one warm-up repeat;
+    /// returns the median seconds per iteration and the fewest allocations per iteration seen
+    /// in a repeat (steady state: a repeat that happened to start a thread is not it).
+    static func perIteration(repeats: Int, iterations: Int, _ body: (Int) throws -> Void) rethrows -> (
+        seconds: Double, allocations: Double
+    ) {
+        for index in 0..<iterations { try body(index) }
+        var times: [Double] = []
+        var fewest = Int.max
+        for _ in 0..<repeats {
+            let before = allocations
+            let (_, seconds) = try measure { for index in 0..<iterations { try body(index) } }
+            fewest = min(fewest, allocations - before)
+            times.append(seconds / Double(iterations))
+        }
+        return (times.sorted()[times.count / 2], Double(fewest) / Double(iterations))
+    }
+}
