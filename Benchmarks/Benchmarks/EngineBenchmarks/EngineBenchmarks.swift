@@ -1,0 +1,107 @@
+import Benchmark
+import BenchmarkFixtures
+import MediaPipeline
+
+// The engine's hot paths, one sample = one unit of its work: a 10 ms mix, one encoded frame
+// fanned out, one picture rendered into a canvas, one 10 ms subscriber tick. Every path must
+// allocate nothing in steady state: the committed thresholds hold each malloc count at 0.
+
+/// Mutable state carried between samples.
+final class Box<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .throughput, .mallocCountTotal], timeUnits: .nanoseconds, warmupIterations: 20,
+        maxDuration: .seconds(1), maxIterations: 5000)
+
+    // MARK: Mixer: 10 ms of 48 kHz stereo from N sources, unity gain, limiter included
+
+    let speech = Fixtures.speech
+    let frame = 960
+    let speechFrames = speech.count / frame
+    for sources in [2, 8, 32, 256, 1024] {
+        let block = UnsafeMutableBufferPointer<Int16>.allocate(capacity: sources * frame * 8)
+        for source in 0..<sources {
+            for step in 0..<8 {
+                let start = ((source * 7 + step) % speechFrames) * frame
+                for i in 0..<frame { block[(source * 8 + step) * frame + i] = speech[start + i] }
+            }
+        }
+        let mixer = Box(try! AudioMixer(sampleRate: 48000, channelCount: 2))
+        let inputs = Box(
+            (0..<sources).map {
+                MixerInput(
+                    key: StreamKey(channelId: "mix", uid: UInt32($0)),
+                    samples: UnsafeBufferPointer(rebasing: block[0..<frame]), gain: 1)
+            })
+        let output = UnsafeMutableBufferPointer<Int16>.allocate(capacity: frame)
+        let step = Box(0)
+        Benchmark("mix \(sources) sources") { benchmark in
+            for _ in benchmark.scaledIterations {
+                step.value = (step.value + 1) % 8
+                for source in 0..<sources {
+                    let start = (source * 8 + step.value) * frame
+                    inputs.value[source].samples = UnsafeBufferPointer(rebasing: block[start..<(start + frame)])
+                }
+                mixer.value.mix(inputs.value, into: output)
+            }
+        }
+    }
+
+    // MARK: Fan-out: one Opus packet from a publishing engine to N subscribing engines
+
+    for subscribers in [1, 10, 100, 1000] {
+        let hub = LocalHub()
+        let clock = VirtualClock()
+        let publisher = try! MediaEngine(transport: hub, clock: clock)
+        try! publisher.createChannel("fan").join(uid: 1)
+        let engines = Box<[MediaEngine]>([])
+        for index in 0..<subscribers {
+            let engine = try! MediaEngine(transport: hub, clock: clock)
+            let channel = try! engine.createChannel("fan")
+            try! channel.setClientRole(.audience)
+            try! channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
+            engines.value.append(engine)
+        }
+        let packet = Fixtures.media.opusPackets[0]
+        let time = Box<Int64>(0)
+        Benchmark("fan-out to \(subscribers)") { benchmark in
+            for _ in benchmark.scaledIterations {
+                time.value += 20_000
+                publisher.pushEncodedFrame(packet.restamped(time.value))
+            }
+            blackHole(engines)
+        }
+    }
+
+    // MARK: Canvas rendering: a 640x360 picture into a canvas, per render mode, down and up
+
+    for mode in RenderMode.allCases {
+        for (width, height) in [(320, 180), (1280, 720)] {
+            let canvas = try! CanvasBuffer(
+                VideoCanvas(channelId: "render", uid: 1, width: width, height: height, renderMode: mode))
+            let pictures = Fixtures.pictures360
+            let index = Box(0)
+            Benchmark("render \(mode) \(width)x\(height)") { benchmark in
+                for _ in benchmark.scaledIterations {
+                    index.value = (index.value + 1) % pictures.count
+                    pictures[index.value].withView { canvas.render($0) }
+                }
+            }
+        }
+    }
+
+    // MARK: Full subscriber tick: N users' audio decoded and mixed, their video decoded and rendered
+
+    for users in [1, 8, 32] {
+        let load = Box(try! SubscriberLoad(media: Fixtures.media, users: users, decodeThreads: 2))
+        // Past start-up: decoders made, canvases sized, first keyframes decoded.
+        for _ in 0..<100 { load.value.advance() }
+        Benchmark("subscriber tick \(users) users", configuration: .init(maxIterations: 1500)) { benchmark in
+            for _ in benchmark.scaledIterations { load.value.advance() }
+        }
+    }
+}
