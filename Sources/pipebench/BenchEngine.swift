@@ -149,7 +149,8 @@ struct BenchEngine {
         }
         let microseconds = seconds * 1e6
         return BenchRow(
-            section: "subscriber tick", path: "\(users) users, \(threads) threads", unit: "10 ms tick",
+            section: "subscriber tick", path: "\(users) user\(users == 1 ? "" : "s"), \(threads) threads",
+            unit: "10 ms tick",
             microsecondsPerUnit: microseconds, speed: 10_000 / microseconds, speedUnit: "× rt",
             perStreamMicroseconds: microseconds / Double(users), allocationsPerUnit: allocations)
     }

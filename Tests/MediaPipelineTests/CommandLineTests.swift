@@ -247,3 +247,37 @@ struct AllocationTests {
         #expect(publishing <= 8, "\(publishing) allocations in 2 s of steady state")
     }
 }
+
+@Suite("pipebench bench")
+struct BenchCommandTests {
+    private var releasePipebench: String { Fixtures.packageRoot + "/.build/release/pipebench" }
+
+    @Test("engine paths report zero allocations per unit, and one encoder run per frame for 1000 subscribers")
+    func enginePathsAllocateNothing() throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: releasePipebench),
+            "no release build at \(releasePipebench): run scripts/test.sh, or swift build -c release --product pipebench"
+        )
+        let result = try runTool(
+            releasePipebench,
+            ["bench", "--samples", Fixtures.samples, "--repeats", "1", "--only", "mixer,fan-out,render,tick", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let paths = try #require(object["paths"] as? [[String: Any]])
+        // 5 mixer + 6 fan-out + 6 render + 3 tick rows, every one at zero allocations per unit.
+        #expect(paths.count == 20)
+        for path in paths {
+            #expect(path["allocationsPerUnit"] as? Double == 0, "\(path["path"] ?? "?")")
+        }
+        #expect(object["encodesPerFrameWith1000Subscribers"] as? Double == 1)
+        #expect(object["engineAllocationsPerUnit"] as? Double == 0)
+        #expect(object["sessionCapacityUsers"] == nil)  // the capacity section was not selected
+    }
+
+    @Test("an unknown section is refused in one line")
+    func unknownSection() throws {
+        let result = try pipebench(["bench", "--only", "mixer,warp"])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("unknown section 'warp'"))
+    }
+}
