@@ -47,22 +47,12 @@ struct BenchEngine {
 
     // MARK: - Fan-out
 
-    /// One publisher, `subscribers` subscribing engines in its channel; one Opus packet pushed
+    /// One publisher, `subscribers` subscribing engines in its channel (``FanOutLoad``); one Opus packet pushed
     /// (restamped, bytes shared) reaches every subscriber's receive queue.
     func fanOutRow(subscribers: Int, packet: EncodedFrame) throws -> BenchRow {
         progress("fan-out to \(subscribers)", 0)
-        let hub = LocalHub()
-        let clock = VirtualClock()
-        let publisher = try MediaEngine(transport: hub, clock: clock)
-        try publisher.createChannel("fan").join(uid: 1)
-        var engines: [MediaEngine] = []
-        for index in 0..<subscribers {
-            let engine = try MediaEngine(transport: hub, clock: clock)
-            let channel = try engine.createChannel("fan")
-            try channel.setClientRole(.audience)
-            try channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
-            engines.append(engine)
-        }
+        let load = try FanOutLoad(subscribers: subscribers)
+        let (hub, publisher) = (load.hub, load.publisher)
         let before = hub.deliveries
         let iterations = max(50, 200_000 / subscribers)
         let (seconds, allocations) = BenchMeasure.perIteration(repeats: repeats, iterations: iterations) { index in
@@ -74,8 +64,6 @@ struct BenchEngine {
             throw MediaError(
                 .codecFailure, "fan-out delivered \(delivered) frames; \(pushed * Int64(subscribers)) expected")
         }
-        for engine in engines { engine.destroy() }
-        publisher.destroy()
         let microseconds = seconds * 1e6
         return BenchRow(
             section: "fan-out", path: "one Opus packet to \(subscribers)", unit: "frame",
@@ -87,26 +75,14 @@ struct BenchEngine {
     /// 20 ms frame (1 whatever the count) and the row.
     func encodeOnceRow(subscribers: Int, audio: [AudioFrame]) throws -> (row: BenchRow, encodesPerFrame: Double) {
         progress("encode once, \(subscribers) subscribers", 0)
-        let hub = LocalHub()
-        let clock = VirtualClock()
-        let publisher = try MediaEngine(transport: hub, clock: clock)
-        try publisher.createChannel("once").join(uid: 1)
-        var engines: [MediaEngine] = []
-        for index in 0..<subscribers {
-            let engine = try MediaEngine(transport: hub, clock: clock)
-            let channel = try engine.createChannel("once")
-            try channel.setClientRole(.audience)
-            try channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
-            engines.append(engine)
-        }
+        let load = try FanOutLoad(subscribers: subscribers)
+        let publisher = load.publisher
         let iterations = 200
         let (seconds, allocations) = try BenchMeasure.perIteration(repeats: repeats, iterations: iterations) { index in
             try publisher.pushAudio(audio[index % audio.count])
         }
         let stats = publisher.statistics
         let encodes = Double(stats.audioFramesEncoded) / (Double(iterations * (repeats + 1)) / 2)
-        for engine in engines { engine.destroy() }
-        publisher.destroy()
         let microseconds = seconds * 2e6  // two 10 ms pushes per encoded 20 ms frame
         return (
             BenchRow(

@@ -54,26 +54,14 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Fan-out: one Opus packet from a publishing engine to N subscribing engines
 
     for subscribers in [1, 10, 100, 1000] {
-        let hub = LocalHub()
-        let clock = VirtualClock()
-        let publisher = try! MediaEngine(transport: hub, clock: clock)
-        try! publisher.createChannel("fan").join(uid: 1)
-        let engines = Box<[MediaEngine]>([])
-        for index in 0..<subscribers {
-            let engine = try! MediaEngine(transport: hub, clock: clock)
-            let channel = try! engine.createChannel("fan")
-            try! channel.setClientRole(.audience)
-            try! channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
-            engines.value.append(engine)
-        }
+        let load = try! FanOutLoad(subscribers: subscribers)
         let packet = Fixtures.media.opusPackets[0]
         let time = Box<Int64>(0)
         Benchmark("fan-out to \(subscribers)") { benchmark in
             for _ in benchmark.scaledIterations {
                 time.value += 20_000
-                publisher.pushEncodedFrame(packet.restamped(time.value))
+                load.publisher.pushEncodedFrame(packet.restamped(time.value))
             }
-            blackHole(engines)
         }
     }
 

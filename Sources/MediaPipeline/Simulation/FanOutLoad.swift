@@ -1,0 +1,36 @@
+/// The fan-out path on its own: one publishing engine and `subscribers` engines that join its
+/// channel on a ``LocalHub`` as audience and subscribe to it. What the publisher pushes is
+/// encoded once (or arrives encoded) and reaches every subscriber's receive queue by reference;
+/// `pipebench bench` and the benchmarks time it per subscriber.
+public final class FanOutLoad {
+    /// The publishing engine (uid 1, broadcaster, audio and video).
+    public let publisher: MediaEngine
+    /// The transport, with its delivery counter.
+    public let hub: LocalHub
+    private let subscribers: [MediaEngine]
+    /// The channel everyone is in.
+    public static let channelId = "fan-out"
+
+    /// Joins the publisher and `subscribers` subscribing engines, all on one virtual clock.
+    public init(subscribers count: Int) throws {
+        guard (1...10_000).contains(count) else {
+            throw MediaError.invalidArgument("subscribers \(count) is outside 1...10000")
+        }
+        let (hub, clock) = (LocalHub(), VirtualClock())
+        self.hub = hub
+        publisher = try MediaEngine(transport: hub, clock: clock)
+        try publisher.createChannel(Self.channelId).join(uid: 1)
+        subscribers = try (0..<count).map { index in
+            let engine = try MediaEngine(transport: hub, clock: clock)
+            let channel = try engine.createChannel(Self.channelId)
+            try channel.setClientRole(.audience)
+            try channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
+            return engine
+        }
+    }
+
+    deinit {
+        for engine in subscribers { engine.destroy() }
+        publisher.destroy()
+    }
+}
