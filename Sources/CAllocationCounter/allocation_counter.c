@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 // glibc's allocator under its internal names (exported by libc.so.6).
 extern void *__libc_malloc(size_t size);
@@ -14,6 +15,14 @@ extern void __libc_free(void *pointer);
 static atomic_long allocations;
 
 long mp_allocation_count(void) { return atomic_load_explicit(&allocations, memory_order_relaxed); }
+
+int mp_allocation_counter_active(void) {
+    long before = mp_allocation_count();
+    void *(*volatile allocate)(size_t) = malloc;
+    void *pointer = allocate(16);
+    free(pointer);
+    return mp_allocation_count() > before;
+}
 
 static inline void count(void) { atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed); }
 

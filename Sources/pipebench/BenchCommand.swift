@@ -38,6 +38,7 @@ struct BenchCommand: ParsableCommand {
             if !json { Terminal.progress(label, fraction) }
         }
         let sections = try selectedSections()
+        try BenchMeasure.checkCounter()
         var rows: [BenchRow] = []
         var vp8DecodeMicroseconds: Double?
         let codecs = BenchCodecs(samples: samples, repeats: repeats, progress: progress)

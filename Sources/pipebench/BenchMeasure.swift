@@ -1,5 +1,6 @@
 import CAllocationCounter
 import Foundation
+import MediaPipeline
 
 /// One line of `pipebench bench`: a path's cost per frame (or per tick, per mix), with what it
 /// compares against.
@@ -41,6 +42,14 @@ struct BenchRow {
 enum BenchMeasure {
     /// Heap allocations made by the process so far (every thread).
     static var allocations: Int { mp_allocation_count() }
+
+    /// Throws unless the counter really sees allocations, so a "0 allocations" row cannot come
+    /// from a counter that counts nothing.
+    static func checkCounter() throws {
+        guard mp_allocation_counter_active() == 1 else {
+            throw MediaError(.unsupported, "the allocation counter sees no allocations in this process")
+        }
+    }
 
     /// Runs `body` `iterations` times per repeat, `repeats` times after one warm-up repeat;
     /// returns the median seconds per iteration and the fewest allocations per iteration seen

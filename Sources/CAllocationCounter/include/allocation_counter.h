@@ -9,4 +9,8 @@
 /// Allocations (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign) made so far.
 long mp_allocation_count(void);
 
+/// 1 when the counter sees this process's allocations (one malloc made here, through a pointer
+/// the compiler cannot see through, moved the count), 0 when another malloc won the symbol lookup.
+int mp_allocation_counter_active(void);
+
 #endif
