@@ -123,10 +123,17 @@ public final class OpusDecoder {
     /// Samples per channel that `packet` decodes to at `sampleRate`.
     /// - Throws: ``MediaError/Code/invalidFormat`` for a malformed packet.
     public static func samplesPerChannel(inPacket packet: [UInt8], sampleRate: Int) throws -> Int {
-        guard !packet.isEmpty else { throw MediaError.invalidFormat("empty Opus packet") }
-        let count = packet.withUnsafeBufferPointer {
-            opus_packet_get_nb_samples($0.baseAddress!, Int32($0.count), Int32(sampleRate))
+        try packet.withUnsafeBytes { try samplesPerChannel(inPacket: $0, sampleRate: sampleRate) }
+    }
+
+    /// Samples per channel that `packet` decodes to at `sampleRate` (its TOC byte and frame count).
+    /// - Throws: ``MediaError/Code/invalidFormat`` for an empty or malformed packet.
+    static func samplesPerChannel(inPacket packet: UnsafeRawBufferPointer, sampleRate: Int) throws -> Int {
+        guard let base = packet.baseAddress, !packet.isEmpty else {
+            throw MediaError.invalidFormat("empty Opus packet")
         }
+        let count = opus_packet_get_nb_samples(
+            base.assumingMemoryBound(to: UInt8.self), Int32(packet.count), Int32(sampleRate))
         guard count > 0 else {
             throw MediaError(
                 .invalidFormat, "malformed Opus packet: \(String(cString: opus_strerror(count)))", codecStatus: count)

@@ -1,0 +1,203 @@
+/// Reads and writes compound RTCP packets: the RTCP messages of one datagram, back to back,
+/// each with its own 4-byte header (`V=2 P count/FMT | PT | length in 32-bit words minus one`).
+public enum RTCPCompound {
+    /// The messages in `bytes`. Messages of unknown types are returned as ``RTCPPacket/other(packetType:format:)``.
+    /// - Throws: ``MediaError/Code/truncated`` when a message's length runs past the datagram or
+    ///   its fields do not fit its length; ``MediaError/Code/invalidFormat`` for a version other
+    ///   than 2, an RTP packet where RTCP was expected, or trailing bytes.
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> [RTCPPacket] {
+        var packets: [RTCPPacket] = []
+        var offset = 0
+        guard bytes.count >= 4 else {
+            throw MediaError(.truncated, "RTCP datagram of \(bytes.count) bytes is shorter than one 4-byte header")
+        }
+        while offset < bytes.count {
+            guard bytes.count - offset >= 4 else {
+                throw MediaError(.truncated, "RTCP datagram has \(bytes.count - offset) trailing bytes at \(offset)")
+            }
+            let first = bytes[offset]
+            guard first >> 6 == 2 else {
+                throw MediaError.invalidFormat("RTCP version \(first >> 6) at byte \(offset); only 2 exists")
+            }
+            let type = bytes[offset + 1]
+            let length = (Int(bytes.uint16(at: offset + 2)) + 1) * 4
+            guard offset + length <= bytes.count else {
+                throw MediaError(
+                    .truncated,
+                    "RTCP message (type \(type)) of \(length) bytes at byte \(offset) runs past the datagram's \(bytes.count)"
+                )
+            }
+            var body = UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)])
+            if first & 0x20 != 0 {
+                let padding = Int(bytes[offset + length - 1])
+                guard padding >= 1, padding <= body.count else {
+                    throw MediaError.invalidFormat(
+                        "RTCP padding count \(padding) exceeds its message's \(body.count) bytes")
+                }
+                body = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - padding)])
+            }
+            packets.append(try parseMessage(type: type, count: Int(first & 0x1F), body: body))
+            offset += length
+        }
+        return packets
+    }
+
+    private static func parseMessage(type: UInt8, count: Int, body: UnsafeRawBufferPointer) throws -> RTCPPacket {
+        func need(_ bytes: Int, _ what: String) throws {
+            guard body.count >= bytes else {
+                throw MediaError(.truncated, "RTCP \(what) needs \(bytes) bytes after its header; it has \(body.count)")
+            }
+        }
+        switch type {
+        case RTCPPacket.PacketType.senderReport:
+            try need(24 + count * 24, "sender report with \(count) report blocks")
+            return .senderReport(
+                ssrc: body.uint32(at: 0), ntpTimestamp: UInt64(body.uint32(at: 4)) << 32 | UInt64(body.uint32(at: 8)),
+                rtpTimestamp: body.uint32(at: 12), packetCount: body.uint32(at: 16), octetCount: body.uint32(at: 20),
+                reports: reportBlocks(body, at: 24, count: count))
+        case RTCPPacket.PacketType.receiverReport:
+            try need(4 + count * 24, "receiver report with \(count) report blocks")
+            return .receiverReport(ssrc: body.uint32(at: 0), reports: reportBlocks(body, at: 4, count: count))
+        case RTCPPacket.PacketType.bye:
+            try need(count * 4, "BYE with \(count) sources")
+            return .bye(ssrcs: (0..<count).map { body.uint32(at: $0 * 4) })
+        case RTCPPacket.PacketType.transportFeedback where count == 1:
+            try need(8, "generic NACK")
+            guard (body.count - 8) % 4 == 0 else {
+                throw MediaError.invalidFormat(
+                    "generic NACK has \(body.count - 8) bytes of entries, not a multiple of 4")
+            }
+            var lost: [UInt16] = []
+            for entry in stride(from: 8, to: body.count, by: 4) {
+                let packetId = body.uint16(at: entry)
+                let bitmask = body.uint16(at: entry + 2)
+                lost.append(packetId)
+                for bit in 0..<16 where bitmask & (1 << bit) != 0 { lost.append(packetId &+ UInt16(bit + 1)) }
+            }
+            return .nack(senderSSRC: body.uint32(at: 0), mediaSSRC: body.uint32(at: 4), lostSequenceNumbers: lost)
+        case RTCPPacket.PacketType.payloadFeedback where count == 1:
+            try need(8, "picture loss indication")
+            return .pictureLossIndication(senderSSRC: body.uint32(at: 0), mediaSSRC: body.uint32(at: 4))
+        case RTCPPacket.PacketType.payloadFeedback where count == 4:
+            try need(8, "full intra request")
+            guard (body.count - 8) % 8 == 0 else {
+                throw MediaError.invalidFormat(
+                    "full intra request has \(body.count - 8) bytes of entries, not a multiple of 8")
+            }
+            let entries = stride(from: 8, to: body.count, by: 8).map {
+                RTCPPacket.FullIntraRequestEntry(ssrc: body.uint32(at: $0), sequenceNumber: body[$0 + 4])
+            }
+            return .fullIntraRequest(senderSSRC: body.uint32(at: 0), entries: entries)
+        default:
+            return .other(packetType: type, format: UInt8(count))
+        }
+    }
+
+    private static func reportBlocks(_ body: UnsafeRawBufferPointer, at start: Int, count: Int) -> [RTCPReportBlock] {
+        (0..<count).map { index in
+            let at = start + index * 24
+            let lost = body.uint24(at: at + 5)
+            return RTCPReportBlock(
+                ssrc: body.uint32(at: at), fractionLost: body[at + 4],
+                cumulativeLost: Int32(bitPattern: lost << 8) >> 8,  // 24-bit two's complement
+                extendedHighestSequenceNumber: body.uint32(at: at + 8), jitter: body.uint32(at: at + 12),
+                lastSenderReport: body.uint32(at: at + 16), delaySinceLastSenderReport: body.uint32(at: at + 20))
+        }
+    }
+
+    /// The compound packet holding `packets` in order.
+    /// - Precondition: a report holds at most 31 blocks, a BYE at most 31 sources;
+    ///   ``RTCPPacket/other(packetType:format:)`` cannot be written.
+    public static func serialize(_ packets: [RTCPPacket]) -> [UInt8] {
+        var out: [UInt8] = []
+        for packet in packets { append(packet, to: &out) }
+        return out
+    }
+
+    private static func append(_ packet: RTCPPacket, to out: inout [UInt8]) {
+        func header(_ count: Int, _ type: UInt8, bodyBytes: Int) {
+            precondition(count < 32, "an RTCP message holds at most 31 items")
+            out.append(0x80 | UInt8(count))
+            out.append(type)
+            appendUInt16(UInt16(bodyBytes / 4), to: &out)  // (4 + body) / 4 - 1
+        }
+        switch packet {
+        case .senderReport(let ssrc, let ntp, let rtp, let packets, let octets, let reports):
+            header(reports.count, RTCPPacket.PacketType.senderReport, bodyBytes: 24 + reports.count * 24)
+            for word in [
+                ssrc, UInt32(truncatingIfNeeded: ntp >> 32), UInt32(truncatingIfNeeded: ntp), rtp, packets, octets,
+            ] {
+                appendUInt32(word, to: &out)
+            }
+            for report in reports { appendReport(report, to: &out) }
+        case .receiverReport(let ssrc, let reports):
+            header(reports.count, RTCPPacket.PacketType.receiverReport, bodyBytes: 4 + reports.count * 24)
+            appendUInt32(ssrc, to: &out)
+            for report in reports { appendReport(report, to: &out) }
+        case .bye(let ssrcs):
+            header(ssrcs.count, RTCPPacket.PacketType.bye, bodyBytes: ssrcs.count * 4)
+            for ssrc in ssrcs { appendUInt32(ssrc, to: &out) }
+        case .nack(let sender, let media, let lost):
+            let entries = nackEntries(lost)
+            header(1, RTCPPacket.PacketType.transportFeedback, bodyBytes: 8 + entries.count * 4)
+            appendUInt32(sender, to: &out)
+            appendUInt32(media, to: &out)
+            for (packetId, bitmask) in entries {
+                appendUInt16(packetId, to: &out)
+                appendUInt16(bitmask, to: &out)
+            }
+        case .pictureLossIndication(let sender, let media):
+            header(1, RTCPPacket.PacketType.payloadFeedback, bodyBytes: 8)
+            appendUInt32(sender, to: &out)
+            appendUInt32(media, to: &out)
+        case .fullIntraRequest(let sender, let entries):
+            header(4, RTCPPacket.PacketType.payloadFeedback, bodyBytes: 8 + entries.count * 8)
+            appendUInt32(sender, to: &out)
+            appendUInt32(0, to: &out)  // media source: unused, set to 0 (RFC 5104 4.3.1.2)
+            for entry in entries {
+                appendUInt32(entry.ssrc, to: &out)
+                out.append(entry.sequenceNumber)
+                out.append(contentsOf: [0, 0, 0])
+            }
+        case .other:
+            preconditionFailure("an RTCP message of an unknown type cannot be written")
+        }
+    }
+
+    /// Lost sequence numbers as (PID, BLP) pairs: each pair covers PID and the 16 numbers after
+    /// it. Numbers are taken in wrap-aware order starting from the first given.
+    static func nackEntries(_ lost: [UInt16]) -> [(UInt16, UInt16)] {
+        guard let base = lost.first else { return [] }
+        // Order by distance from the first number, so a list across a wrap stays in order.
+        let ordered = Set(lost).sorted { ($0 &- base) < ($1 &- base) }
+        var entries: [(UInt16, UInt16)] = []
+        for number in ordered {
+            if let last = entries.last, case let distance = number &- last.0, distance >= 1, distance <= 16 {
+                entries[entries.count - 1].1 |= 1 << (distance - 1)
+            } else {
+                entries.append((number, 0))
+            }
+        }
+        return entries
+    }
+
+    private static func appendReport(_ report: RTCPReportBlock, to out: inout [UInt8]) {
+        appendUInt32(report.ssrc, to: &out)
+        let lost = UInt32(bitPattern: max(-0x80_0000, min(0x7F_FFFF, report.cumulativeLost))) & 0xFF_FFFF
+        appendUInt32(UInt32(report.fractionLost) << 24 | lost, to: &out)
+        appendUInt32(report.extendedHighestSequenceNumber, to: &out)
+        appendUInt32(report.jitter, to: &out)
+        appendUInt32(report.lastSenderReport, to: &out)
+        appendUInt32(report.delaySinceLastSenderReport, to: &out)
+    }
+
+    private static func appendUInt16(_ value: UInt16, to out: inout [UInt8]) {
+        out.append(UInt8(truncatingIfNeeded: value >> 8))
+        out.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    private static func appendUInt32(_ value: UInt32, to out: inout [UInt8]) {
+        appendUInt16(UInt16(truncatingIfNeeded: value >> 16), to: &out)
+        appendUInt16(UInt16(truncatingIfNeeded: value), to: &out)
+    }
+}

@@ -1,0 +1,324 @@
+/// A frame rebuilt from RTP packets, and whether packets went missing before it.
+struct AssembledFrame {
+    /// The frame, its bytes in the assembler's recycled storage.
+    var frame: EncodedFrame
+    /// True when packets of this stream were lost (or given up on) between the previous frame
+    /// handed out and this one: a delta frame after a gap must not be decoded.
+    var followsGap: Bool
+    /// The unwrapped sequence numbers of the frame's first and last packets.
+    var sequenceNumbers: ClosedRange<Int64>
+}
+
+/// Rebuilds one stream's encoded frames from its RTP packets and makes loss visible before
+/// anything is decoded.
+///
+/// Packets are kept in a ring indexed by unwrapped sequence number (the shape of libwebrtc's
+/// packet buffer). Video frames are handed out in sequence order once every packet from the
+/// frame's first (S or B bit) to its last (marker bit) is there. A missing packet holds later
+/// frames back for at most ``gapWaitMicroseconds`` (a reordered packet fills the hole in that
+/// time); then the assembler gives up on it, drops the incomplete frames and marks the next
+/// frame as following a gap. Opus packets are frames on their own and are handed out as they
+/// arrive (the audio receiver orders them by timestamp); gaps are only counted.
+struct RTPFrameAssembler {
+    let codec: MediaCodec
+    /// How long a missing packet may hold later frames back, in microseconds.
+    var gapWaitMicroseconds: Int64
+
+    private static let capacity = 512  // a power of two
+    private var slots: [RTPPacket?]
+    private var slotSequence: [Int64]
+    /// Where each packet's frame data starts (after the payload descriptor).
+    private var slotDataOffset: [Int]
+    private var slotStartsFrame: [Bool]
+    /// Each packet's unwrapped RTP timestamp.
+    private var slotTimestamp: [Int64]
+    private var sequences = SequenceUnwrapper()
+    private var timestamps = TimestampUnwrapper()
+    private var firstTimestamp: Int64?
+    /// The first sequence number not yet handed out or given up.
+    private var next: Int64?
+    private var highest: Int64 = .min
+    /// When a missing packet first held a later one back (clock microseconds).
+    private var blockedSince: Int64?
+    private var gapPending = false
+    private let recycler: ByteRecycler
+
+    /// Packets accepted.
+    private(set) var packetsReceived: Int64 = 0
+    /// Packets that came after their place was handed out or given up, or twice.
+    private(set) var packetsLate: Int64 = 0
+    /// Packets whose payload could not be parsed.
+    private(set) var packetsMalformed: Int64 = 0
+    /// Sequence numbers never received (counted when given up; for audio, holes in the sequence).
+    private(set) var packetsLost: Int64 = 0
+    /// Frames dropped because packets of theirs never came.
+    private(set) var framesIncomplete: Int64 = 0
+
+    init(codec: MediaCodec, gapWaitMicroseconds: Int64) {
+        self.codec = codec
+        self.gapWaitMicroseconds = gapWaitMicroseconds
+        let count = codec == .opus ? 0 : Self.capacity
+        slots = Array(repeating: nil, count: count)
+        slotSequence = Array(repeating: -1, count: count)
+        slotDataOffset = Array(repeating: 0, count: count)
+        slotStartsFrame = Array(repeating: false, count: count)
+        slotTimestamp = Array(repeating: 0, count: count)
+        recycler = ByteRecycler(slotCount: codec == .opus ? 64 : 24, capacity: codec == .opus ? 512 : 4096)
+    }
+
+    /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.
+    mutating func insert(_ packet: RTPPacket, now: Int64, _ emit: (AssembledFrame) -> Void) {
+        let sequence = sequences.unwrap(packet.header.sequenceNumber)
+        let timestamp = timestamps.unwrap(packet.header.timestamp)
+        if firstTimestamp == nil { firstTimestamp = timestamp }
+        if codec == .opus {
+            insertAudio(packet, sequence: sequence, timestamp: timestamp, emit)
+            return
+        }
+        if let next, sequence < next {
+            packetsLate += 1
+            return
+        }
+        let base = next ?? sequence
+        if sequence - base >= Int64(Self.capacity) {
+            // Too far ahead to wait for what is missing: start again from this packet.
+            giveUp(before: sequence)
+        }
+        if next == nil { next = sequence }
+        let index = Int(sequence & Int64(Self.capacity - 1))
+        if slotSequence[index] == sequence {
+            packetsLate += 1
+            return
+        }
+        guard let (dataOffset, starts) = describe(packet) else {
+            packetsMalformed += 1
+            return
+        }
+        slots[index] = packet
+        slotSequence[index] = sequence
+        slotDataOffset[index] = dataOffset
+        slotStartsFrame[index] = starts
+        slotTimestamp[index] = timestamp
+        packetsReceived += 1
+        highest = max(highest, sequence)
+        advance(now: now, emit)
+    }
+
+    /// Gives up on missing packets whose wait is over, handing out the frames behind them.
+    mutating func poll(now: Int64, _ emit: (AssembledFrame) -> Void) {
+        guard codec != .opus else { return }
+        advance(now: now, emit)
+    }
+
+    // MARK: - Audio
+
+    private var nextAudioSequence: Int64?
+
+    private mutating func insertAudio(
+        _ packet: RTPPacket, sequence: Int64, timestamp: Int64, _ emit: (AssembledFrame) -> Void
+    ) {
+        guard packet.payloadByteCount > 0 else {
+            packetsMalformed += 1
+            return
+        }
+        if let expected = nextAudioSequence {
+            if sequence > expected { packetsLost += sequence - expected }
+            if sequence < expected {
+                packetsLate += 1  // the audio receiver decides whether it is still useful
+                if packetsLost > 0 { packetsLost -= 1 }  // it was counted lost when the hole appeared
+            }
+        }
+        nextAudioSequence = max(nextAudioSequence ?? .min, sequence + 1)
+        packetsReceived += 1
+        let duration: Int64
+        do {
+            duration = try packet.withUnsafePayload { payload in
+                Int64(try OpusDecoder.samplesPerChannel(inPacket: payload, sampleRate: 48_000)) * 1_000_000 / 48_000
+            }
+        } catch {
+            packetsMalformed += 1
+            return
+        }
+        let bytes = packet.withUnsafePayload { recycler.bytes(copying: $0) }
+        let frame = EncodedFrame(
+            bytes: bytes, codec: .opus, isKeyframe: true, timestampMicroseconds: microseconds(timestamp),
+            durationMicroseconds: duration)
+        emit(AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence))
+    }
+
+    // MARK: - Video
+
+    private func microseconds(_ timestamp: Int64) -> Int64 {
+        (timestamp - (firstTimestamp ?? timestamp)) * 1_000_000 / Int64(codec.rtpClockRate)
+    }
+
+    /// Where frame data starts in `packet` and whether it starts a frame; nil for a payload
+    /// whose descriptor cannot be read.
+    private func describe(_ packet: RTPPacket) -> (Int, Bool)? {
+        packet.withUnsafePayload { payload -> (Int, Bool)? in
+            switch codec {
+            case .vp8:
+                guard let descriptor = try? VP8PayloadDescriptor(parsing: payload) else { return nil }
+                return (descriptor.byteCount, descriptor.startsFrame)
+            case .vp9:
+                guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return nil }
+                let baseLayer = descriptor.layer.map { $0.spatialId == 0 } ?? true
+                return (descriptor.byteCount, descriptor.startOfFrame && baseLayer)
+            case .opus:
+                return (0, true)
+            }
+        }
+    }
+
+    private func slot(_ sequence: Int64) -> Int? {
+        let index = Int(sequence & Int64(Self.capacity - 1))
+        return slotSequence[index] == sequence && slots[index] != nil ? index : nil
+    }
+
+    private mutating func clear(_ sequence: Int64) {
+        let index = Int(sequence & Int64(Self.capacity - 1))
+        if slotSequence[index] == sequence {
+            slots[index] = nil
+            slotSequence[index] = -1
+        }
+    }
+
+    /// Hands out the complete frames at the head; gives up on a hole whose wait is over.
+    private mutating func advance(now: Int64, _ emit: (AssembledFrame) -> Void) {
+        while let start = next, start <= highest {
+            guard let first = slot(start) else {
+                // A hole at the head, with later packets waiting behind it.
+                let since = blockedSince ?? now
+                blockedSince = since
+                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else { return }
+                skipHole(from: start)
+                continue
+            }
+            guard slotStartsFrame[first] else {
+                // The rest of a frame whose start was given up on (or never seen).
+                clear(start)
+                next = start + 1
+                gapPending = true
+                continue
+            }
+            // Walk to the frame's last packet.
+            let timestamp = slots[first]!.header.timestamp
+            var end = start
+            var complete = false
+            while let index = slot(end) {
+                let packet = slots[index]!
+                if end > start && (slotStartsFrame[index] || packet.header.timestamp != timestamp) {
+                    break  // the frame ended without its marker: a new one starts here
+                }
+                if packet.header.marker {
+                    complete = true
+                    break
+                }
+                end += 1
+            }
+            if !complete {
+                if slot(end) != nil {
+                    // A frame cut short by the next one: drop it.
+                    for sequence in start..<end { clear(sequence) }
+                    next = end
+                    framesIncomplete += 1
+                    gapPending = true
+                    continue
+                }
+                // Waiting for a packet of this frame.
+                guard end <= highest else { return }
+                let since = blockedSince ?? now
+                blockedSince = since
+                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else { return }
+                skipHole(from: start)
+                continue
+            }
+            blockedSince = nil
+            emit(assemble(start...end))
+            for sequence in start...end { clear(sequence) }
+            next = end + 1
+        }
+    }
+
+    /// Drops everything from `start` up to the next frame start after the first missing packet,
+    /// counting the lost packets and the incomplete frame.
+    private mutating func skipHole(from start: Int64) {
+        var sequence = start
+        var sawHole = false
+        while sequence <= highest {
+            if let index = slot(sequence) {
+                if sawHole && slotStartsFrame[index] { break }
+                clear(sequence)
+            } else {
+                sawHole = true
+                packetsLost += 1
+            }
+            sequence += 1
+        }
+        framesIncomplete += 1
+        next = sequence
+        gapPending = true
+        blockedSince = nil
+    }
+
+    /// Forgets everything buffered and restarts at `sequence`.
+    private mutating func giveUp(before sequence: Int64) {
+        if let next {
+            for buffered in next...min(highest, next + Int64(Self.capacity)) where slot(buffered) != nil {
+                clear(buffered)
+            }
+            packetsLost += max(0, sequence - next)
+            framesIncomplete += 1
+        }
+        next = sequence
+        gapPending = true
+        blockedSince = nil
+    }
+
+    private mutating func assemble(_ sequences: ClosedRange<Int64>) -> AssembledFrame {
+        var total = 0
+        for sequence in sequences {
+            let index = slot(sequence)!
+            total += slots[index]!.payloadByteCount - slotDataOffset[index]
+        }
+        let firstIndex = slot(sequences.lowerBound)!
+        let firstPacket = slots[firstIndex]!
+        var isKeyframe = false
+        var width = 0
+        var height = 0
+        firstPacket.withUnsafePayload { payload in
+            let data = UnsafeRawBufferPointer(rebasing: payload[slotDataOffset[firstIndex]...])
+            switch codec {
+            case .vp8:
+                isKeyframe = VP8PayloadDescriptor.isKeyframe(frameStart: data)
+                if isKeyframe, let size = VP8PayloadDescriptor.keyframeSize(frameStart: data) {
+                    (width, height) = size
+                }
+            case .vp9:
+                if let descriptor = try? VP9PayloadDescriptor(parsing: payload) {
+                    isKeyframe = !descriptor.interPicturePredicted
+                    if let size = descriptor.scalability?.sizes.first { (width, height) = size }
+                }
+            case .opus:
+                isKeyframe = true
+            }
+        }
+        let bytes = recycler.bytes(count: total) { out in
+            var offset = 0
+            for sequence in sequences {
+                let index = slot(sequence)!
+                slots[index]!.withUnsafePayload { payload in
+                    let data = UnsafeRawBufferPointer(rebasing: payload[slotDataOffset[index]...])
+                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + data.count)]).copyMemory(from: data)
+                    offset += data.count
+                }
+            }
+        }
+        let frame = EncodedFrame(
+            bytes: bytes, codec: codec, isKeyframe: isKeyframe,
+            timestampMicroseconds: microseconds(slotTimestamp[firstIndex]), durationMicroseconds: 0,
+            width: width, height: height)
+        defer { gapPending = false }
+        return AssembledFrame(frame: frame, followsGap: gapPending, sequenceNumbers: sequences)
+    }
+}

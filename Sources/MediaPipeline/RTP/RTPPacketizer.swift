@@ -1,0 +1,161 @@
+/// Turns one stream's encoded frames into RTP packets: Opus one frame per packet (RFC 7587),
+/// VP8 (RFC 7741) and VP9 (RFC 9628) split into packets of at most ``maximumPayloadByteCount``
+/// payload bytes of balanced sizes, each with its payload descriptor and a 15-bit PictureID
+/// that counts frames; the marker bit ends a video frame.
+///
+/// Packets are built in recycled storage: in steady state packetizing allocates nothing, and the
+/// packets are shared by reference wherever they go.
+public struct RTPPacketizer {
+    /// The largest payload (descriptor included) of a video packet, leaving room for IP, UDP,
+    /// RTP and SRTP overheads inside a 1,280-byte IPv6 minimum MTU.
+    public static let defaultMaximumPayloadByteCount = 1200
+
+    /// The codec of the frames.
+    public let codec: MediaCodec
+    /// The stream's synchronization source.
+    public let ssrc: UInt32
+    /// The payload type written in every packet.
+    public let payloadType: UInt8
+    /// The largest video payload, descriptor included. Opus packets are never split (RFC 7587),
+    /// so an Opus frame larger than this goes out whole.
+    public let maximumPayloadByteCount: Int
+    /// The RTP clock: 48,000 Hz for Opus (whatever the sampling rate), 90,000 Hz for video.
+    public var clockRate: Int { codec.rtpClockRate }
+
+    private let timestampOffset: UInt32
+    /// The next packet's sequence number.
+    public private(set) var nextSequenceNumber: UInt16
+    /// The next video frame's PictureID (15 bits).
+    public private(set) var nextPictureId: UInt16
+    private let recycler: ByteRecycler
+
+    /// A packetizer for `codec` sending as `ssrc` with `payloadType`. The first sequence number,
+    /// timestamp offset and PictureID should be random (RFC 3550 5.1), or derived from a seed
+    /// for a reproducible session.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a payload type above 127 or a maximum
+    ///   payload below 64 bytes.
+    public init(
+        codec: MediaCodec, ssrc: UInt32, payloadType: UInt8, firstSequenceNumber: UInt16 = 0,
+        timestampOffset: UInt32 = 0, firstPictureId: UInt16 = 0,
+        maximumPayloadByteCount: Int = defaultMaximumPayloadByteCount
+    ) throws {
+        guard payloadType < 128 else {
+            throw MediaError.invalidArgument("RTP payload type \(payloadType) is above 127")
+        }
+        guard maximumPayloadByteCount >= 64 else {
+            throw MediaError.invalidArgument("maximum RTP payload \(maximumPayloadByteCount) bytes is below 64")
+        }
+        self.codec = codec
+        self.ssrc = ssrc
+        self.payloadType = payloadType
+        self.maximumPayloadByteCount = maximumPayloadByteCount
+        self.timestampOffset = timestampOffset
+        nextSequenceNumber = firstSequenceNumber
+        nextPictureId = firstPictureId & 0x7FFF
+        // More packets than any receiver or history holds at once, so storage comes round free.
+        recycler = ByteRecycler(
+            slotCount: codec == .opus ? 128 : 1024,
+            capacity: RTPHeader.fixedByteCount + max(maximumPayloadByteCount, codec == .opus ? 1275 : 0))
+    }
+
+    /// The RTP timestamp of media time `microseconds`.
+    public func rtpTimestamp(microseconds: Int64) -> UInt32 {
+        timestampOffset &+ UInt32(truncatingIfNeeded: microseconds * Int64(clockRate) / 1_000_000)
+    }
+
+    /// Packetizes `frame`, calling `emit` with each packet in order.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a frame of another codec or an empty frame.
+    /// - Complexity: allocates nothing in steady state.
+    public mutating func packetize(_ frame: EncodedFrame, _ emit: (RTPPacket) throws -> Void) throws {
+        guard frame.codec == codec else {
+            throw MediaError.invalidArgument("a \(frame.codec) frame given to the \(codec) packetizer")
+        }
+        guard !frame.bytes.isEmpty else { throw MediaError.invalidArgument("an empty \(codec) frame cannot be sent") }
+        let timestamp = rtpTimestamp(microseconds: frame.timestampMicroseconds)
+        switch codec {
+        case .opus:
+            try frame.bytes.withUnsafeBytes { data in
+                try emit(
+                    makePacket(marker: false, timestamp: timestamp, descriptor: nil as VP8PayloadDescriptor?, data))
+            }
+        case .vp8:
+            var descriptor = VP8PayloadDescriptor()
+            descriptor.pictureId = nextPictureId
+            try split(frame, timestamp: timestamp, descriptorBytes: descriptor.byteCount) { data, first, last in
+                descriptor.startOfPartition = first
+                return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
+            }
+            nextPictureId = (nextPictureId + 1) & 0x7FFF
+        case .vp9:
+            var descriptor = VP9PayloadDescriptor()
+            descriptor.pictureId = nextPictureId
+            descriptor.interPicturePredicted = !frame.isKeyframe
+            let structure =
+                frame.isKeyframe && frame.width > 0
+                ? VP9PayloadDescriptor.ScalabilityStructure(width: frame.width, height: frame.height) : nil
+            descriptor.scalability = structure
+            try split(frame, timestamp: timestamp, descriptorBytes: descriptor.byteCount) { data, first, last in
+                descriptor.startOfFrame = first
+                descriptor.endOfFrame = last
+                descriptor.scalability = first ? structure : nil  // sent with the keyframe's first packet
+                return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
+            }
+            nextPictureId = (nextPictureId + 1) & 0x7FFF
+        }
+    }
+
+    /// Splits a video frame into balanced pieces that fit beside a descriptor of `descriptorBytes`.
+    private func split(
+        _ frame: EncodedFrame, timestamp: UInt32, descriptorBytes: Int,
+        _ each: (UnsafeRawBufferPointer, _ first: Bool, _ last: Bool) throws -> Void
+    ) rethrows {
+        let room = maximumPayloadByteCount - descriptorBytes
+        let total = frame.bytes.count
+        let count = (total + room - 1) / room
+        let base = total / count
+        let larger = total % count  // the first `larger` pieces take one byte more
+        try frame.bytes.withUnsafeBytes { bytes in
+            var start = 0
+            for index in 0..<count {
+                let size = base + (index < larger ? 1 : 0)
+                try each(
+                    UnsafeRawBufferPointer(rebasing: bytes[start..<(start + size)]), index == 0, index == count - 1)
+                start += size
+            }
+        }
+    }
+
+    private mutating func makePacket<Descriptor: PayloadDescriptorWriting>(
+        marker: Bool, timestamp: UInt32, descriptor: Descriptor?, _ data: UnsafeRawBufferPointer
+    ) -> RTPPacket {
+        let header = RTPHeader(
+            marker: marker, payloadType: payloadType, sequenceNumber: nextSequenceNumber, timestamp: timestamp,
+            ssrc: ssrc)
+        nextSequenceNumber &+= 1
+        let descriptorBytes = descriptor?.byteCount ?? 0
+        let bytes = recycler.bytes(count: RTPHeader.fixedByteCount + descriptorBytes + data.count) { out in
+            header.write(into: out)
+            var offset = RTPHeader.fixedByteCount
+            if let descriptor {
+                offset += descriptor.write(into: UnsafeMutableRawBufferPointer(rebasing: out[offset...]))
+            }
+            UnsafeMutableRawBufferPointer(rebasing: out[offset...]).copyMemory(from: data)
+        }
+        return RTPPacket(trusted: bytes, header: header)
+    }
+}
+
+/// What the packetizer needs of a payload descriptor.
+protocol PayloadDescriptorWriting {
+    var byteCount: Int { get }
+    func write(into bytes: UnsafeMutableRawBufferPointer) -> Int
+}
+
+extension VP8PayloadDescriptor: PayloadDescriptorWriting {}
+extension VP9PayloadDescriptor: PayloadDescriptorWriting {}
+
+extension MediaCodec {
+    /// The RTP clock rate of the codec's payload format: 48 kHz for Opus (RFC 7587 4.1), 90 kHz
+    /// for VP8 and VP9.
+    public var rtpClockRate: Int { self == .opus ? 48_000 : 90_000 }
+}
