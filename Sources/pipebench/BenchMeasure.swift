@@ -51,18 +51,28 @@ enum BenchMeasure {
         }
     }
 
-    /// Runs `body` `iterations` times per repeat, `repeats` times after one warm-up repeat;
-    /// returns the median seconds per iteration and the fewest allocations per iteration seen
+    /// Runs `body` `iterations` times per repeat (with an index counting every call), `repeats`
+    /// times after one warm-up repeat; returns the median seconds per iteration and the fewest allocations per iteration seen
     /// in a repeat (steady state: a repeat that happened to start a thread is not it).
     static func perIteration(repeats: Int, iterations: Int, _ body: (Int) throws -> Void) rethrows -> (
         seconds: Double, allocations: Double
     ) {
-        for index in 0..<iterations { try body(index) }
+        // Indexes run on across repeats, so timestamps made from them never go back.
+        var index = 0
+        for _ in 0..<iterations {
+            try body(index)
+            index += 1
+        }
         var times: [Double] = []
         var fewest = Int.max
         for _ in 0..<repeats {
             let before = allocations
-            let (_, seconds) = try measure { for index in 0..<iterations { try body(index) } }
+            let (_, seconds) = try measure {
+                for _ in 0..<iterations {
+                    try body(index)
+                    index += 1
+                }
+            }
             fewest = min(fewest, allocations - before)
             times.append(seconds / Double(iterations))
         }

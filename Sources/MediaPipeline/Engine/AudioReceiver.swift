@@ -1,6 +1,13 @@
-/// The receiving side of one remote audio stream: a small jitter queue, an Opus decoder that
-/// exists only while the stream is subscribed, and 10 ms frames for the mixer.
+/// The receiving side of one remote audio stream: its RTP packets turned into Opus frames, a
+/// small jitter queue, an Opus decoder that exists only while the stream is subscribed, and
+/// 10 ms frames for the mixer.
 final class AudioReceiver {
+    private var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
+    private var remoteSSRC: UInt32?
+    private var packetsLostInEarlierStreams: Int64 = 0
+    /// Where the current stream's time starts on this receiver's time line (microseconds), so a
+    /// new SSRC continues after the old one.
+    private var streamOffsetMicroseconds: Int64 = 0
     private var queue = FrameQueue(capacity: 50)
     private var decoder: OpusDecoder?
     private let sampleRate: Int
@@ -47,6 +54,31 @@ final class AudioReceiver {
         queue.removeAll()
         decodedStart = 0
         decodedEnd = 0
+    }
+
+    /// Sequence numbers never received, over every stream this receiver has seen.
+    var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
+
+    /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1).
+    func receive(_ packet: RTPPacket, now: Int64) -> Int {
+        if remoteSSRC != packet.header.ssrc {
+            if remoteSSRC != nil {
+                // A new stream from this user: its time continues where the old one's ended.
+                packetsLostInEarlierStreams += assembler.packetsLost
+                assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
+                streamOffsetMicroseconds = playedUntilMicroseconds ?? streamOffsetMicroseconds
+            }
+            remoteSSRC = packet.header.ssrc
+        }
+        var frames = 0
+        assembler.insert(packet, now: now) { assembled in
+            frames += 1
+            let frame = assembled.frame
+            enqueue(
+                streamOffsetMicroseconds == 0
+                    ? frame : frame.restamped(frame.timestampMicroseconds + streamOffsetMicroseconds))
+        }
+        return frames
     }
 
     /// Queues a packet in timestamp order. A packet whose time has already been played (or
@@ -103,11 +135,13 @@ final class AudioReceiver {
                     break
                 }
                 do {
-                    let count = try packet.bytes.withUnsafeBytes { try decoder.decode($0, into: room) }
+                    let count = try packet.withUnsafeBytes { try decoder.decode($0, into: room) }
                     decodedEnd += count * channelCount
                     packetsDecoded += 1
                     failed = false
-                    playedUntilMicroseconds = packet.timestampMicroseconds + packet.durationMicroseconds
+                    // The decoder tells the packet's duration (received frames leave it 0).
+                    playedUntilMicroseconds =
+                        packet.timestampMicroseconds + Int64(count) * 1_000_000 / Int64(sampleRate)
                 } catch {
                     failed = true
                     return .none

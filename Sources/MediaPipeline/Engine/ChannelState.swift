@@ -30,6 +30,8 @@ final class RemoteUser {
     var trackers = PerMedia(RemoteStreamTracker())
     var subscribe = PerMedia(SubscribeState.idle)
     var reportedWidth = 0, reportedHeight = 0
+    /// When the video last became FROZEN (clock microseconds), while it is.
+    var videoFrozenSince: Int64?
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
 

@@ -23,6 +23,12 @@ public struct EngineConfiguration: Sendable {
     public var videoFreezeMs = 600
     /// Remote audio gaps up to this long are filled with Opus loss concealment.
     public var audioConcealMs = 100
+    /// How long a missing video packet may hold later frames back before the frames behind it
+    /// are handed on as following a gap (a reordered packet arrives within this time).
+    public var videoReorderWaitMs = 50
+    /// Fixes the engine's random choices (SSRCs, first sequence numbers and timestamps) for a
+    /// reproducible session; nil draws them from the system's generator.
+    public var randomSeed: UInt64?
     /// Threads (the caller's included) that decode independent streams, audio and video, in parallel.
     public var decodeThreads = 2
 
@@ -39,9 +45,9 @@ public struct EngineStatistics: Sendable, Equatable {
     public var audioFramesEncoded: Int64 = 0, videoFramesEncoded: Int64 = 0
     /// Encoded frames handed to the transport (one per destination channel).
     public var audioFramesSent: Int64 = 0, videoFramesSent: Int64 = 0
-    /// Keyframe requests received as a publisher, and keyframes forced because of them.
+    /// Keyframe requests (RTCP PLI or FIR) received as a publisher, and keyframes forced because of them.
     public var keyframeRequestsReceived: Int64 = 0, keyframesForced: Int64 = 0
-    /// Keyframe requests sent as a subscriber.
+    /// Keyframe requests sent as a subscriber (RTCP PLI).
     public var keyframeRequestsSent: Int64 = 0
     /// Decoders alive now.
     public var liveAudioDecoders = 0, liveVideoDecoders = 0

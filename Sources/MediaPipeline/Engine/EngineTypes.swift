@@ -148,6 +148,16 @@ public struct ChannelStats: Sendable, Equatable {
     public var audioFramesDecoded: Int64 = 0, videoFramesDecoded: Int64 = 0
     /// Remote video frames rendered into canvases.
     public var videoFramesRendered: Int64 = 0
+    /// RTP packets sent in this channel, received from remote users, and lost on the way (never
+    /// received, as the receivers' sequence numbers tell).
+    public var txPackets: Int64 = 0, rxPackets: Int64 = 0, rxPacketsLost: Int64 = 0
+    /// Remote video frames not decoded because packets of theirs or of a frame they depend on were
+    /// lost (incomplete, or delta frames after a gap, until the next keyframe).
+    public var videoFramesDroppedBeforeDecode: Int64 = 0
+    /// Keyframe requests (RTCP PLI) sent to remote users in this channel.
+    public var keyframeRequestsSent: Int64 = 0
+    /// Milliseconds remote video spent FROZEN, summed over users (up to the last state change).
+    public var videoFrozenMs: Int64 = 0
     /// Remote broadcasters present when leaving.
     public var userCount: Int = 0
 }

@@ -1,15 +1,15 @@
 /// The embedded transport: an in-process selective forwarding unit. Engines (users) join
-/// channels on it; it forwards each encoded frame by reference to every subscriber of the
+/// channels on it; it forwards each RTP packet by reference to every subscriber of the
 /// sender's channel, announces broadcasters to each other (audience members stay invisible, as
-/// in a live channel), carries keyframe requests, and can impair links for tests.
+/// in a live channel), carries RTCP feedback, and can impair links for tests.
 ///
 /// Thread-safe. Endpoints are called outside the hub's lock.
 public final class LocalHub: MediaTransport, @unchecked Sendable {
-    /// Conditions applied to frames from one publisher to one receiving endpoint.
+    /// Conditions applied to packets from one publisher to one receiving endpoint.
     public struct LinkConditions: Sendable, Equatable {
-        /// Drop every frame (a network outage).
+        /// Drop every packet (a network outage).
         public var blocked = false
-        /// Drop this percentage of frames, 0...100, deterministically spread.
+        /// Drop this percentage of packets, 0...100, deterministically spread.
         public var lossPercent = 0
         /// No impairment.
         public init(blocked: Bool = false, lossPercent: Int = 0) {
@@ -61,7 +61,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     private var rooms: [String: Room] = [:]
     private var links: [LinkKey: (conditions: LinkConditions, counter: Int)] = [:]
     private var nextAssignedUid: UInt32 = 10_000
-    private var framesForwarded: Int64 = 0
+    private var packetsForwarded: Int64 = 0
 
     /// An empty hub.
     public init() {}
@@ -173,23 +173,31 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     // MARK: - Media
 
-    public func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32) {
+    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
         let (receivers, sender, hasLinks) = lock.withLock { () -> ([Member], Member?, Bool) in
-            guard let room = rooms[channelId] else { return ([], nil, false) }
-            return (room.receivers, room.members[uid], !links.isEmpty)
+            guard let room = rooms[channelId], let sender = room.members[uid], sender.isBroadcaster else {
+                return ([], nil, false)
+            }
+            return (room.receivers, sender, !links.isEmpty)
         }
-        guard let sender, sender.isBroadcaster else { return }
-        let stream = Member.streamKey(uid, frame.codec.kind)
+        guard let sender else { return }
+        let stream = Member.streamKey(uid, codec.kind)
         var delivered: Int64 = 0
         let senderEndpoint = sender.endpoint
         for receiver in receivers {
             guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint else { continue }
             if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
             if hasLinks && !admit(channelId: channelId, publisher: uid, receiver: endpoint) { continue }
-            endpoint.transportReceive(frame, channelId: channelId, from: uid)
+            endpoint.transportReceive(packet, channelId: channelId, from: uid)
             delivered += 1
         }
-        lock.withLock { framesForwarded += delivered }
+        lock.withLock { packetsForwarded += delivered }
+    }
+
+    public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
+        let endpoint = lock.withLock { rooms[channelId]?.members[recipient]?.endpoint }
+        endpoint?.transportReceiveRTCP(bytes, channelId: channelId, from: uid)
     }
 
     public func setSubscribed(
@@ -202,14 +210,9 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         }
     }
 
-    public func requestKeyframe(channelId: String, publisher: UInt32) {
-        let endpoint = lock.withLock { rooms[channelId]?.members[publisher]?.endpoint }
-        endpoint?.transportKeyframeRequested(channelId: channelId)
-    }
-
     // MARK: - Impairments
 
-    /// Applies `conditions` to frames from `publisher` in `channelId` to `receiver`.
+    /// Applies `conditions` to packets from `publisher` in `channelId` to `receiver`.
     public func setLinkConditions(
         _ conditions: LinkConditions, channelId: String, publisher: UInt32, receiver: TransportEndpoint
     ) {
@@ -243,6 +246,6 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         }
     }
 
-    /// Frame deliveries made so far (one per receiving endpoint per frame).
-    public var deliveries: Int64 { lock.withLock { framesForwarded } }
+    /// Packet deliveries made so far (one per receiving endpoint per packet).
+    public var deliveries: Int64 { lock.withLock { packetsForwarded } }
 }

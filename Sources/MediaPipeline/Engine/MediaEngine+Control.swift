@@ -262,7 +262,8 @@ extension MediaEngine {
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
         } else {
             guard user.video == nil else { return }
-            user.video = VideoReceiver(threads: 1)
+            user.video = VideoReceiver(
+                threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000)
         }
         setSubscribe(state, user, kind, .subscribing)
     }
@@ -289,7 +290,16 @@ extension MediaEngine {
         _ state: ChannelState, _ user: RemoteUser, _ kind: MediaKind, _ new: RemoteStreamState,
         _ reason: RemoteStreamStateReason
     ) {
+        let old = user.trackers[kind].state
         guard let (reported, why) = user.trackers[kind].move(to: new, reason) else { return }
+        if kind == .video {
+            // Time frozen is summed per channel when a freeze ends.
+            if reported == .frozen { user.videoFrozenSince = now }
+            if old == .frozen, reported != .frozen, let since = user.videoFrozenSince {
+                state.stats.videoFrozenMs += (now - since) / 1000
+                user.videoFrozenSince = nil
+            }
+        }
         let elapsed = state.elapsedMs(now)
         emit(
             state,

@@ -60,26 +60,32 @@ extension MediaEngine: TransportEndpoint {
         }
     }
 
-    public func transportReceive(_ frame: EncodedFrame, channelId: String, from uid: UInt32) {
-        var keyframeRequest = false
+    public func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+        var pictureLoss: (localUid: UInt32, mediaSSRC: UInt32)?
         let hadEvents: Bool = lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return false }
             let before = pendingEvents.count + state.deferred.count
-            if frame.codec.kind == .audio {
-                state.stats.rxAudioFrames += 1
-                state.stats.rxAudioBytes += Int64(frame.byteCount)
+            let now = self.now
+            state.stats.rxPackets += 1
+            if codec.kind == .audio {
+                state.stats.rxAudioBytes += Int64(packet.payloadByteCount)
                 guard let receiver = user.audio else { return false }
-                receiver.enqueue(frame)
+                let lostBefore = receiver.packetsLost
+                state.stats.rxAudioFrames += Int64(receiver.receive(packet, now: now))
+                state.stats.rxPacketsLost += receiver.packetsLost - lostBefore
                 if user.trackers.audio.state == .stopped {
                     report(state, user, .audio, .starting, user.trackers.audio.resumeReason)
                 }
                 setSubscribe(state, user, .audio, .subscribed)
             } else {
-                state.stats.rxVideoFrames += 1
-                state.stats.rxVideoBytes += Int64(frame.byteCount)
+                state.stats.rxVideoBytes += Int64(packet.payloadByteCount)
                 guard let receiver = user.video else { return false }
-                receiver.enqueue(frame)
-                keyframeRequest = keyframeRequestDue(receiver)
+                let (lostBefore, droppedBefore) = (receiver.packetsLost, receiver.framesDroppedBeforeDecode)
+                state.stats.rxVideoFrames += Int64(receiver.receive(packet, now: now))
+                state.stats.rxPacketsLost += receiver.packetsLost - lostBefore
+                state.stats.videoFramesDroppedBeforeDecode += receiver.framesDroppedBeforeDecode - droppedBefore
+                if keyframeRequestDue(state, receiver) { pictureLoss = (state.uid, receiver.remoteSSRC) }
                 if user.trackers.video.state == .stopped {
                     report(state, user, .video, .starting, user.trackers.video.resumeReason)
                 }
@@ -87,11 +93,35 @@ extension MediaEngine: TransportEndpoint {
             }
             return pendingEvents.count + state.deferred.count != before
         }
-        if keyframeRequest { transport.requestKeyframe(channelId: channelId, publisher: uid) }
+        if let pictureLoss {
+            sendPictureLoss(channelId: channelId, from: pictureLoss.localUid, to: uid, mediaSSRC: pictureLoss.mediaSSRC)
+        }
         if hadEvents { flushEvents() }
     }
 
-    public func transportKeyframeRequested(channelId: String) {
+    /// Asks `publisher` for a keyframe of its stream `mediaSSRC` with an RTCP PLI.
+    func sendPictureLoss(channelId: String, from localUid: UInt32, to publisher: UInt32, mediaSSRC: UInt32) {
+        let message = RTCPCompound.serialize([
+            .pictureLossIndication(senderSSRC: rtp.feedbackSSRC, mediaSSRC: mediaSSRC)
+        ])
+        transport.sendRTCP(message, channelId: channelId, from: localUid, to: publisher)
+    }
+
+    public func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
+        // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
+        guard let messages = try? bytes.withUnsafeBytes({ try RTCPCompound.parse($0) }) else { return }
+        var keyframeWanted = false
+        for message in messages {
+            switch message {
+            case .pictureLossIndication(_, let mediaSSRC) where mediaSSRC == rtp.videoSSRC:
+                keyframeWanted = true
+            case .fullIntraRequest(_, let entries) where entries.contains(where: { $0.ssrc == rtp.videoSSRC }):
+                keyframeWanted = true
+            default:
+                break
+            }
+        }
+        guard keyframeWanted else { return }
         lock.withLock {
             stats.keyframeRequestsReceived += 1
             guard let state = publishingChannel() else { return }

@@ -58,23 +58,26 @@ extension MediaEngine {
     /// streams in parallel, and renders each stream's newest picture into its canvas. Reports
     /// DECODING, FROZEN and size changes, and asks publishers for keyframes where decoding needs one.
     public func renderVideo() {
-        var requests: [(String, UInt32)] = []
+        var requests: [(channelId: String, localUid: UInt32, publisher: UInt32, ssrc: UInt32)] = []
         let hadEvents: Bool = lock.withLock {
             let before = pendingEvents.count
+            let now = self.now
             videoRound.jobs.removeAll(keepingCapacity: true)
             for id in channelOrder {
                 guard let state = channels[id], state.joined else { continue }
                 for uid in state.userOrder {
-                    guard let user = state.users[uid], let receiver = user.video, receiver.hasQueuedFrames else {
-                        continue
-                    }
+                    guard let user = state.users[uid], let receiver = user.video else { continue }
+                    // Missing packets whose wait is over are given up on now, not at the next packet.
+                    let droppedBefore = receiver.framesDroppedBeforeDecode
+                    state.stats.rxVideoFrames += Int64(receiver.poll(now: now))
+                    state.stats.videoFramesDroppedBeforeDecode += receiver.framesDroppedBeforeDecode - droppedBefore
+                    guard receiver.hasQueuedFrames else { continue }
                     videoRound.jobs.append((receiver, canvases[user.key]))
                 }
             }
             // Independent streams decode in parallel; a stream's decoder is touched by one thread.
             decodeWorkers.run(videoRound.jobs.count, on: videoRound)
             let freeze = Int64(configuration.videoFreezeMs) * 1000
-            let now = self.now
             for id in channelOrder {
                 guard let state = channels[id], state.joined else { continue }
                 for uid in state.userOrder {
@@ -84,39 +87,53 @@ extension MediaEngine {
                         state.stats.videoFramesDecoded += Int64(decodedNow)
                         state.stats.videoFramesRendered += canvases[user.key] == nil ? 0 : 1
                         receiver.lastDecodedAt = now
-                        reportDecoding(state, user, .video)
+                        if !receiver.awaitingKeyframe { reportDecoding(state, user, .video) }
                         if receiver.width != user.reportedWidth || receiver.height != user.reportedHeight {
                             user.reportedWidth = receiver.width
                             user.reportedHeight = receiver.height
                             emit(state, .videoSizeChanged(uid: uid, width: receiver.width, height: receiver.height))
                         }
-                    } else if receiver.failed {
-                        report(state, user, .video, .failed, .internal)
-                    } else if user.trackers.video.state == .decoding, let last = receiver.lastDecodedAt,
-                        now - last > freeze
-                    {
-                        report(state, user, .video, .frozen, .networkCongestion)
                     }
-                    if keyframeRequestDue(receiver) { requests.append((id, uid)) }
+                    if receiver.awaitingKeyframe {
+                        // Packets were lost: the canvas keeps the last correct picture until a keyframe.
+                        if user.trackers.video.state == .decoding {
+                            report(state, user, .video, .frozen, .networkCongestion)
+                        }
+                    } else if decodedNow == 0 {
+                        if receiver.failed {
+                            report(state, user, .video, .failed, .internal)
+                        } else if user.trackers.video.state == .decoding, let last = receiver.lastDecodedAt,
+                            now - last > freeze
+                        {
+                            report(state, user, .video, .frozen, .networkCongestion)
+                        }
+                    }
+                    if keyframeRequestDue(state, receiver) {
+                        requests.append((id, state.uid, uid, receiver.remoteSSRC))
+                    }
                 }
             }
             videoRound.jobs.removeAll(keepingCapacity: true)
             return pendingEvents.count != before
         }
-        for (channelId, uid) in requests { transport.requestKeyframe(channelId: channelId, publisher: uid) }
+        for request in requests {
+            sendPictureLoss(
+                channelId: request.channelId, from: request.localUid, to: request.publisher, mediaSSRC: request.ssrc)
+        }
         if hadEvents { flushEvents() }
     }
 
     /// Whether `receiver` should ask its publisher for a keyframe now: it is waiting for one, has
     /// dropped frames since its last request, and the request interval has passed. Marks the
     /// request as made. Call with the lock held.
-    func keyframeRequestDue(_ receiver: VideoReceiver) -> Bool {
-        guard receiver.needsKeyframe, receiver.droppedSinceRequest > 0 else { return false }
+    func keyframeRequestDue(_ state: ChannelState, _ receiver: VideoReceiver) -> Bool {
+        guard receiver.wantsKeyframe, receiver.droppedSinceRequest > 0 else { return false }
         let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
         if let last = receiver.lastKeyframeRequest, now - last < interval { return false }
         receiver.lastKeyframeRequest = now
         receiver.keyframeRequested()
         stats.keyframeRequestsSent += 1
+        state.stats.keyframeRequestsSent += 1
         return true
     }
 }

@@ -20,6 +20,8 @@ public final class MediaEngine: @unchecked Sendable {
     public let configuration: EngineConfiguration
     let transport: MediaTransport
     let clock: MediaClock
+    /// SSRCs and RTP starting points, fixed for the engine's life.
+    let rtp: RTPIdentity
     let lock = Lock()
     /// Serialises the local-media calls (push*) so their scratch state needs no other lock.
     let publishLock = Lock()
@@ -66,7 +68,8 @@ public final class MediaEngine: @unchecked Sendable {
         playoutMixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
         playout = [Int16](repeating: 0, count: playoutMixer.samplesPerChannel * playoutMixer.channelCount)
-        publisher = Publisher(configuration: configuration)
+        rtp = RTPIdentity(seed: configuration.randomSeed)
+        publisher = Publisher(configuration: configuration, identity: rtp)
         decodeWorkers = ParallelWorkers(threads: configuration.decodeThreads)
     }
 
@@ -110,7 +113,7 @@ public final class MediaEngine: @unchecked Sendable {
             destroyed = true
             canvases.removeAll()
         }
-        publishLock.withLock { publisher = Publisher(configuration: configuration) }
+        publishLock.withLock { publisher = Publisher(configuration: configuration, identity: rtp) }
     }
 
     /// The engine's counters.

@@ -8,13 +8,15 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason)
     /// A broadcaster in `channelId` started or stopped sending audio or video.
     func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia)
-    /// An encoded frame from `uid` in `channelId`. The frame's bytes are shared, never copied.
-    func transportReceive(_ frame: EncodedFrame, channelId: String, from uid: UInt32)
-    /// A subscriber in `channelId` asks this endpoint, as a publisher there, for a keyframe.
-    func transportKeyframeRequested(channelId: String)
+    /// An RTP packet of `uid`'s media in `channelId` (its codec is told by the payload type,
+    /// ``RTPPayloadType``). The packet's bytes are shared, never copied.
+    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32)
+    /// An RTCP compound packet that `uid` in `channelId` sent to this endpoint: feedback on the
+    /// streams this endpoint publishes there (PLI, FIR, NACK, reports).
+    func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32)
 }
 
-/// How engines reach each other: membership, media and keyframe requests per channel.
+/// How engines reach each other: membership, RTP media and RTCP feedback per channel.
 ///
 /// The embedded implementation is ``LocalHub`` (in-process); a network transport implements the
 /// same surface.
@@ -32,11 +34,11 @@ public protocol MediaTransport: AnyObject, Sendable {
     func setRole(channelId: String, uid: UInt32, role: ClientRole)
     /// Announces which media `uid` sends in `channelId`.
     func setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
-    /// Forwards `frame` from `uid` to every other media-receiving member of `channelId`,
-    /// except members behind the same endpoint as the sender.
-    func send(_ frame: EncodedFrame, channelId: String, from uid: UInt32)
-    /// Asks publisher `publisher` in `channelId` for a keyframe.
-    func requestKeyframe(channelId: String, publisher: UInt32)
+    /// Forwards the RTP `packet` from `uid` to every other media-receiving member of
+    /// `channelId` subscribed to it, except members behind the same endpoint as the sender.
+    func send(_ packet: RTPPacket, channelId: String, from uid: UInt32)
+    /// Carries the RTCP compound packet `bytes` from `uid` to `recipient` in `channelId`.
+    func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32)
     /// Whether `subscriber` receives `publisher`'s `kind` in `channelId` (every stream is
     /// received until told otherwise). An unsubscribed stream is not forwarded at all.
     func setSubscribed(_ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)

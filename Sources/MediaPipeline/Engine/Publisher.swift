@@ -1,7 +1,11 @@
-/// The local media's encoders and their scratch state. Each local frame is encoded once, here,
-/// whatever the number of channels, subscribers and relays. Guarded by the engine's publish lock.
+/// The local media's encoders, packetizers and their scratch state. Each local frame is encoded
+/// and packetized once, here, whatever the number of channels, subscribers and relays; the same
+/// packets go to every destination. Guarded by the engine's publish lock.
 final class Publisher {
     let configuration: EngineConfiguration
+    let identity: RTPIdentity
+    var audioPacketizer: RTPPacketizer?
+    var videoPacketizer: RTPPacketizer?
     var audioEncoder: OpusEncoder?
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
@@ -12,8 +16,9 @@ final class Publisher {
     /// Where the current frame goes: (channel, uid) pairs. Reused between frames.
     var targets: [(channelId: String, uid: UInt32, state: ChannelState)] = []
 
-    init(configuration: EngineConfiguration) {
+    init(configuration: EngineConfiguration, identity: RTPIdentity) {
         self.configuration = configuration
+        self.identity = identity
         pcm = [Int16](repeating: 0, count: configuration.audio.samplesPerFrame * configuration.audio.channelCount)
     }
 
@@ -31,6 +36,18 @@ final class Publisher {
         let encoder = try VPXEncoder(configuration: settings)
         videoEncoder = encoder
         return encoder
+    }
+
+    /// The packetizer of `codec`'s stream, created (or recreated for another video codec) as needed.
+    func packetize(_ frame: EncodedFrame, _ emit: (RTPPacket) -> Void) throws {
+        let codec = frame.codec
+        if codec == .opus {
+            if audioPacketizer == nil { audioPacketizer = try identity.packetizer(for: .opus) }
+            try audioPacketizer!.packetize(frame, emit)
+        } else {
+            if videoPacketizer?.codec != codec { videoPacketizer = try identity.packetizer(for: codec) }
+            try videoPacketizer!.packetize(frame, emit)
+        }
     }
 }
 
@@ -129,13 +146,25 @@ extension MediaEngine {
         flushEvents()
     }
 
-    /// Sends `frame` to every target, counting it (and its encoding, when `encodedHere`); call
-    /// with the publish lock held.
+    /// Packetizes `frame` once and sends every packet to every target, counting it (and its
+    /// encoding, when `encodedHere`); call with the publish lock held.
     private func send(_ frame: EncodedFrame, encodedHere: Bool) {
         guard !publisher.targets.isEmpty else { return }
         let kind = frame.codec.kind
+        var packets: Int64 = 0
+        do {
+            try publisher.packetize(frame) { packet in
+                packets += 1
+                for target in publisher.targets {
+                    transport.send(packet, channelId: target.channelId, from: target.uid)
+                }
+            }
+        } catch {
+            return  // an empty frame: nothing to send
+        }
         lock.withLock {
             let state = publisher.targets[0].state
+            state.stats.txPackets += packets
             if kind == .audio {
                 if encodedHere { stats.audioFramesEncoded += 1 }
                 stats.audioFramesSent += Int64(publisher.targets.count)
@@ -149,6 +178,5 @@ extension MediaEngine {
             }
             markPublished(state, kind)
         }
-        for target in publisher.targets { transport.send(frame, channelId: target.channelId, from: target.uid) }
     }
 }

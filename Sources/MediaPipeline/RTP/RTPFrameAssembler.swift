@@ -18,7 +18,8 @@ struct AssembledFrame {
 /// frames back for at most ``gapWaitMicroseconds`` (a reordered packet fills the hole in that
 /// time); then the assembler gives up on it, drops the incomplete frames and marks the next
 /// frame as following a gap. Opus packets are frames on their own and are handed out as they
-/// arrive (the audio receiver orders them by timestamp); gaps are only counted.
+/// arrive, sharing the packet's bytes, with a duration of 0 (the decoder tells it); the audio
+/// receiver orders them by timestamp; gaps are only counted.
 struct RTPFrameAssembler {
     let codec: MediaCodec
     /// How long a missing packet may hold later frames back, in microseconds.
@@ -63,7 +64,9 @@ struct RTPFrameAssembler {
         slotDataOffset = Array(repeating: 0, count: count)
         slotStartsFrame = Array(repeating: false, count: count)
         slotTimestamp = Array(repeating: 0, count: count)
-        recycler = ByteRecycler(slotCount: codec == .opus ? 64 : 24, capacity: codec == .opus ? 512 : 4096)
+        // More frames than a video receiver queues (16) plus the one being decoded. Audio frames
+        // are their packets' payloads: no storage of their own.
+        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 20, capacity: codec == .opus ? 0 : 8192)
     }
 
     /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.
@@ -130,19 +133,10 @@ struct RTPFrameAssembler {
         }
         nextAudioSequence = max(nextAudioSequence ?? .min, sequence + 1)
         packetsReceived += 1
-        let duration: Int64
-        do {
-            duration = try packet.withUnsafePayload { payload in
-                Int64(try OpusDecoder.samplesPerChannel(inPacket: payload, sampleRate: 48_000)) * 1_000_000 / 48_000
-            }
-        } catch {
-            packetsMalformed += 1
-            return
-        }
-        let bytes = packet.withUnsafePayload { recycler.bytes(copying: $0) }
+        // The frame is the packet's payload, shared with every other receiver of the packet.
         let frame = EncodedFrame(
-            bytes: bytes, codec: .opus, isKeyframe: true, timestampMicroseconds: microseconds(timestamp),
-            durationMicroseconds: duration)
+            storage: packet.bytes, range: packet.payloadRange, codec: .opus, isKeyframe: true,
+            timestampMicroseconds: microseconds(timestamp), durationMicroseconds: 0)
         emit(AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence))
     }
 

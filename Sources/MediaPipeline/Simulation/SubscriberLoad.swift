@@ -1,6 +1,6 @@
 /// The subscriber's side of a session and nothing else: `users` remote broadcasters in one
-/// channel replay pre-encoded sample media (their Opus packets and VP8 frames, shared by
-/// reference and restamped with session time) straight into a ``LocalHub``; one local engine
+/// channel replay pre-encoded sample media (their Opus packets and VP8 frames restamped with
+/// session time, packetized as RTP) straight into a ``LocalHub``; one local engine
 /// subscribes to all of them, decodes and mixes their audio every 10 ms and decodes and renders
 /// their video into a canvas each. What it costs to run is what one subscriber costs: the
 /// session capacity of `pipebench bench` and the benchmarks' subscriber tick are measured on it.
@@ -21,15 +21,31 @@ public final class SubscriberLoad {
     private var nextVideoMicroseconds: Int64 = 0
     private var videoIndex = 0
 
-    /// A sender that only sends: the hub needs an endpoint for each member.
-    private final class ReplaySender: TransportEndpoint {
+    /// A sender that only sends, packetizing its replayed frames as a remote engine would: the
+    /// hub needs an endpoint for each member. Used by the thread that advances the load.
+    private final class ReplaySender: TransportEndpoint, @unchecked Sendable {
         let uid: UInt32
-        init(uid: UInt32) { self.uid = uid }
+        var audio: RTPPacketizer
+        var video: RTPPacketizer
+        init(uid: UInt32) throws {
+            self.uid = uid
+            let identity = RTPIdentity(seed: UInt64(uid))
+            audio = try identity.packetizer(for: .opus)
+            video = try identity.packetizer(for: .vp8)
+        }
+        func send(_ frame: EncodedFrame, through hub: LocalHub) {
+            let channelId = SubscriberLoad.channelId
+            if frame.codec == .opus {
+                try? audio.packetize(frame) { hub.send($0, channelId: channelId, from: uid) }
+            } else {
+                try? video.packetize(frame) { hub.send($0, channelId: channelId, from: uid) }
+            }
+        }
         func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {}
         func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {}
         func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {}
-        func transportReceive(_ frame: EncodedFrame, channelId: String, from uid: UInt32) {}
-        func transportKeyframeRequested(channelId: String) {}
+        func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {}
+        func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {}
     }
 
     /// Joins `users` replaying broadcasters and one subscriber that decodes on `decodeThreads`
@@ -52,7 +68,7 @@ public final class SubscriberLoad {
         channel = try engine.createChannel(Self.channelId)
         try channel.setClientRole(.audience)
         try channel.join(uid: 1, options: .subscribeOnly)
-        senders = (0..<users).map { ReplaySender(uid: UInt32(1000 + $0)) }
+        senders = try (0..<users).map { try ReplaySender(uid: UInt32(1000 + $0)) }
         for sender in senders {
             _ = try hub.join(
                 channelId: Self.channelId, uid: sender.uid, role: .broadcaster, media: [.audio, .video],
@@ -85,13 +101,13 @@ public final class SubscriberLoad {
             for (index, sender) in senders.enumerated() {
                 // Users start at different points of the speech, so their packets differ.
                 let packet = media.opusPackets[(tick / 2 + index * 37) % media.opusPackets.count]
-                hub.send(packet.restamped(now), channelId: Self.channelId, from: sender.uid)
+                sender.send(packet.restamped(now), through: hub)
             }
         }
         let videoDue = now >= nextVideoMicroseconds
         if videoDue {
             let frame = media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(now)
-            for sender in senders { hub.send(frame, channelId: Self.channelId, from: sender.uid) }
+            for sender in senders { sender.send(frame, through: hub) }
             videoIndex += 1
             nextVideoMicroseconds += Int64(1_000_000 / media.videoFrameRate)
         }

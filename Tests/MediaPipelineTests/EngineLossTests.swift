@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// A digest of every pixel of a canvas, to tell pictures apart exactly.
+private func digest(_ canvas: CanvasBuffer) -> Int {
+    canvas.withLockedPicture { view in
+        var hasher = Hasher()
+        for row in 0..<view.height {
+            hasher.combine(bytes: UnsafeRawBufferPointer(start: view.y + row * view.strideY, count: view.width))
+        }
+        for row in 0..<view.chromaHeight {
+            hasher.combine(bytes: UnsafeRawBufferPointer(start: view.u + row * view.strideU, count: view.chromaWidth))
+            hasher.combine(bytes: UnsafeRawBufferPointer(start: view.v + row * view.strideV, count: view.chromaWidth))
+        }
+        return hasher.finalize()
+    }
+}
+
+/// A publisher of 640x360 video and two audience viewers: one behind a clean link (its canvas
+/// shows the sender's own decoded pictures) and one behind a link the test impairs.
+private final class LossyRoom {
+    let session = TestSession()
+    let host: TestUser
+    let clean: TestUser
+    let lossy: TestUser
+    let cleanCanvas: CanvasBuffer
+    let lossyCanvas: CanvasBuffer
+    /// Every picture the clean viewer has shown.
+    var correctPictures: Set<Int> = []
+    /// Pictures the lossy viewer showed that the sender never produced (decoded across a gap).
+    var wrongPictures = 0
+    private var tick = 0
+    private var cleanRendered = 0
+    private var lossyRendered = 0
+
+    init() throws {
+        host = try session.user()
+        clean = try session.user()
+        lossy = try session.user()
+        try host.join("a", uid: 1)
+        try clean.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try lossy.join("a", uid: 3, options: .subscribeOnly, role: .audience)
+        cleanCanvas = try clean.engine.setupRemoteVideo(
+            VideoCanvas(channelId: "a", uid: 1, width: 640, height: 360, renderMode: .fit))
+        lossyCanvas = try lossy.engine.setupRemoteVideo(
+            VideoCanvas(channelId: "a", uid: 1, width: 640, height: 360, renderMode: .fit))
+    }
+
+    func impair(_ conditions: LocalHub.LinkConditions) {
+        session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: lossy.engine)
+    }
+
+    /// Whether the lossy canvas shows what the sender shows now.
+    var lossyMatchesSender: Bool { psnr(cleanCanvas, lossyCanvas) >= 30 }
+
+    /// Runs `ticks` × 10 ms (video at 15 fps), checking every new picture of the lossy viewer.
+    /// Returns the ticks after which `until` first held, if it did.
+    @discardableResult
+    func run(ticks: Int, until: (() -> Bool)? = nil) throws -> Int? {
+        for index in 0..<ticks {
+            try host.pushAudio()
+            if tick % 7 == 0 { try host.pushVideo(width: 640, height: 360, timestamp: session.clock.nowMicroseconds) }
+            for viewer in [clean, lossy] {
+                viewer.pull()
+                viewer.engine.renderVideo()
+            }
+            if cleanCanvas.framesRendered != cleanRendered {
+                cleanRendered = cleanCanvas.framesRendered
+                correctPictures.insert(digest(cleanCanvas))
+            }
+            if lossyCanvas.framesRendered != lossyRendered {
+                lossyRendered = lossyCanvas.framesRendered
+                if !correctPictures.contains(digest(lossyCanvas)) { wrongPictures += 1 }
+            }
+            session.clock.advance(byMicroseconds: 10_000)
+            tick += 1
+            if let until, until() { return index + 1 }
+        }
+        return nil
+    }
+}
+
+private func psnr(_ reference: CanvasBuffer, _ test: CanvasBuffer) -> Double {
+    reference.withLockedPicture { a in test.withLockedPicture { b in PictureQuality.psnr(reference: a, test: b) } }
+}
+
+@Suite("Engine: video loss is seen before decoding")
+struct EngineLossTests {
+    @Test(
+        "after a 1 s outage no picture decoded across the gap is shown, and the sender's picture is back within 500 ms")
+    func outage() throws {
+        let room = try LossyRoom()
+        try room.run(ticks: 100)
+        #expect(room.lossyMatchesSender)
+        room.impair(.init(blocked: true))
+        try room.run(ticks: 100)
+        room.impair(.init())
+        let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
+        let ticks = try #require(recovered, "the sender's picture never came back")
+        #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")
+        try room.run(ticks: 50)
+        #expect(room.wrongPictures == 0)
+        #expect(room.lossyMatchesSender)
+        let video = room.lossy.logs["a"]!.remoteStates(1, .video)
+        #expect(video.map(\.0) == [.starting, .decoding, .frozen, .decoding], "\(video)")
+        #expect(video.last?.1 == .networkRecovery)
+        let stats = try room.lossy.channel("a").statistics
+        #expect(stats.keyframeRequestsSent >= 1 && stats.keyframeRequestsSent <= 2)
+        #expect(stats.videoFramesDroppedBeforeDecode >= 1)
+        #expect(stats.videoFrozenMs >= 400)
+        #expect(room.host.engine.statistics.keyframesForced >= 1)
+    }
+
+    @Test("through 2 s of 10 % packet loss no picture decoded across a gap is shown; recovery within 500 ms")
+    func lossyLink() throws {
+        let room = try LossyRoom()
+        try room.run(ticks: 100)
+        room.impair(.init(lossPercent: 10))
+        try room.run(ticks: 200)
+        let statsDuringLoss = try room.lossy.channel("a").statistics
+        room.impair(.init())
+        let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
+        let ticks = try #require(recovered, "the sender's picture never came back")
+        #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")
+        try room.run(ticks: 50)
+        #expect(room.wrongPictures == 0)
+        #expect(statsDuringLoss.rxPacketsLost > 0)
+        #expect(statsDuringLoss.videoFramesDroppedBeforeDecode > 0)
+        // Keyframe requests stay rate-limited: at most one per 300 ms over the 2 s of loss.
+        #expect(statsDuringLoss.keyframeRequestsSent >= 1 && statsDuringLoss.keyframeRequestsSent <= 8)
+        let clean = try room.clean.channel("a").statistics
+        #expect(clean.rxPacketsLost == 0 && clean.videoFramesDroppedBeforeDecode == 0)
+        let video = room.lossy.logs["a"]!.remoteStates(1, .video)
+        #expect(video.contains { $0.0 == .frozen })
+        #expect(video.last?.0 == .decoding && video.last?.1 == .networkRecovery)
+    }
+}
