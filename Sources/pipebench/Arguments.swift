@@ -27,3 +27,33 @@ struct Bitrate: ExpressibleByArgument, Sendable {
 
 extension VideoCodec: ExpressibleByArgument {}
 extension OpusApplication: ExpressibleByArgument {}
+
+/// A duration in milliseconds, written as `40`, `40ms` or `0.04s`.
+struct Milliseconds: ExpressibleByArgument, Sendable {
+    let value: Double
+
+    init?(argument: String) {
+        var text = argument.lowercased()
+        var scale = 1.0
+        if text.hasSuffix("ms") {
+            text.removeLast(2)
+        } else if text.hasSuffix("s") {
+            text.removeLast()
+            scale = 1000
+        }
+        guard let number = Double(text), number.isFinite, number >= 0 else { return nil }
+        value = number * scale
+    }
+}
+
+/// A share in percent, written as `10` or `10%`.
+struct Percent: ExpressibleByArgument, Sendable {
+    let value: Double
+
+    init?(argument: String) {
+        var text = argument
+        if text.hasSuffix("%") { text.removeLast() }
+        guard let number = Double(text), number.isFinite, (0...100).contains(number) else { return nil }
+        value = number
+    }
+}

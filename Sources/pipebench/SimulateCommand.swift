@@ -13,7 +13,8 @@ struct SimulateCommand: ParsableCommand {
         abstract: "Run a multi-channel session: remote users replay sample media; the local user publishes in one "
             + "channel, subscribes everywhere, mixes audio and renders every remote user into a canvas.",
         discussion: "Writes into --output: playout.wav (the mix), canvas-CHANNEL-UID.y4m per remote user, and "
-            + "grid-CHANNEL.png per channel; prints a summary per channel.")
+            + "grid-CHANNEL.png per channel; prints a summary per channel. The link options impair the simulated "
+            + "network between every remote user and the local user; --seed replays the same session.")
 
     @Option(help: "Channels.") var channels = 2
     @Option(help: "Remote broadcasters per channel.") var users = 3
@@ -27,6 +28,15 @@ struct SimulateCommand: ParsableCommand {
     @Flag(help: "Pace the session by the wall clock (live speed) instead of running as fast as possible.")
     var realtime = false
     @Flag(help: "Print JSON.") var json = false
+    @Option(help: "Link from every remote user to the local user: packets lost, in percent.") var loss: Percent?
+    @Option(help: "Mean loss burst in packets (1: independent losses; more: Gilbert-Elliott bursts).")
+    var burst = 1.0
+    @Option(help: "Link delay, one way (40 or 40ms).") var delay: Milliseconds?
+    @Option(help: "Link jitter: delays vary within ± this (20ms).") var jitter: Milliseconds?
+    @Option(help: "Packets held back so later ones overtake them, in percent.") var reorder: Percent?
+    @Option(help: "Packets delivered twice, in percent.") var duplicate: Percent?
+    @Option(help: "Link capacity (500k, 2M).") var bandwidth: Bitrate?
+    @Option(help: "Seed of every random choice: the same seed replays the same session.") var seed: UInt64 = 1
 
     func run() throws {
         let size = canvas.lowercased().split(separator: "x").compactMap { Int($0) }
@@ -43,6 +53,11 @@ struct SimulateCommand: ParsableCommand {
         settings.canvasHeight = size[1]
         settings.renderMode = mode
         settings.localPublishes = !noPublish
+        settings.seed = seed
+        settings.link = LinkConditions(
+            lossPercent: loss?.value ?? 0, meanBurstLength: burst, delayMs: delay?.value ?? 0,
+            jitterMs: jitter?.value ?? 0, reorderPercent: reorder?.value ?? 0, duplicatePercent: duplicate?.value ?? 0,
+            bandwidthBitsPerSecond: bandwidth?.bitsPerSecond)
 
         if !json { Terminal.progress("preparing", 0) }
         let media = try SampleMedia(
@@ -105,15 +120,19 @@ struct SimulateCommand: ParsableCommand {
 
     private func textReport(_ report: SimulationReport, _ elapsed: Double) -> String {
         var lines = [
-            "channel        users  audio 10ms  video dec  rendered  states  decoding"
+            "channel        users  audio 10ms  video dec  rendered  states  decoding    pkts sent  pkts lost  "
+                + "frames dropped  PLIs  frozen ms"
         ]
         for channel in report.channels {
+            let stats = channel.stats
             lines.append(
                 String(
-                    format: "%@ %5d %11lld %10lld %9d %7d %9d",
+                    format: "%@ %5d %11lld %10lld %9d %7d %9d %12lld %10lld %15lld %5lld %10lld",
                     channel.channelId.padding(toLength: 14, withPad: " ", startingAt: 0),
-                    channel.users, channel.stats.audioFramesDecoded, channel.stats.videoFramesDecoded,
-                    channel.canvasFramesRendered, channel.stateChanges, channel.streamsDecoding))
+                    channel.users, stats.audioFramesDecoded, stats.videoFramesDecoded,
+                    channel.canvasFramesRendered, channel.stateChanges, channel.streamsDecoding,
+                    channel.link.packetsOffered, stats.rxPacketsLost, stats.videoFramesDroppedBeforeDecode,
+                    stats.keyframeRequestsSent, stats.videoFrozenMs))
         }
         let stats = report.localStatistics
         lines.append(
@@ -140,6 +159,13 @@ struct SimulateCommand: ParsableCommand {
                     "videoFramesDecoded": channel.stats.videoFramesDecoded,
                     "canvasFramesRendered": channel.canvasFramesRendered, "stateChanges": channel.stateChanges,
                     "streamsDecoding": channel.streamsDecoding,
+                    "packetsSent": channel.link.packetsOffered, "packetsDroppedByLink": channel.link.packetsLost,
+                    "packetsDuplicatedByLink": channel.link.packetsDuplicated,
+                    "packetsReceived": channel.stats.rxPackets,
+                    "packetsLost": channel.stats.rxPacketsLost,
+                    "videoFramesDroppedBeforeDecode": channel.stats.videoFramesDroppedBeforeDecode,
+                    "keyframeRequestsSent": channel.stats.keyframeRequestsSent,
+                    "videoFrozenMs": channel.stats.videoFrozenMs,
                 ]
             },
         ])

@@ -48,8 +48,8 @@ private final class LossyRoom {
             VideoCanvas(channelId: "a", uid: 1, width: 640, height: 360, renderMode: .fit))
     }
 
-    func impair(_ conditions: LocalHub.LinkConditions) {
-        session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: lossy.engine)
+    func impair(_ conditions: LinkConditions) throws {
+        try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: lossy.engine)
     }
 
     /// Whether the lossy canvas shows what the sender shows now.
@@ -75,6 +75,7 @@ private final class LossyRoom {
                 if !correctPictures.contains(digest(lossyCanvas)) { wrongPictures += 1 }
             }
             session.clock.advance(byMicroseconds: 10_000)
+            session.hub.deliverDue()
             tick += 1
             if let until, until() { return index + 1 }
         }
@@ -94,9 +95,9 @@ struct EngineLossTests {
         let room = try LossyRoom()
         try room.run(ticks: 100)
         #expect(room.lossyMatchesSender)
-        room.impair(.init(blocked: true))
+        try room.impair(.init(blocked: true))
         try room.run(ticks: 100)
-        room.impair(.init())
+        try room.impair(.init())
         let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
         let ticks = try #require(recovered, "the sender's picture never came back")
         #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")
@@ -117,10 +118,10 @@ struct EngineLossTests {
     func lossyLink() throws {
         let room = try LossyRoom()
         try room.run(ticks: 100)
-        room.impair(.init(lossPercent: 10))
+        try room.impair(.init(lossPercent: 10))
         try room.run(ticks: 200)
         let statsDuringLoss = try room.lossy.channel("a").statistics
-        room.impair(.init())
+        try room.impair(.init())
         let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
         let ticks = try #require(recovered, "the sender's picture never came back")
         #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")

@@ -96,10 +96,12 @@ final class TestUser {
 
 /// A hub, a virtual clock and users, stepped in 10 ms ticks.
 final class TestSession {
-    let hub = LocalHub()
     let clock = VirtualClock()
+    let hub: LocalHub
     var users: [TestUser] = []
     private var tick = 0
+
+    init(seed: UInt64 = 7) { hub = LocalHub(clock: clock, seed: seed) }
 
     func user(frequency: Double = 440, configuration: EngineConfiguration = .init()) throws -> TestUser {
         let user = try TestUser(self, frequency: frequency, configuration: configuration)
@@ -128,6 +130,7 @@ final class TestSession {
                 if video { user.engine.renderVideo() }
             }
             clock.advance(byMicroseconds: 10_000)
+            hub.deliverDue()
             tick += 1
         }
     }

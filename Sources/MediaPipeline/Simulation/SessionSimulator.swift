@@ -12,6 +12,11 @@ public struct SimulationConfiguration: Sendable {
     public var renderMode = RenderMode.hidden
     /// Whether the local user publishes (in the first channel) besides subscribing everywhere.
     public var localPublishes = true
+    /// What the network does between every remote user and the local user (both ways).
+    public var link = LinkConditions()
+    /// Fixes every random choice of the session (link impairments, SSRCs), so the same seed
+    /// replays the same session exactly.
+    public var seed: UInt64 = 1
 
     /// The defaults: 2 channels × 3 users for 3 s.
     public init() {}
@@ -29,6 +34,7 @@ public struct SimulationConfiguration: Sendable {
         guard (16...3840).contains(canvasWidth), (16...2160).contains(canvasHeight) else {
             throw MediaError.invalidArgument("canvas size \(canvasWidth)x\(canvasHeight) is outside 16x16...3840x2160")
         }
+        try link.validate()
     }
 }
 
@@ -48,6 +54,8 @@ public struct SimulationReport: Sendable {
         public var streamsDecoding: Int
         /// Canvas frames rendered in the channel.
         public var canvasFramesRendered: Int
+        /// What the links from the channel's remote users to the local user did.
+        public var link: LinkStatistics
     }
 
     /// Per channel, in creation order.
@@ -70,7 +78,7 @@ public final class SessionSimulator {
     public let local: MediaEngine
     /// The local user's channels, in order.
     public let channels: [MediaChannel]
-    private let hub = LocalHub()
+    private let hub: LocalHub
     private let clock = VirtualClock()
     private let media: SampleMedia
     private var remotes: [(engine: MediaEngine, audioOffset: Int)] = []
@@ -91,12 +99,16 @@ public final class SessionSimulator {
         try configuration.validate()
         self.configuration = configuration
         self.media = media
-        local = try MediaEngine(transport: hub, clock: clock)
+        hub = LocalHub(clock: clock, seed: configuration.seed)
+        var settings = EngineConfiguration()
+        settings.randomSeed = configuration.seed
+        local = try MediaEngine(transport: hub, clock: clock, configuration: settings)
         var channels: [MediaChannel] = []
         for index in 0..<configuration.channels {
             let id = Self.channelId(index)
             for user in 0..<configuration.usersPerChannel {
-                let remote = try MediaEngine(transport: hub, clock: clock)
+                settings.randomSeed = configuration.seed &+ UInt64(1 + index * 1000 + user)
+                let remote = try MediaEngine(transport: hub, clock: clock, configuration: settings)
                 let channel = try remote.createChannel(id)
                 try channel.join(
                     uid: UInt32(1000 + index * 1000 + user),
@@ -115,6 +127,8 @@ public final class SessionSimulator {
             if !publishes { try channel.setClientRole(.audience) }
             try channel.join(uid: 1, options: publishes ? ChannelMediaOptions() : .subscribeOnly)
             for user in 0..<configuration.usersPerChannel {
+                try hub.setLinkConditions(
+                    configuration.link, channelId: id, publisher: UInt32(1000 + index * 1000 + user), receiver: local)
                 _ = try local.setupRemoteVideo(
                     VideoCanvas(
                         channelId: id, uid: UInt32(1000 + index * 1000 + user), width: configuration.canvasWidth,
@@ -166,6 +180,7 @@ public final class SessionSimulator {
                 try videoTick?()
             }
             clock.advance(byMicroseconds: 10_000)
+            hub.deliverDue()
             if tick % 50 == 0 { progress?(Double(tick) / Double(ticks)) }
         }
         progress?(1)
@@ -175,10 +190,18 @@ public final class SessionSimulator {
                 channel.remoteState($0, .audio) == .decoding && channel.remoteState($0, .video) == .decoding
             }
             let rendered = local.canvases(inChannel: channel.channelId).reduce(0) { $0 + $1.framesRendered }
+            var link = LinkStatistics()
+            for uid in users {
+                guard let one = hub.linkStatistics(channelId: channel.channelId, publisher: uid, receiver: local)
+                else { continue }
+                link.packetsOffered += one.packetsOffered
+                link.packetsLost += one.packetsLost
+                link.packetsDuplicated += one.packetsDuplicated
+            }
             return SimulationReport.ChannelReport(
                 channelId: channel.channelId, users: users.count, stats: channel.statistics,
                 stateChanges: eventCounter.count(channel.channelId), streamsDecoding: decoding.count,
-                canvasFramesRendered: rendered)
+                canvasFramesRendered: rendered, link: link)
         }
         return SimulationReport(
             channels: reports, durationSeconds: Double(ticks) / 100, localStatistics: local.statistics,

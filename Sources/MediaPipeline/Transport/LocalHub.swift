@@ -1,23 +1,16 @@
 /// The embedded transport: an in-process selective forwarding unit. Engines (users) join
 /// channels on it; it forwards each RTP packet by reference to every subscriber of the
 /// sender's channel, announces broadcasters to each other (audience members stay invisible, as
-/// in a live channel), carries RTCP feedback, and can impair links for tests.
+/// in a live channel) and carries RTCP feedback.
+///
+/// It is also the network simulator: each link (channel, publisher, receiver) can lose, delay,
+/// jitter, reorder, duplicate and rate-limit packets (``LinkConditions``), deterministically
+/// for a given seed and sequence of calls. Packets a link holds back arrive when the hub's
+/// clock reaches their time, at the next ``send(_:channelId:from:)`` or ``deliverDue()``: a
+/// simulation that advances a virtual clock calls ``deliverDue()`` after each step.
 ///
 /// Thread-safe. Endpoints are called outside the hub's lock.
 public final class LocalHub: MediaTransport, @unchecked Sendable {
-    /// Conditions applied to packets from one publisher to one receiving endpoint.
-    public struct LinkConditions: Sendable, Equatable {
-        /// Drop every packet (a network outage).
-        public var blocked = false
-        /// Drop this percentage of packets, 0...100, deterministically spread.
-        public var lossPercent = 0
-        /// No impairment.
-        public init(blocked: Bool = false, lossPercent: Int = 0) {
-            self.blocked = blocked
-            self.lossPercent = lossPercent
-        }
-    }
-
     private final class Member {
         let uid: UInt32
         /// Weak: an engine that goes away without leaving is simply gone (its deinit leaves).
@@ -58,13 +51,21 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     }
 
     private let lock = Lock()
+    private let clock: MediaClock?
+    private let seed: UInt64
+    // Guarded by `lock`.
     private var rooms: [String: Room] = [:]
-    private var links: [LinkKey: (conditions: LinkConditions, counter: Int)] = [:]
+    private var links: [LinkKey: SimulatedLink] = [:]
+    private var held = DeliveryQueue()
     private var nextAssignedUid: UInt32 = 10_000
     private var packetsForwarded: Int64 = 0
 
-    /// An empty hub.
-    public init() {}
+    /// An empty hub. Links that delay packets need `clock` (the session's); `seed` fixes every
+    /// link's random choices.
+    public init(clock: MediaClock? = nil, seed: UInt64 = 0) {
+        self.clock = clock
+        self.seed = seed
+    }
 
     // MARK: - Membership
 
@@ -175,12 +176,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let (receivers, sender, hasLinks) = lock.withLock { () -> ([Member], Member?, Bool) in
+        let (receivers, sender, hasLinks, hasHeld) = lock.withLock { () -> ([Member], Member?, Bool, Bool) in
             guard let room = rooms[channelId], let sender = room.members[uid], sender.isBroadcaster else {
-                return ([], nil, false)
+                return ([], nil, false, !held.isEmpty)
             }
-            return (room.receivers, sender, !links.isEmpty)
+            return (room.receivers, sender, !links.isEmpty, !held.isEmpty)
         }
+        if hasHeld { deliverDue() }
         guard let sender else { return }
         let stream = Member.streamKey(uid, codec.kind)
         var delivered: Int64 = 0
@@ -188,16 +190,72 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         for receiver in receivers {
             guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint else { continue }
             if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
-            if hasLinks && !admit(channelId: channelId, publisher: uid, receiver: endpoint) { continue }
-            endpoint.transportReceive(packet, channelId: channelId, from: uid)
-            delivered += 1
+            var copies = 1
+            if hasLinks {
+                let key = LinkKey(channelId: channelId, publisher: uid, receiver: ObjectIdentifier(endpoint))
+                copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: endpoint, from: uid)
+            }
+            for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
+            delivered += Int64(copies)
         }
         lock.withLock { packetsForwarded += delivered }
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let endpoint = lock.withLock { rooms[channelId]?.members[recipient]?.endpoint }
-        endpoint?.transportReceiveRTCP(bytes, channelId: channelId, from: uid)
+        let (target, source, hasLinks, hasHeld) = lock.withLock {
+            let room = rooms[channelId]
+            return (room?.members[recipient]?.endpoint, room?.members[uid]?.endpoint, !links.isEmpty, !held.isEmpty)
+        }
+        if hasHeld { deliverDue() }
+        guard let target else { return }
+        var copies = 1
+        if hasLinks, let source {
+            // Feedback crosses the same link as the media it is about, the other way.
+            let key = LinkKey(channelId: channelId, publisher: recipient, receiver: ObjectIdentifier(source))
+            copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: target, from: uid)
+        }
+        for _ in 0..<copies { target.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
+    }
+
+    /// Applies the link `key`'s conditions to one packet: returns how many copies to deliver
+    /// now (0, 1 or 2); copies that arrive later are held.
+    private func route(
+        _ payload: DeliveryQueue.Payload, byteCount: Int, key: LinkKey, to endpoint: TransportEndpoint,
+        from uid: UInt32
+    ) -> Int {
+        lock.withLock {
+            guard var link = links[key] else { return 1 }
+            let now = clock?.nowMicroseconds ?? 0
+            let fate = link.fate(byteCount: byteCount, now: now)
+            links[key] = link
+            guard let fate else { return 0 }
+            var immediate = 0
+            func place(_ delay: Int64) {
+                if delay <= 0 {
+                    immediate += 1
+                } else {
+                    held.push(payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + delay)
+                }
+            }
+            place(fate.first)
+            if let second = fate.second { place(second) }
+            return immediate
+        }
+    }
+
+    /// Delivers every held packet whose time has come on the hub's clock, in arrival order.
+    public func deliverDue() {
+        let now = clock?.nowMicroseconds ?? .max
+        while let delivery = lock.withLock({ held.popDue(now: now) }) {
+            guard let endpoint = delivery.endpoint else { continue }
+            switch delivery.payload {
+            case .rtp(let packet):
+                lock.withLock { packetsForwarded += 1 }
+                endpoint.transportReceive(packet, channelId: delivery.channelId, from: delivery.from)
+            case .rtcp(let bytes):
+                endpoint.transportReceiveRTCP(bytes, channelId: delivery.channelId, from: delivery.from)
+            }
+        }
     }
 
     public func setSubscribed(
@@ -212,29 +270,43 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     // MARK: - Impairments
 
-    /// Applies `conditions` to packets from `publisher` in `channelId` to `receiver`.
+    /// Applies `conditions` to the link from `publisher` in `channelId` to `receiver`: to the
+    /// media packets that way and to the receiver's RTCP the other way. A link keeps its random
+    /// stream and counters when its conditions change.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a value out of range, or for conditions
+    ///   that hold packets back on a hub made without a clock.
     public func setLinkConditions(
         _ conditions: LinkConditions, channelId: String, publisher: UInt32, receiver: TransportEndpoint
-    ) {
+    ) throws {
+        try conditions.validate()
+        if conditions.delays && clock == nil {
+            throw MediaError.invalidArgument(
+                "link delay, jitter, reordering or bandwidth needs a hub made with a clock")
+        }
         let key = LinkKey(channelId: channelId, publisher: publisher, receiver: ObjectIdentifier(receiver))
         lock.withLock {
-            if conditions == LinkConditions() { links[key] = nil } else { links[key] = (conditions, 0) }
+            if links[key] != nil {
+                links[key]!.conditions = conditions
+                return
+            }
+            // The link's random stream depends on the hub's seed and the link's names only.
+            let receiverUid = rooms[channelId]?.members.values.first { $0.endpoint === receiver }?.uid ?? 0
+            var mix = SplitMix64(seed: seed ^ UInt64(publisher) << 32 ^ UInt64(receiverUid))
+            var linkSeed = mix.next()
+            for byte in channelId.utf8 { linkSeed = (linkSeed ^ UInt64(byte)) &* 0x100_0000_01B3 }
+            links[key] = SimulatedLink(conditions: conditions, seed: linkSeed)
         }
     }
 
-    private func admit(channelId: String, publisher: UInt32, receiver: TransportEndpoint) -> Bool {
+    /// What the link from `publisher` in `channelId` to `receiver` did so far (nil when it was
+    /// never given conditions).
+    public func linkStatistics(channelId: String, publisher: UInt32, receiver: TransportEndpoint) -> LinkStatistics? {
         let key = LinkKey(channelId: channelId, publisher: publisher, receiver: ObjectIdentifier(receiver))
-        return lock.withLock {
-            guard var link = links[key] else { return true }
-            if link.conditions.blocked { return false }
-            link.counter += 1
-            links[key] = link
-            // Spread losses evenly: drop frame n when the running share of losses falls behind.
-            let expectedLosses = link.counter * link.conditions.lossPercent / 100
-            let previousLosses = (link.counter - 1) * link.conditions.lossPercent / 100
-            return expectedLosses == previousLosses
-        }
+        return lock.withLock { links[key]?.statistics }
     }
+
+    /// Packets held back by links, not yet delivered.
+    public var packetsInFlight: Int { lock.withLock { held.count } }
 
     // MARK: - Inspection
 
@@ -246,6 +318,6 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         }
     }
 
-    /// Packet deliveries made so far (one per receiving endpoint per packet).
+    /// RTP packet deliveries made so far (one per copy delivered to a receiving endpoint).
     public var deliveries: Int64 { lock.withLock { packetsForwarded } }
 }
