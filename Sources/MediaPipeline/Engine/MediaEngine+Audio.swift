@@ -10,7 +10,7 @@ extension MediaEngine {
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
         let hadEvents: Bool = lock.withLock {
-            let before = pendingEvents.count
+            let before = actions.count
             mixInputs.removeAll(keepingCapacity: true)
             let freeze = Int64(configuration.audioFreezeMs) * 1000
             let conceal = Int64(configuration.audioConcealMs) * 1000
@@ -69,9 +69,9 @@ extension MediaEngine {
             fadingOut.removeAll(keepingCapacity: true)
             observer?.mixedAudioFrame(UnsafeBufferPointer(output))
             stats.playoutFrames += 1
-            return pendingEvents.count != before
+            return actions.count != before
         }
-        if hadEvents { flushEvents() }
+        if hadEvents { flushActions() }
     }
 
     /// Produces the next 10 ms of playout into `frame`, resizing it in place.

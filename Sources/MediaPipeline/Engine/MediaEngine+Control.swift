@@ -1,8 +1,4 @@
 extension MediaEngine {
-    /// Transport calls gathered under the lock and made after it is released (the transport
-    /// calls back into engines, so no engine lock may be held across it).
-    typealias Deferred = [() -> Void]
-
     private func checkUsable(_ state: ChannelState) throws {
         guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
         guard !state.destroyed else { throw EngineError(.notReady, "channel '\(state.id)' is destroyed") }
@@ -50,20 +46,20 @@ extension MediaEngine {
         lock.withLock {
             state.uid = assigned
             state.joining = false
-            pendingEvents.append((state, .joinSuccess(uid: assigned, elapsedMs: state.elapsedMs(now))))
-            for event in state.deferred { pendingEvents.append((state, event)) }
+            actions.append(.event(state, .joinSuccess(uid: assigned, elapsedMs: state.elapsedMs(now))))
+            for event in state.deferred { actions.append(.event(state, event)) }
             state.deferred.removeAll()
             refreshPublishState(state)
         }
-        flushEvents()
+        flushActions()
     }
 
     func leave(_ state: ChannelState) throws {
-        let deferred: Deferred = try lock.withLock {
+        try lock.withLock {
             guard !state.destroyed, state.joined, !state.joining else {
                 throw EngineError(.leaveChannelRejected, "not in channel '\(state.id)'")
             }
-            var deferred = relayTeardown(state)
+            relayTeardown(state)
             for uid in state.userOrder {
                 if let user = state.users[uid] { releaseReceivers(user) }
             }
@@ -74,13 +70,10 @@ extension MediaEngine {
             state.joined = false
             state.publish = PerMedia(.idle)
             emit(state, .leave(state.stats))
-            let (channelId, uid, transport) = (state.id, state.uid, transport)
-            deferred.append { transport.leave(channelId: channelId, uid: uid) }
+            signal(.leave(channelId: state.id, uid: state.uid))
             state.uid = 0
-            return deferred
         }
-        for call in deferred { call() }
-        flushEvents()
+        flushActions()
     }
 
     func destroyChannel(_ state: ChannelState) {
@@ -96,13 +89,13 @@ extension MediaEngine {
     // MARK: - Role and local mutes
 
     func setRole(_ state: ChannelState, _ role: ClientRole) throws {
-        let deferred: Deferred = try lock.withLock {
+        try lock.withLock {
             try checkUsable(state)
             let old = state.role
-            guard old != role else { return [] }
+            guard old != role else { return }
             guard state.joined && !state.joining else {
                 state.role = role
-                return []
+                return
             }
             if role == .broadcaster {
                 // A new broadcaster publishes its local media (as the SDK does), so this is a
@@ -111,28 +104,26 @@ extension MediaEngine {
                 state.options.publishLocalAudio = true
                 state.options.publishLocalVideo = true
             }
-            var deferred: Deferred = role == .audience ? relayTeardown(state) : []
+            if role == .audience { relayTeardown(state) }
             state.role = role
             emit(state, .clientRoleChanged(old: old, new: role))
             refreshPublishState(state)
-            let (channelId, uid, media, transport) = (state.id, state.uid, state.publishedMedia, transport)
+            let (channelId, uid, media) = (state.id, state.uid, state.publishedMedia)
             // A new broadcaster is announced with its media, so set the media first; an
             // audience member's media is nobody's business, so demote first.
             if role == .broadcaster {
-                deferred.append { transport.setMedia(channelId: channelId, uid: uid, media: media) }
-                deferred.append { transport.setRole(channelId: channelId, uid: uid, role: role) }
+                signal(.setMedia(channelId: channelId, uid: uid, media: media))
+                signal(.setRole(channelId: channelId, uid: uid, role: role))
             } else {
-                deferred.append { transport.setRole(channelId: channelId, uid: uid, role: role) }
-                deferred.append { transport.setMedia(channelId: channelId, uid: uid, media: media) }
+                signal(.setRole(channelId: channelId, uid: uid, role: role))
+                signal(.setMedia(channelId: channelId, uid: uid, media: media))
             }
-            return deferred
         }
-        for call in deferred { call() }
-        flushEvents()
+        flushActions()
     }
 
     func muteLocal(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) throws {
-        let deferred: Deferred = try lock.withLock {
+        try lock.withLock {
             try checkUsable(state)
             var options = state.options
             if !mute {
@@ -150,24 +141,22 @@ extension MediaEngine {
             }
             state.options = options
             state.localMuted[kind] = mute
-            guard state.joined && !state.joining else { return [] }
+            guard state.joined && !state.joining else { return }
             refreshPublishState(state)
-            return mediaAnnouncements(state)
+            announceMedia(state)
         }
-        for call in deferred { call() }
-        flushEvents()
+        flushActions()
     }
 
-    /// Announces the channel's media in it and in its relay destinations.
-    func mediaAnnouncements(_ state: ChannelState) -> Deferred {
-        let (channelId, uid, media, transport) = (state.id, state.uid, state.publishedMedia, transport)
-        var deferred: Deferred = [{ transport.setMedia(channelId: channelId, uid: uid, media: media) }]
+    /// Announces the channel's media in it and in its relay destinations; call with the lock held.
+    func announceMedia(_ state: ChannelState) {
+        let media = state.publishedMedia
+        signal(.setMedia(channelId: state.id, uid: state.uid, media: media))
         if state.relayState == .running {
             for (destination, relayUid) in zip(state.relayDestinations, state.relayUids) {
-                deferred.append { transport.setMedia(channelId: destination.channelId, uid: relayUid, media: media) }
+                signal(.setMedia(channelId: destination.channelId, uid: relayUid, media: media))
             }
         }
-        return deferred
     }
 
     /// Reports publish-state changes after the channel's media changed; call with the lock held.
@@ -206,7 +195,7 @@ extension MediaEngine {
             state.explicitMute[kind][uid] = mute
             if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
         }
-        flushEvents()
+        flushActions()
     }
 
     func muteAll(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) throws {
@@ -218,7 +207,7 @@ extension MediaEngine {
                 if let user = state.users[uid] { applyLocalMute(state, user, kind, mute) }
             }
         }
-        flushEvents()
+        flushActions()
     }
 
     func setDefaultMute(_ state: ChannelState, _ kind: MediaKind, _ mute: Bool) {

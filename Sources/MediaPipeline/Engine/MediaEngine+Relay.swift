@@ -18,20 +18,19 @@ extension MediaEngine {
         guard Set(destinations.map(\.channelId)).count == destinations.count else {
             throw EngineError(.invalidArgument, "relay destinations repeat a channel")
         }
-        let (sourceUid, media, teardown): (UInt32, PublishedMedia, Deferred) = try lock.withLock {
+        let (sourceUid, media): (UInt32, PublishedMedia) = try lock.withLock {
             guard !destroyed, !state.destroyed, state.joined, !state.joining else {
                 throw EngineError(.notReady, "join channel '\(state.id)' before relaying it")
             }
             guard state.role == .broadcaster else {
                 throw EngineError(.refused, "an audience member cannot relay channel '\(state.id)'")
             }
-            let teardown = relayTeardown(state)
+            relayTeardown(state)
             state.relayState = .connecting
             emit(state, .channelMediaRelayStateChanged(state: .connecting))
-            return (state.uid, state.publishedMedia, teardown)
+            return (state.uid, state.publishedMedia)
         }
-        for call in teardown { call() }
-        flushEvents()
+        flushActions()
         var joined: [(String, UInt32)] = []
         do {
             for destination in destinations {
@@ -46,7 +45,7 @@ extension MediaEngine {
                 state.relayState = .failure
                 emit(state, .channelMediaRelayStateChanged(state: .failure))
             }
-            flushEvents()
+            flushActions()
             throw error
         }
         lock.withLock {
@@ -56,31 +55,28 @@ extension MediaEngine {
             keyframePending = true  // the destinations' subscribers need a picture to start from
             emit(state, .channelMediaRelayStateChanged(state: .running))
         }
-        flushEvents()
+        flushActions()
     }
 
     func stopRelay(_ state: ChannelState) throws {
-        let deferred: Deferred = try lock.withLock {
+        try lock.withLock {
             guard state.relayState == .running else {
                 throw EngineError(.notReady, "channel '\(state.id)' has no running media relay")
             }
-            return relayTeardown(state)
+            relayTeardown(state)
         }
-        for call in deferred { call() }
-        flushEvents()
+        flushActions()
     }
 
     /// Ends a running relay: the destinations see the relayed user leave. Call with the lock held.
-    func relayTeardown(_ state: ChannelState) -> Deferred {
-        guard state.relayState == .running || state.relayState == .connecting else { return [] }
-        let transport = transport
-        let calls: Deferred = zip(state.relayDestinations, state.relayUids).map { destination, uid in
-            { transport.leave(channelId: destination.channelId, uid: uid) }
+    func relayTeardown(_ state: ChannelState) {
+        guard state.relayState == .running || state.relayState == .connecting else { return }
+        for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
+            signal(.leave(channelId: destination.channelId, uid: uid))
         }
         state.relayDestinations = []
         state.relayUids = []
         state.relayState = .idle
         emit(state, .channelMediaRelayStateChanged(state: .idle))
-        return calls
     }
 }

@@ -21,7 +21,7 @@ extension MediaEngine: TransportEndpoint {
                 }
             }
         }
-        flushEvents()
+        flushActions()
     }
 
     public func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
@@ -34,7 +34,7 @@ extension MediaEngine: TransportEndpoint {
             state.userOrder.removeAll { $0 == uid }
             emit(state, .userOffline(uid: uid, reason: reason))
         }
-        flushEvents()
+        flushActions()
     }
 
     public func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
@@ -42,7 +42,7 @@ extension MediaEngine: TransportEndpoint {
             guard let state = channels[channelId], state.joined else { return }
             applyRemoteMedia(state, uid, media)
         }
-        flushEvents()
+        flushActions()
     }
 
     /// A remote user started or stopped sending audio or video.
@@ -65,7 +65,7 @@ extension MediaEngine: TransportEndpoint {
         var pictureLoss: (localUid: UInt32, mediaSSRC: UInt32)?
         let hadEvents: Bool = lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return false }
-            let before = pendingEvents.count + state.deferred.count
+            let before = actions.count + state.deferred.count
             let now = self.now
             state.stats.rxPackets += 1
             if codec.kind == .audio {
@@ -91,12 +91,12 @@ extension MediaEngine: TransportEndpoint {
                 }
                 setSubscribe(state, user, .video, .subscribed)
             }
-            return pendingEvents.count + state.deferred.count != before
+            return actions.count + state.deferred.count != before
         }
         if let pictureLoss {
             sendPictureLoss(channelId: channelId, from: pictureLoss.localUid, to: uid, mediaSSRC: pictureLoss.mediaSSRC)
         }
-        if hadEvents { flushEvents() }
+        if hadEvents { flushActions() }
     }
 
     /// Asks `publisher` for a keyframe of its stream `mediaSSRC` with an RTCP PLI.

@@ -60,7 +60,7 @@ extension MediaEngine {
     public func renderVideo() {
         var requests: [(channelId: String, localUid: UInt32, publisher: UInt32, ssrc: UInt32)] = []
         let hadEvents: Bool = lock.withLock {
-            let before = pendingEvents.count
+            let before = actions.count
             let now = self.now
             videoRound.jobs.removeAll(keepingCapacity: true)
             for id in channelOrder {
@@ -114,13 +114,13 @@ extension MediaEngine {
                 }
             }
             videoRound.jobs.removeAll(keepingCapacity: true)
-            return pendingEvents.count != before
+            return actions.count != before
         }
         for request in requests {
             sendPictureLoss(
                 channelId: request.channelId, from: request.localUid, to: request.publisher, mediaSSRC: request.ssrc)
         }
-        if hadEvents { flushEvents() }
+        if hadEvents { flushActions() }
     }
 
     /// Whether `receiver` should ask its publisher for a keyframe now: it is waiting for one, has

@@ -13,8 +13,9 @@
 /// Control calls may come from any thread. The per-frame calls allocate nothing in steady state,
 /// create no tasks and hop no actors. ``pullPlayout(into:)`` decodes the streams' audio and
 /// ``renderVideo()`` their video on up to ``EngineConfiguration/decodeThreads`` threads,
-/// independent streams in parallel. Events are delivered after the call that caused them
-/// returns its locks, in order, on the calling thread.
+/// independent streams in parallel. Transport signalling and events are carried out after the
+/// call that caused them releases its locks, in the order they were decided, by one thread at
+/// a time (the calling thread, or one already doing it).
 public final class MediaEngine: @unchecked Sendable {
     /// The engine's settings.
     public let configuration: EngineConfiguration
@@ -31,7 +32,9 @@ public final class MediaEngine: @unchecked Sendable {
     var channelOrder: [String] = []
     var canvases: [StreamKey: CanvasBuffer] = [:]
     var destroyed = false
-    var pendingEvents: [(ChannelState, ChannelEvent)] = []
+    /// Transport calls and events decided but not yet carried out, in decision order.
+    var actions: [EngineAction] = []
+    /// True while a thread carries out ``actions``.
     var delivering = false
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
@@ -140,53 +143,59 @@ public final class MediaEngine: @unchecked Sendable {
     /// Queues `event` for `channel`; call with the lock held. Events of a channel that is still
     /// joining wait until its join success has been reported.
     func emit(_ channel: ChannelState, _ event: ChannelEvent) {
-        if channel.joining { channel.deferred.append(event) } else { pendingEvents.append((channel, event)) }
+        if channel.joining { channel.deferred.append(event) } else { actions.append(.event(channel, event)) }
     }
 
-    /// Delivers queued events in order, outside the lock. Only one thread delivers at a time;
-    /// events queued meanwhile are delivered by it.
-    func flushEvents() {
-        flushSubscriptions()
-        var batch: [(ChannelState, ChannelEvent)]? = lock.withLock {
-            guard !delivering, !pendingEvents.isEmpty else { return nil }
+    /// Queues a transport call; call with the lock held.
+    func signal(_ command: TransportCommand) { actions.append(.transport(command)) }
+
+    /// Carries out the queued actions in order, outside the lock. Only one thread does so at a
+    /// time; actions queued meanwhile (by any thread, or by callbacks the transport makes) are
+    /// carried out by it, after the ones before them.
+    func flushActions() {
+        var batch: [EngineAction]? = lock.withLock {
+            queueSubscriptionChanges()
+            guard !delivering, !actions.isEmpty else { return nil }
             delivering = true
-            defer { pendingEvents.removeAll(keepingCapacity: true) }
-            return pendingEvents
+            defer { actions.removeAll(keepingCapacity: true) }
+            return actions
         }
         while let current = batch {
-            for (state, event) in current { state.handle?.deliver(event) }
+            for action in current {
+                switch action {
+                case .transport(let command): command.run(on: transport)
+                case .event(let state, let event): state.handle?.deliver(event)
+                }
+            }
             batch = lock.withLock {
-                guard !pendingEvents.isEmpty else {
+                queueSubscriptionChanges()
+                guard !actions.isEmpty else {
                     delivering = false
                     return nil
                 }
-                defer { pendingEvents.removeAll(keepingCapacity: true) }
-                return pendingEvents
+                defer { actions.removeAll(keepingCapacity: true) }
+                return actions
             }
         }
     }
 
-    /// Tells the transport which streams are (un)subscribed, so unsubscribed ones are not even
-    /// forwarded. Changes of a channel still joining wait for its uid.
-    private func flushSubscriptions() {
-        let ready: [(String, UInt32, UInt32, MediaKind, Bool)] = lock.withLock {
-            guard !subscriptionChanges.isEmpty else { return [] }
-            var ready: [(String, UInt32, UInt32, MediaKind, Bool)] = []
-            var waiting: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
-            for change in subscriptionChanges {
-                if change.state.joining {
-                    waiting.append(change)
-                } else if change.state.joined {
-                    ready.append((change.state.id, change.state.uid, change.publisher, change.kind, change.subscribed))
-                }
+    /// Queues the subscription decisions of joined channels for the transport, so unsubscribed
+    /// streams are not even forwarded; those of a channel still joining wait for its uid. Call
+    /// with the lock held.
+    private func queueSubscriptionChanges() {
+        guard !subscriptionChanges.isEmpty else { return }
+        var waiting: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
+        for change in subscriptionChanges {
+            if change.state.joining {
+                waiting.append(change)
+            } else if change.state.joined {
+                signal(
+                    .setSubscribed(
+                        change.subscribed, channelId: change.state.id, subscriber: change.state.uid,
+                        publisher: change.publisher, kind: change.kind))
             }
-            subscriptionChanges = waiting
-            return ready
         }
-        for (channelId, subscriber, publisher, kind, subscribed) in ready {
-            transport.setSubscribed(
-                subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
-        }
+        subscriptionChanges = waiting
     }
 
     var now: Int64 { clock.nowMicroseconds }

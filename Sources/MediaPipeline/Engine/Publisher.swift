@@ -95,7 +95,7 @@ extension MediaEngine {
                 }
             }
         }
-        flushEvents()
+        flushActions()
     }
 
     private func encodeAndSendAudio() throws {
@@ -132,7 +132,7 @@ extension MediaEngine {
             let frame = try encoder.encode(picture, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
             send(frame, encodedHere: true)
         }
-        flushEvents()
+        flushActions()
     }
 
     /// Publishes an already encoded frame (Opus, VP8 or VP9) as the local stream, for sources
@@ -143,7 +143,7 @@ extension MediaEngine {
             lock.withLock { collectTargets(frame.codec.kind) }
             send(frame, encodedHere: false)
         }
-        flushEvents()
+        flushActions()
     }
 
     /// Packetizes `frame` once and sends every packet to every target, counting it (and its

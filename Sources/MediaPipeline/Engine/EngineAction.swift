@@ -1,0 +1,30 @@
+/// What the control plane decided and someone must now do outside the engine's lock: tell the
+/// transport, or tell the app. Actions are queued under the lock in the order they were
+/// decided and carried out in that order by one thread at a time (``MediaEngine/flushActions()``),
+/// so two threads' calls can never reach the transport, or the app, the other way round.
+enum EngineAction {
+    /// A transport signalling call.
+    case transport(TransportCommand)
+    /// An event for a channel's handler.
+    case event(ChannelState, ChannelEvent)
+}
+
+/// A signalling call to the transport.
+enum TransportCommand {
+    case leave(channelId: String, uid: UInt32)
+    case setRole(channelId: String, uid: UInt32, role: ClientRole)
+    case setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
+    case setSubscribed(Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
+
+    func run(on transport: MediaTransport) {
+        switch self {
+        case .leave(let channelId, let uid): transport.leave(channelId: channelId, uid: uid)
+        case .setRole(let channelId, let uid, let role): transport.setRole(channelId: channelId, uid: uid, role: role)
+        case .setMedia(let channelId, let uid, let media):
+            transport.setMedia(channelId: channelId, uid: uid, media: media)
+        case .setSubscribed(let subscribed, let channelId, let subscriber, let publisher, let kind):
+            transport.setSubscribed(
+                subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
+        }
+    }
+}
