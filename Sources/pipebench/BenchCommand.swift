@@ -21,7 +21,8 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Skip the session capacity search.") var noCapacity = false
-    @Option(help: "Run only these sections (comma-separated: codecs, mixer, fan-out, render, tick, capacity).")
+    @Option(
+        help: "Run only these sections (comma-separated: codecs, mixer, fan-out, render, tick, control, capacity).")
     var only: String?
     @Flag(help: "Print JSON.") var json = false
 
@@ -76,6 +77,9 @@ struct BenchCommand: ParsableCommand {
         if sections.contains("tick") {
             for users in [1, 8, 32] { rows.append(try engine.tickRow(users: users, media: media, threads: threads)) }
         }
+        if sections.contains("control") {
+            rows += try engine.controlLatencyRows(users: 32, media: media, threads: threads)
+        }
 
         var capacity: (one: Int, all: Int)?
         var trials: [String: [(users: Int, realtime: Double)]] = [:]
@@ -116,6 +120,10 @@ struct BenchCommand: ParsableCommand {
             figures.append(
                 ("renderShareOfDecode", "360p → 320x180 render / VP8 360p decode", render / decode, "under 0.15"))
         }
+        if let latency = rows.filter({ $0.section == "control" }).map(\.microsecondsPerUnit).max() {
+            figures.append(
+                ("controlLatencyP99Microseconds", "control call / statistics read p99, µs", latency, "under 1000"))
+        }
         if let allocations = rows.filter({ $0.section != "codecs" }).map(\.allocationsPerUnit).max() {
             figures.append(
                 ("engineAllocationsPerUnit", "allocations per tick or frame, engine paths", allocations, "0"))
@@ -154,7 +162,7 @@ struct BenchCommand: ParsableCommand {
 
     /// The sections `--only` and `--no-capacity` leave.
     private func selectedSections() throws -> Set<String> {
-        let all: Set<String> = ["codecs", "mixer", "fan-out", "render", "tick", "capacity"]
+        let all: Set<String> = ["codecs", "mixer", "fan-out", "render", "tick", "control", "capacity"]
         var chosen = all
         if let only {
             chosen = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })

@@ -1,21 +1,82 @@
 /// The receiving side of one remote audio stream: its RTP packets turned into Opus frames, a
-/// small jitter queue, an Opus decoder that exists only while the stream is subscribed, and
-/// 10 ms frames for the mixer.
-final class AudioReceiver {
-    private var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
-    private var remoteSSRC: UInt32?
-    private var packetsLostInEarlierStreams: Int64 = 0
-    /// Where the current stream's time starts on this receiver's time line (microseconds), so a
-    /// new SSRC continues after the old one.
-    private var streamOffsetMicroseconds: Int64 = 0
-    private var queue = FrameQueue(capacity: 50)
+/// small jitter queue, an Opus decoder, and 10 ms frames for the mixer.
+///
+/// Two owners, so packet arrival never waits for a decode:
+/// - ``inbox`` (packets in, frames queued in timestamp order) is a ``LockedValue``: the thread that
+///   delivers packets and the one that decodes meet there, for a queue operation each.
+/// - Everything else (the decoder, decoded samples, ``frame``, the last output) belongs to the
+///   engine's playout round, which ``MediaEngine`` runs one at a time (its playout lock): the
+///   reason this class is `@unchecked Sendable`.
+final class AudioReceiver: @unchecked Sendable {
+    /// The packet side, shared by arrival and decoding.
+    struct Inbox {
+        var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
+        var remoteSSRC: UInt32?
+        var packetsLostInEarlierStreams: Int64 = 0
+        /// Where the current stream's time starts on this receiver's time line (microseconds),
+        /// so a new SSRC continues after the old one.
+        var streamOffsetMicroseconds: Int64 = 0
+        var queue = FrameQueue(capacity: 50)
+        /// The end of the last packet played (decoded or concealed), in stream microseconds.
+        var playedUntilMicroseconds: Int64?
+        /// Packets dropped because they came too late or twice.
+        var latePackets = 0
+        /// Set when the stream is unsubscribed: nothing is queued any more.
+        var released = false
+
+        /// Sequence numbers never received, over every stream this receiver has seen.
+        var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
+
+        /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1).
+        mutating func receive(_ packet: RTPPacket, now: Int64) -> Int {
+            guard !released else { return 0 }
+            if remoteSSRC != packet.header.ssrc {
+                if remoteSSRC != nil {
+                    // A new stream from this user: its time continues where the old one's ended.
+                    packetsLostInEarlierStreams += assembler.packetsLost
+                    assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
+                    streamOffsetMicroseconds = playedUntilMicroseconds ?? streamOffsetMicroseconds
+                }
+                remoteSSRC = packet.header.ssrc
+            }
+            var frames = 0
+            assembler.insert(packet, now: now)
+            while let frame = assembler.next(now: now)?.frame {
+                frames += 1
+                enqueue(
+                    streamOffsetMicroseconds == 0
+                        ? frame : frame.restamped(frame.timestampMicroseconds + streamOffsetMicroseconds))
+            }
+            return frames
+        }
+
+        /// Queues a frame in timestamp order. A frame whose time has already been played (or
+        /// concealed) is late and dropped, as is a duplicate. A jump back by more than a second
+        /// is the sender starting its clock again: the stream restarts from that frame.
+        mutating func enqueue(_ frame: EncodedFrame) {
+            if let played = playedUntilMicroseconds, frame.timestampMicroseconds < played {
+                guard played - frame.timestampMicroseconds > 1_000_000 else {
+                    latePackets += 1
+                    return
+                }
+                queue.removeAll()
+                playedUntilMicroseconds = nil
+            }
+            if !queue.insertOrdered(frame) { latePackets += 1 }
+        }
+    }
+
+    /// The packet side.
+    let inbox = LockedValue(Inbox())
+
+    // MARK: Owned by the playout round
+
     private var decoder: OpusDecoder?
     private let sampleRate: Int
     private let channelCount: Int
     /// Decoded samples not yet handed out, interleaved: room for 10 ms left over plus the
     /// longest packet (120 ms), allocated once.
-    private let decodedBuffer: UnsafeMutableBufferPointer<Int16>
-    private var decoded: UnsafeMutableBufferPointer<Int16> { decodedBuffer }
+    private let decoded: UnsafeMutableBufferPointer<Int16>
     private var decodedStart = 0
     private var decodedEnd = 0
     /// The current 10 ms frame, for the mixer and observers. Its address never changes, so a
@@ -25,8 +86,6 @@ final class AudioReceiver {
     private(set) var starvedMicroseconds: Int64 = 0
     /// Packets decoded since creation.
     private(set) var packetsDecoded: Int64 = 0
-    /// The end of the last packet decoded, in the sender's microseconds.
-    private var playedUntilMicroseconds: Int64?
     /// True after a packet failed to decode, until one decodes again.
     private(set) var failed = false
 
@@ -34,70 +93,47 @@ final class AudioReceiver {
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: channelCount)
-        decodedBuffer = .allocate(capacity: sampleRate * 130 / 1000 * channelCount)
-        decodedBuffer.initialize(repeating: 0)
+        decoded = .allocate(capacity: sampleRate * 130 / 1000 * channelCount)
+        decoded.initialize(repeating: 0)
         frame = .allocate(capacity: sampleRate / 100 * channelCount)
         frame.initialize(repeating: 0)
     }
 
     deinit {
         frame.deallocate()
-        decodedBuffer.deallocate()
+        decoded.deallocate()
     }
 
-    /// True while a decoder exists.
-    var hasDecoder: Bool { decoder != nil }
+    /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1)
+    /// and the packets it showed to be lost.
+    func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64) {
+        inbox.withLock { inbox in
+            let lost = inbox.packetsLost
+            let frames = inbox.receive(packet, now: now)
+            return (frames, inbox.packetsLost - lost)
+        }
+    }
 
-    /// Releases the decoder and the queued packets (the stream is unsubscribed).
+    /// Queues a frame (see ``Inbox/enqueue(_:)``).
+    func enqueue(_ frame: EncodedFrame) { inbox.withLock { $0.enqueue(frame) } }
+
+    /// Sequence numbers never received.
+    var packetsLost: Int64 { inbox.withLock { $0.packetsLost } }
+
+    /// Frames dropped because they came too late or twice.
+    var latePackets: Int { inbox.withLock { $0.latePackets } }
+
+    /// True until the stream is released (its decoder goes with the receiver).
+    var isLive: Bool { inbox.withLock { !$0.released } }
+
+    /// Stops queueing and drops what is queued (the stream is unsubscribed). The decoder is
+    /// freed with the receiver, once no playout round holds it any more.
     func release() {
-        decoder = nil
-        queue.removeAll()
-        decodedStart = 0
-        decodedEnd = 0
-    }
-
-    /// Sequence numbers never received, over every stream this receiver has seen.
-    var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
-
-    /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1).
-    func receive(_ packet: RTPPacket, now: Int64) -> Int {
-        if remoteSSRC != packet.header.ssrc {
-            if remoteSSRC != nil {
-                // A new stream from this user: its time continues where the old one's ended.
-                packetsLostInEarlierStreams += assembler.packetsLost
-                assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
-                streamOffsetMicroseconds = playedUntilMicroseconds ?? streamOffsetMicroseconds
-            }
-            remoteSSRC = packet.header.ssrc
+        inbox.withLock {
+            $0.released = true
+            $0.queue.removeAll()
         }
-        var frames = 0
-        assembler.insert(packet, now: now) { assembled in
-            frames += 1
-            let frame = assembled.frame
-            enqueue(
-                streamOffsetMicroseconds == 0
-                    ? frame : frame.restamped(frame.timestampMicroseconds + streamOffsetMicroseconds))
-        }
-        return frames
     }
-
-    /// Queues a packet in timestamp order. A packet whose time has already been played (or
-    /// concealed) is late and dropped, as is a duplicate. A jump back by more than a second is
-    /// the sender starting its clock again: the stream restarts from that packet.
-    func enqueue(_ packet: EncodedFrame) {
-        if let played = playedUntilMicroseconds, packet.timestampMicroseconds < played {
-            guard played - packet.timestampMicroseconds > 1_000_000 else {
-                latePackets += 1
-                return
-            }
-            queue.removeAll()
-            playedUntilMicroseconds = nil
-        }
-        if !queue.insertOrdered(packet) { latePackets += 1 }
-    }
-
-    /// Packets dropped because they came too late or twice.
-    private(set) var latePackets = 0
 
     /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
     /// audio, `.concealed` for loss concealment right after a gap, `.none` when starved longer.
@@ -105,6 +141,7 @@ final class AudioReceiver {
     /// What the last ``produce(concealUpToMicroseconds:)`` of a decode round gave.
     var lastOutput = Output.none
 
+    /// Decodes the next 10 ms. Call from the playout round only.
     func produce(concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
         let needed = frame.count
@@ -117,8 +154,8 @@ final class AudioReceiver {
             decodedStart = 0
             decodedEnd = left
             while decodedEnd < needed {
-                let room = UnsafeMutableBufferPointer(rebasing: decodedBuffer[decodedEnd...])
-                guard let packet = queue.pop() else {
+                let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
+                guard let packet = inbox.withLock({ $0.queue.pop() }) else {
                     starvedMicroseconds += 10_000
                     guard packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds else { return .none }
                     // Opus loss concealment for what is missing (whole 2.5 ms steps).
@@ -129,8 +166,9 @@ final class AudioReceiver {
                     decodedEnd += count * channelCount
                     concealed = true
                     // The concealed time is played: a packet for it arriving now would be late.
-                    playedUntilMicroseconds.map {
-                        playedUntilMicroseconds = $0 + Int64(count) * 1_000_000 / Int64(sampleRate)
+                    let concealedMicroseconds = Int64(count) * 1_000_000 / Int64(sampleRate)
+                    inbox.withLock { inbox in
+                        inbox.playedUntilMicroseconds = inbox.playedUntilMicroseconds.map { $0 + concealedMicroseconds }
                     }
                     break
                 }
@@ -140,8 +178,8 @@ final class AudioReceiver {
                     packetsDecoded += 1
                     failed = false
                     // The decoder tells the packet's duration (received frames leave it 0).
-                    playedUntilMicroseconds =
-                        packet.timestampMicroseconds + Int64(count) * 1_000_000 / Int64(sampleRate)
+                    let end = packet.timestampMicroseconds + Int64(count) * 1_000_000 / Int64(sampleRate)
+                    inbox.withLock { $0.playedUntilMicroseconds = end }
                 } catch {
                     failed = true
                     return .none

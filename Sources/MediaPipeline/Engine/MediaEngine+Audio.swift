@@ -4,72 +4,97 @@ extension MediaEngine {
 
     /// Produces the next 10 ms of playout: every subscribed, unmuted remote stream of every
     /// joined channel, decoded, gain-adjusted, mixed and limited. The local user's own stream is
-    /// never part of it. Channel mixes and volume indications advance with it.
+    /// never part of it. Channel mixes and volume indications advance with it. Decoding, the
+    /// final mix and the audio observer run without the engine's control lock; concurrent calls
+    /// play out one after the other.
     /// - Precondition: `output` holds ``playoutFrameSampleCount`` samples.
     /// - Complexity: allocates nothing in steady state.
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
-        let hadEvents: Bool = lock.withLock {
-            let before = actions.count
-            mixInputs.removeAll(keepingCapacity: true)
-            let freeze = Int64(configuration.audioFreezeMs) * 1000
+        let hadEvents: Bool = playoutLock.withLock {
             let conceal = Int64(configuration.audioConcealMs) * 1000
-            // Decode every stream's next 10 ms first, independent streams in parallel ...
-            audioRound.receivers.removeAll(keepingCapacity: true)
-            audioRound.concealUpToMicroseconds = conceal
-            for id in channelOrder {
-                guard let state = channels[id], state.joined else { continue }
-                for uid in state.userOrder {
-                    if let receiver = state.users[uid]?.audio { audioRound.receivers.append(receiver) }
+            // Under the control lock: take the streams to decode, and those fading out.
+            let observer: AudioFrameObserver? = lock.withLock {
+                audioRound.receivers.removeAll(keepingCapacity: true)
+                audioReports.removeAll(keepingCapacity: true)
+                audioRound.concealUpToMicroseconds = conceal
+                for id in channelOrder {
+                    guard let state = channels[id], state.joined else { continue }
+                    for uid in state.userOrder {
+                        guard let user = state.users[uid], let receiver = user.audio else { continue }
+                        audioRound.receivers.append(receiver)
+                        audioReports.append((state, user, receiver))
+                    }
                 }
+                fadingRound.append(contentsOf: fadingOut)
+                fadingOut.removeAll(keepingCapacity: true)
+                return self.observer
             }
-            decodeWorkers.run(audioRound.receivers.count, on: audioRound)
+            // Decode every stream's next 10 ms, independent streams in parallel ...
+            audioWorkers.run(audioRound.receivers.count, on: audioRound)
             audioRound.receivers.removeAll(keepingCapacity: true)
-            // ... then report and mix in channel and join order on this thread.
-            for id in channelOrder {
-                guard let state = channels[id], state.joined else { continue }
-                channelMixInputs.removeAll(keepingCapacity: true)
-                for uid in state.userOrder {
-                    guard let user = state.users[uid], let receiver = user.audio else { continue }
-                    switch receiver.lastOutput {
-                    case .audio:
-                        state.stats.audioFramesDecoded += 1
-                        reportDecoding(state, user, .audio)
-                    case .concealed:
-                        break
-                    case .none:
-                        if receiver.failed {
-                            report(state, user, .audio, .failed, .internal)
-                        } else if receiver.starvedMicroseconds > freeze && user.trackers.audio.state == .decoding {
-                            report(state, user, .audio, .frozen, .networkCongestion)
+            mixInputs.removeAll(keepingCapacity: true)
+            observedFrames.removeAll(keepingCapacity: true)
+            // ... then, under the control lock, report and gather the mix in channel and join order.
+            let hadEvents: Bool = lock.withLock {
+                let before = actions.count
+                let freeze = Int64(configuration.audioFreezeMs) * 1000
+                var index = 0
+                for id in channelOrder {
+                    guard let state = channels[id], state.joined else { continue }
+                    channelMixInputs.removeAll(keepingCapacity: true)
+                    // This channel's streams, in the order they were taken.
+                    while index < audioReports.count, audioReports[index].state === state {
+                        let (_, user, receiver) = audioReports[index]
+                        index += 1
+                        // A stream released meanwhile plays nothing more.
+                        guard user.audio === receiver, state.users[user.uid] === user else { continue }
+                        switch receiver.lastOutput {
+                        case .audio:
+                            state.stats.audioFramesDecoded += 1
+                            reportDecoding(state, user, .audio)
+                        case .concealed:
+                            break
+                        case .none:
+                            if receiver.failed {
+                                report(state, user, .audio, .failed, .internal)
+                            } else if receiver.starvedMicroseconds > freeze && user.trackers.audio.state == .decoding {
+                                report(state, user, .audio, .frozen, .networkCongestion)
+                            }
+                            continue
                         }
-                        continue
+                        let samples = UnsafeBufferPointer(receiver.frame)
+                        if observer != nil { observedFrames.append((user.key, samples)) }
+                        let input = MixerInput(key: user.key, samples: samples, gain: user.volume)
+                        mixInputs.append(input)
+                        if state.mixer != nil {
+                            channelMixInputs.append(input)
+                            if state.volumeIntervalMs > 0 { user.peakLevel = max(user.peakLevel, peak(samples)) }
+                        }
                     }
-                    let samples = UnsafeBufferPointer(receiver.frame)
-                    observer?.remoteAudioFrame(samples, stream: user.key)
-                    let input = MixerInput(key: user.key, samples: samples, gain: user.volume)
-                    mixInputs.append(input)
-                    if state.mixer != nil {
-                        channelMixInputs.append(input)
-                        if state.volumeIntervalMs > 0 { user.peakLevel = max(user.peakLevel, peak(samples)) }
+                    if let mixer = state.mixer {
+                        state.mix.withUnsafeMutableBufferPointer { mixer.mix(channelMixInputs, into: $0) }
+                        if state.volumeIntervalMs > 0 { advanceVolumeIndication(state) }
                     }
                 }
-                if let mixer = state.mixer {
-                    state.mix.withUnsafeMutableBufferPointer { mixer.mix(channelMixInputs, into: $0) }
-                    if state.volumeIntervalMs > 0 { advanceVolumeIndication(state) }
-                }
+                stats.playoutFrames += 1
+                return actions.count != before
             }
+            audioReports.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
-            for (key, receiver) in fadingOut where receiver.produce(concealUpToMicroseconds: conceal) != .none {
+            for (key, receiver) in fadingRound where receiver.produce(concealUpToMicroseconds: conceal) != .none {
                 mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
             }
             playoutMixer.mix(mixInputs, into: output)
             mixInputs.removeAll(keepingCapacity: true)
-            for (_, receiver) in fadingOut { receiver.release() }
-            fadingOut.removeAll(keepingCapacity: true)
-            observer?.mixedAudioFrame(UnsafeBufferPointer(output))
-            stats.playoutFrames += 1
-            return actions.count != before
+            for (_, receiver) in fadingRound { receiver.release() }
+            fadingRound.removeAll(keepingCapacity: true)
+            if let observer {
+                for (key, samples) in observedFrames { observer.remoteAudioFrame(samples, stream: key) }
+                observer.mixedAudioFrame(UnsafeBufferPointer(output))
+                observedFrames.removeAll(keepingCapacity: true)
+            }
+            return hadEvents
         }
         if hadEvents { flushActions() }
     }

@@ -71,9 +71,9 @@ extension MediaEngine: TransportEndpoint {
             if codec.kind == .audio {
                 state.stats.rxAudioBytes += Int64(packet.payloadByteCount)
                 guard let receiver = user.audio else { return false }
-                let lostBefore = receiver.packetsLost
-                state.stats.rxAudioFrames += Int64(receiver.receive(packet, now: now))
-                state.stats.rxPacketsLost += receiver.packetsLost - lostBefore
+                let (frames, lost) = receiver.receive(packet, now: now)
+                state.stats.rxAudioFrames += Int64(frames)
+                state.stats.rxPacketsLost += lost
                 if user.trackers.audio.state == .stopped {
                     report(state, user, .audio, .starting, user.trackers.audio.resumeReason)
                 }
@@ -81,11 +81,11 @@ extension MediaEngine: TransportEndpoint {
             } else {
                 state.stats.rxVideoBytes += Int64(packet.payloadByteCount)
                 guard let receiver = user.video else { return false }
-                let (lostBefore, droppedBefore) = (receiver.packetsLost, receiver.framesDroppedBeforeDecode)
-                state.stats.rxVideoFrames += Int64(receiver.receive(packet, now: now))
-                state.stats.rxPacketsLost += receiver.packetsLost - lostBefore
-                state.stats.videoFramesDroppedBeforeDecode += receiver.framesDroppedBeforeDecode - droppedBefore
-                if keyframeRequestDue(state, receiver) { pictureLoss = (state.uid, receiver.remoteSSRC) }
+                let progress = receiver.receive(packet, now: now)
+                state.stats.rxVideoFrames += Int64(progress.frames)
+                state.stats.rxPacketsLost += progress.packetsLost
+                state.stats.videoFramesDroppedBeforeDecode += progress.framesDropped
+                if let ssrc = keyframeRequestDue(state, receiver) { pictureLoss = (state.uid, ssrc) }
                 if user.trackers.video.state == .stopped {
                     report(state, user, .video, .starting, user.trackers.video.resumeReason)
                 }

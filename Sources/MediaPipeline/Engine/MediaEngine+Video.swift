@@ -56,45 +56,57 @@ extension MediaEngine {
 
     /// Decodes the video received since the last call for every subscribed stream, independent
     /// streams in parallel, and renders each stream's newest picture into its canvas. Reports
-    /// DECODING, FROZEN and size changes, and asks publishers for keyframes where decoding needs one.
+    /// DECODING, FROZEN and size changes, and asks publishers for keyframes where decoding needs
+    /// one. Decoding runs without the engine's control lock: control calls, statistics and
+    /// packet arrival go on meanwhile. Concurrent calls render one after the other.
     public func renderVideo() {
         var requests: [(channelId: String, localUid: UInt32, publisher: UInt32, ssrc: UInt32)] = []
-        let hadEvents: Bool = lock.withLock {
-            let before = actions.count
-            let now = self.now
-            videoRound.jobs.removeAll(keepingCapacity: true)
-            for id in channelOrder {
-                guard let state = channels[id], state.joined else { continue }
-                for uid in state.userOrder {
-                    guard let user = state.users[uid], let receiver = user.video else { continue }
-                    // Missing packets whose wait is over are given up on now, not at the next packet.
-                    let droppedBefore = receiver.framesDroppedBeforeDecode
-                    state.stats.rxVideoFrames += Int64(receiver.poll(now: now))
-                    state.stats.videoFramesDroppedBeforeDecode += receiver.framesDroppedBeforeDecode - droppedBefore
-                    guard receiver.hasQueuedFrames else { continue }
-                    videoRound.jobs.append((receiver, canvases[user.key]))
+        let hadEvents: Bool = renderLock.withLock {
+            // Under the control lock: give up on overdue packets and take the streams to decode.
+            lock.withLock {
+                let now = self.now
+                videoRound.jobs.removeAll(keepingCapacity: true)
+                videoReports.removeAll(keepingCapacity: true)
+                for id in channelOrder {
+                    guard let state = channels[id], state.joined else { continue }
+                    for uid in state.userOrder {
+                        guard let user = state.users[uid], let receiver = user.video else { continue }
+                        let progress = receiver.poll(now: now)
+                        state.stats.rxVideoFrames += Int64(progress.frames)
+                        state.stats.rxPacketsLost += progress.packetsLost
+                        state.stats.videoFramesDroppedBeforeDecode += progress.framesDropped
+                        videoReports.append((state, user, receiver))
+                        if receiver.hasQueuedFrames { videoRound.jobs.append((receiver, canvases[user.key])) }
+                    }
                 }
             }
             // Independent streams decode in parallel; a stream's decoder is touched by one thread.
-            decodeWorkers.run(videoRound.jobs.count, on: videoRound)
-            let freeze = Int64(configuration.videoFreezeMs) * 1000
-            for id in channelOrder {
-                guard let state = channels[id], state.joined else { continue }
-                for uid in state.userOrder {
-                    guard let user = state.users[uid], let receiver = user.video else { continue }
+            videoWorkers.run(videoRound.jobs.count, on: videoRound)
+            videoRound.jobs.removeAll(keepingCapacity: true)
+            // Under the control lock again: report what the decoders did.
+            return lock.withLock {
+                let before = actions.count
+                let freeze = Int64(configuration.videoFreezeMs) * 1000
+                let now = self.now
+                for (state, user, receiver) in videoReports {
+                    // A stream released or a channel left meanwhile reports nothing more.
+                    guard state.joined, user.video === receiver, state.users[user.uid] === user else { continue }
                     let decodedNow = receiver.takeBatchCount()
+                    let awaitingKeyframe = receiver.awaitingKeyframe
                     if decodedNow > 0 {
                         state.stats.videoFramesDecoded += Int64(decodedNow)
                         state.stats.videoFramesRendered += canvases[user.key] == nil ? 0 : 1
                         receiver.lastDecodedAt = now
-                        if !receiver.awaitingKeyframe { reportDecoding(state, user, .video) }
+                        if !awaitingKeyframe { reportDecoding(state, user, .video) }
                         if receiver.width != user.reportedWidth || receiver.height != user.reportedHeight {
                             user.reportedWidth = receiver.width
                             user.reportedHeight = receiver.height
-                            emit(state, .videoSizeChanged(uid: uid, width: receiver.width, height: receiver.height))
+                            emit(
+                                state,
+                                .videoSizeChanged(uid: user.uid, width: receiver.width, height: receiver.height))
                         }
                     }
-                    if receiver.awaitingKeyframe {
+                    if awaitingKeyframe {
                         // Packets were lost: the canvas keeps the last correct picture until a keyframe.
                         if user.trackers.video.state == .decoding {
                             report(state, user, .video, .frozen, .networkCongestion)
@@ -108,13 +120,13 @@ extension MediaEngine {
                             report(state, user, .video, .frozen, .networkCongestion)
                         }
                     }
-                    if keyframeRequestDue(state, receiver) {
-                        requests.append((id, state.uid, uid, receiver.remoteSSRC))
+                    if let ssrc = keyframeRequestDue(state, receiver) {
+                        requests.append((state.id, state.uid, user.uid, ssrc))
                     }
                 }
+                videoReports.removeAll(keepingCapacity: true)
+                return actions.count != before
             }
-            videoRound.jobs.removeAll(keepingCapacity: true)
-            return actions.count != before
         }
         for request in requests {
             sendPictureLoss(
@@ -123,17 +135,17 @@ extension MediaEngine {
         if hadEvents { flushActions() }
     }
 
-    /// Whether `receiver` should ask its publisher for a keyframe now: it is waiting for one, has
-    /// dropped frames since its last request, and the request interval has passed. Marks the
-    /// request as made. Call with the lock held.
-    func keyframeRequestDue(_ state: ChannelState, _ receiver: VideoReceiver) -> Bool {
-        guard receiver.wantsKeyframe, receiver.droppedSinceRequest > 0 else { return false }
+    /// The sender's SSRC when `receiver` should ask its publisher for a keyframe now: it is
+    /// waiting for one, has dropped frames since its last request, and the request interval has
+    /// passed. Marks the request as made. Call with the control lock held.
+    func keyframeRequestDue(_ state: ChannelState, _ receiver: VideoReceiver) -> UInt32? {
+        guard let ssrc = receiver.keyframeWanted else { return nil }
         let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-        if let last = receiver.lastKeyframeRequest, now - last < interval { return false }
+        if let last = receiver.lastKeyframeRequest, now - last < interval { return nil }
         receiver.lastKeyframeRequest = now
         receiver.keyframeRequested()
         stats.keyframeRequestsSent += 1
         state.stats.keyframeRequestsSent += 1
-        return true
+        return ssrc
     }
 }

@@ -23,9 +23,17 @@ public final class MediaEngine: @unchecked Sendable {
     let clock: MediaClock
     /// SSRCs and RTP starting points, fixed for the engine's life.
     let rtp: RTPIdentity
+    /// The control lock: channels, users, their stream state machines, canvases bound, counters
+    /// and the action queue. Held briefly, never across a decode, a transport call or an app
+    /// callback. Lock order: `publishLock`, `playoutLock` or `renderLock` before `lock`, and
+    /// `lock` before a receiver's inbox.
     let lock = Lock()
     /// Serialises the local-media calls (push*) so their scratch state needs no other lock.
     let publishLock = Lock()
+    /// Serialises playout rounds: the audio decoders, mixer inputs and fading streams are theirs.
+    let playoutLock = Lock()
+    /// Serialises render rounds: the video decoders and their job lists are theirs.
+    let renderLock = Lock()
 
     // Guarded by `lock`.
     var channels: [String: ChannelState] = [:]
@@ -38,21 +46,32 @@ public final class MediaEngine: @unchecked Sendable {
     var delivering = false
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
-    var keyframePending = false
-    var lastForcedKeyframe: Int64?
-    let playoutMixer: AudioMixer
-    var mixInputs: [MixerInput] = []
-    var channelMixInputs: [MixerInput] = []
-    var playout: [Int16]
-    let audioRound = AudioDecodeRound()
-    let videoRound = VideoDecodeRound()
-    /// Subscription decisions not yet told to the transport: (channel, publisher, kind, subscribed).
-    var subscriptionChanges: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
     /// Receivers playing one last frame at gain 0 before release.
     var fadingOut: [(StreamKey, AudioReceiver)] = []
+    /// A subscriber asked for a keyframe; the next local picture is forced to one.
+    var keyframePending = false
+    var lastForcedKeyframe: Int64?
+    /// Subscription decisions not yet told to the transport: (channel, publisher, kind, subscribed).
+    var subscriptionChanges: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
+    /// Channel mixes are gathered here (with the lock held: channels' mixers are guarded by it).
+    var channelMixInputs: [MixerInput] = []
 
-    /// Threads that decode independent streams together (audio per tick, video per render).
-    let decodeWorkers: ParallelWorkers
+    // Owned by the playout round (`playoutLock`).
+    let playoutMixer: AudioMixer
+    var mixInputs: [MixerInput] = []
+    let audioRound = AudioDecodeRound()
+    var audioReports: [(state: ChannelState, user: RemoteUser, receiver: AudioReceiver)] = []
+    var fadingRound: [(StreamKey, AudioReceiver)] = []
+    var observedFrames: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
+
+    // Owned by the render round (`renderLock`).
+    let videoRound = VideoDecodeRound()
+    var videoReports: [(state: ChannelState, user: RemoteUser, receiver: VideoReceiver)] = []
+
+    /// Threads that decode independent streams together: one pool for playout rounds and one for
+    /// render rounds, so audio never waits for a video round.
+    let audioWorkers: ParallelWorkers
+    let videoWorkers: ParallelWorkers
 
     // Guarded by `publishLock`.
     var publisher: Publisher
@@ -70,10 +89,10 @@ public final class MediaEngine: @unchecked Sendable {
         self.clock = clock
         playoutMixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-        playout = [Int16](repeating: 0, count: playoutMixer.samplesPerChannel * playoutMixer.channelCount)
         rtp = RTPIdentity(seed: configuration.randomSeed)
         publisher = Publisher(configuration: configuration, identity: rtp)
-        decodeWorkers = ParallelWorkers(threads: configuration.decodeThreads)
+        audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
+        videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
     }
 
     /// An engine dropped without ``destroy()`` still leaves its channels and relays, so the other
@@ -127,8 +146,8 @@ public final class MediaEngine: @unchecked Sendable {
             copy.liveVideoDecoders = 0
             for state in channels.values {
                 for user in state.users.values {
-                    if user.audio?.hasDecoder == true { copy.liveAudioDecoders += 1 }
-                    if user.video?.hasDecoder == true { copy.liveVideoDecoders += 1 }
+                    if user.audio?.isLive == true { copy.liveAudioDecoders += 1 }
+                    if user.video?.isLive == true { copy.liveVideoDecoders += 1 }
                 }
             }
             return copy

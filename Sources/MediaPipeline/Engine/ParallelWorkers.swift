@@ -24,6 +24,8 @@ final class ParallelWorkers: @unchecked Sendable {
     private let startCondition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let doneCondition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let nextJob = Atomic<Int>(0)
+    /// Held through a round: one round at a time uses the threads.
+    private let roundLock = Lock()
     // Guarded by `mutex`.
     private var threads: [pthread_t] = []
     private var generation = 0
@@ -55,12 +57,17 @@ final class ParallelWorkers: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Runs jobs `0..<count` of `source` on the pool and the calling thread; returns when all are done.
+    /// Runs jobs `0..<count` of `source` on the pool and the calling thread; returns when all are
+    /// done. Rounds from several threads run one after the other (a pool serves one at a time).
     func run(_ count: Int, on source: ParallelJobSource) {
         guard extraThreads > 0, count > 1 else {
             for index in 0..<count { source.runJob(index) }
             return
         }
+        roundLock.withLock { runRound(count, on: source) }
+    }
+
+    private func runRound(_ count: Int, on source: ParallelJobSource) {
         pthread_mutex_lock(mutex)
         if threads.isEmpty { startThreads() }
         self.source = source

@@ -1,31 +1,131 @@
 /// The receiving side of one remote video stream: its RTP packets assembled into frames, queued
-/// frames, a VP8/VP9 decoder that exists only while subscribed, keyframe recovery, and the size
-/// of the last decoded picture.
+/// frames, a VP8/VP9 decoder, keyframe recovery, and the size of the last decoded picture.
 ///
 /// Loss is seen before decoding: a frame after a gap in the sequence numbers is not decoded
 /// unless it is a keyframe (libvpx would decode it against a stale reference and return a wrong
 /// picture), and neither is any frame after it until a keyframe comes.
 ///
-/// `@unchecked Sendable` under the engine's contract: a receiver is touched only by the thread
-/// holding the engine lock, or, during a parallel decode that thread waits for, by the one
-/// worker it was handed to.
+/// Three owners, so packet arrival never waits for a decode:
+/// - ``inbox`` (packets in, frames queued, the keyframe bookkeeping both sides need) is a
+///   ``LockedValue``, taken for a queue operation at a time.
+/// - The decoder and what it reports (size, counts, failure) belong to the engine's render
+///   round, which ``MediaEngine`` runs one at a time (its render lock).
+/// - ``lastKeyframeRequest`` and ``lastDecodedAt`` belong to the engine's control lock.
+/// Hence `@unchecked Sendable`: the compiler cannot see the two locks outside the class.
 final class VideoReceiver: @unchecked Sendable {
-    private var assembler: RTPFrameAssembler
-    private var queue = FrameQueue(capacity: 16)
-    /// The sender's SSRC, from its latest packet (for keyframe requests).
-    private(set) var remoteSSRC: UInt32 = 0
-    /// True after a gap, until a keyframe arrives: frames in between are dropped unseen.
-    private(set) var awaitingKeyframe = false
-    /// Frames dropped before decoding: incomplete, or after a gap and before a keyframe.
-    private(set) var framesDroppedBeforeDecode: Int64 = 0
-    private var decoder: VPXDecoder?
-    private let threads: Int
-    /// True until a keyframe has been decoded (after subscribing, a loss or an overflow).
-    private(set) var needsKeyframe = true
-    /// Frames dropped while waiting for a keyframe since the last request.
-    private(set) var droppedSinceRequest = 0
+    /// The packet side, shared by arrival and decoding.
+    struct Inbox {
+        var assembler: RTPFrameAssembler
+        var queue = FrameQueue(capacity: 16)
+        /// The sender's SSRC, from its latest packet (for keyframe requests).
+        var remoteSSRC: UInt32 = 0
+        var packetsLostInEarlierStreams: Int64 = 0
+        /// True after a gap, until a keyframe arrives: frames in between are dropped unseen.
+        var awaitingKeyframe = false
+        /// True until a keyframe has been decoded (after subscribing, a decode failure or an
+        /// overflow).
+        var needsKeyframe = true
+        /// Frames dropped while waiting for a keyframe since the last request.
+        var droppedSinceRequest = 0
+        /// Frames dropped before decoding: incomplete, or after a gap and before a keyframe.
+        var framesDroppedBeforeDecode: Int64 = 0
+        /// Frames assembled since creation.
+        var framesAssembled: Int64 = 0
+        /// Set when the stream is unsubscribed: nothing is queued any more.
+        var released = false
+
+        /// Sequence numbers never received, over every stream this receiver has seen.
+        var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
+
+        /// True while the receiver cannot show a correct new picture without a keyframe.
+        var wantsKeyframe: Bool { needsKeyframe || awaitingKeyframe }
+
+        /// Takes one RTP packet arrived at clock time `now`; returns the frames it completed.
+        mutating func receive(_ packet: RTPPacket, now: Int64) -> Int {
+            guard !released, let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == .video else {
+                return 0
+            }
+            if packet.header.ssrc != remoteSSRC || codec != assembler.codec {
+                // A new stream (another sender or codec): nothing of the old one is a reference.
+                packetsLostInEarlierStreams += assembler.packetsLost
+                assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
+                if remoteSSRC != 0 { awaitingKeyframe = true }
+                remoteSSRC = packet.header.ssrc
+            }
+            assembler.insert(packet, now: now)
+            return collect(now: now)
+        }
+
+        /// Gives up on missing packets whose wait is over; returns the frames handed on.
+        mutating func poll(now: Int64) -> Int {
+            guard !released else { return 0 }
+            return collect(now: now)
+        }
+
+        /// Queues the frames the assembler has ready.
+        private mutating func collect(now: Int64) -> Int {
+            let incompleteBefore = assembler.framesIncomplete
+            var frames = 0
+            while let assembled = assembler.next(now: now) {
+                frames += 1
+                enqueue(assembled)
+            }
+            framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
+            framesAssembled += Int64(frames)
+            return frames
+        }
+
+        /// Queues an assembled frame. A frame that cannot be decoded without a keyframe first is
+        /// dropped and counted in ``droppedSinceRequest`` (the engine then asks for a keyframe).
+        private mutating func enqueue(_ assembled: AssembledFrame) {
+            let frame = assembled.frame
+            if frame.isKeyframe {
+                awaitingKeyframe = false
+            } else if assembled.followsGap {
+                awaitingKeyframe = true
+            }
+            if awaitingKeyframe {
+                droppedSinceRequest += 1
+                framesDroppedBeforeDecode += 1
+                return
+            }
+            if needsKeyframe && !frame.isKeyframe && queue.isEmpty {
+                droppedSinceRequest += 1
+                return
+            }
+            if queue.push(frame) != nil {
+                // Overflow: the oldest frame is gone, so later frames may not decode. Start over
+                // at a keyframe.
+                queue.removeAll()
+                needsKeyframe = true
+                droppedSinceRequest += 1
+            }
+        }
+
+        /// The next frame to decode, skipping delta frames while a keyframe is needed.
+        mutating func nextDecodable() -> EncodedFrame? {
+            while let frame = queue.pop() {
+                if needsKeyframe && !frame.isKeyframe { continue }
+                return frame
+            }
+            return nil
+        }
+    }
+
+    /// The packet side.
+    let inbox: LockedValue<Inbox>
+
+    // MARK: Owned by the engine's control lock
+
     /// Clock time of the last keyframe request sent (microseconds), if any.
     var lastKeyframeRequest: Int64?
+    /// Clock time of the last decoded frame (microseconds).
+    var lastDecodedAt: Int64?
+
+    // MARK: Owned by the render round
+
+    private var decoder: VPXDecoder?
+    private let threads: Int
     /// Size of the last decoded picture.
     private(set) var width = 0, height = 0
     /// Frames decoded since creation.
@@ -34,131 +134,113 @@ final class VideoReceiver: @unchecked Sendable {
     private(set) var framesRendered: Int64 = 0
     /// True after a frame failed to decode, until one decodes again.
     private(set) var failed = false
-    /// Clock time of the last decoded frame (microseconds).
-    var lastDecodedAt: Int64?
     /// Frames decoded by the last ``decodeBatch(_:)`` not yet collected.
     private var batchCount = 0
 
     init(threads: Int, reorderWaitMicroseconds: Int64) {
         self.threads = threads
-        assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)
+        inbox = LockedValue(
+            Inbox(assembler: RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)))
     }
 
-    /// Sequence numbers never received, over every stream this receiver has seen.
-    var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
-    private var packetsLostInEarlierStreams: Int64 = 0
+    /// True until the stream is released (its decoder goes with the receiver).
+    var isLive: Bool { inbox.withLock { !$0.released } }
 
-    /// True while the receiver cannot show a correct new picture without a keyframe.
-    var wantsKeyframe: Bool { needsKeyframe || awaitingKeyframe }
+    /// Whether frames wait for decoding.
+    var hasQueuedFrames: Bool { inbox.withLock { !$0.queue.isEmpty } }
 
-    /// Takes one RTP packet arrived at clock time `now`; returns the frames it completed.
-    func receive(_ packet: RTPPacket, now: Int64) -> Int {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == .video else { return 0 }
-        if packet.header.ssrc != remoteSSRC || codec != assembler.codec {
-            // A new stream (another sender or codec): nothing of the old one is a reference.
-            packetsLostInEarlierStreams += assembler.packetsLost
-            assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
-            if remoteSSRC != 0 { awaitingKeyframe = true }
-            remoteSSRC = packet.header.ssrc
-        }
-        let incompleteBefore = assembler.framesIncomplete
+    /// What one delivery or poll changed: frames assembled, packets found lost, frames dropped
+    /// before decoding.
+    struct Progress {
         var frames = 0
-        assembler.insert(packet, now: now) { assembled in
-            frames += 1
-            enqueue(assembled)
-        }
-        framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
-        return frames
+        var packetsLost: Int64 = 0
+        var framesDropped: Int64 = 0
     }
 
-    /// Gives up on missing packets whose wait is over; returns the frames handed on.
-    func poll(now: Int64) -> Int {
-        let incompleteBefore = assembler.framesIncomplete
-        var frames = 0
-        assembler.poll(now: now) { assembled in
-            frames += 1
-            enqueue(assembled)
+    /// Takes one RTP packet arrived at clock time `now`.
+    func receive(_ packet: RTPPacket, now: Int64) -> Progress {
+        inbox.withLock { inbox in
+            let (lost, dropped) = (inbox.packetsLost, inbox.framesDroppedBeforeDecode)
+            let frames = inbox.receive(packet, now: now)
+            return Progress(
+                frames: frames, packetsLost: inbox.packetsLost - lost,
+                framesDropped: inbox.framesDroppedBeforeDecode - dropped)
         }
-        framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
-        return frames
     }
 
-    var hasDecoder: Bool { decoder != nil }
-    var hasQueuedFrames: Bool { !queue.isEmpty }
+    /// Gives up on missing packets whose wait is over at clock time `now`.
+    func poll(now: Int64) -> Progress {
+        inbox.withLock { inbox in
+            let (lost, dropped) = (inbox.packetsLost, inbox.framesDroppedBeforeDecode)
+            let frames = inbox.poll(now: now)
+            return Progress(
+                frames: frames, packetsLost: inbox.packetsLost - lost,
+                framesDropped: inbox.framesDroppedBeforeDecode - dropped)
+        }
+    }
 
+    /// The sender's SSRC if the receiver needs a keyframe and has dropped frames since its last
+    /// request; nil otherwise.
+    var keyframeWanted: UInt32? {
+        inbox.withLock { $0.wantsKeyframe && $0.droppedSinceRequest > 0 ? $0.remoteSSRC : nil }
+    }
+
+    /// A keyframe request went out: count drops afresh.
+    func keyframeRequested() { inbox.withLock { $0.droppedSinceRequest = 0 } }
+
+    /// True after a gap until a keyframe: the canvas keeps the last correct picture.
+    var awaitingKeyframe: Bool { inbox.withLock { $0.awaitingKeyframe } }
+
+    /// Stops queueing and drops what is queued (the stream is unsubscribed). The decoder is
+    /// freed with the receiver, once no render round holds it any more.
     func release() {
-        decoder = nil
-        queue.removeAll()
-        needsKeyframe = true
-    }
-
-    /// Queues an assembled frame. A frame that cannot be decoded without a keyframe first is
-    /// dropped and counted in ``droppedSinceRequest`` (the engine then asks for a keyframe).
-    private func enqueue(_ assembled: AssembledFrame) {
-        let frame = assembled.frame
-        if frame.isKeyframe {
-            awaitingKeyframe = false
-        } else if assembled.followsGap {
-            awaitingKeyframe = true
-        }
-        if awaitingKeyframe {
-            droppedSinceRequest += 1
-            framesDroppedBeforeDecode += 1
-            return
-        }
-        if needsKeyframe && !frame.isKeyframe && queue.isEmpty {
-            droppedSinceRequest += 1
-            return
-        }
-        if queue.push(frame) != nil {
-            // Overflow: the oldest frame is gone, so later frames may not decode. Start over at a keyframe.
-            queue.removeAll()
-            needsKeyframe = true
-            droppedSinceRequest += 1
+        inbox.withLock {
+            $0.released = true
+            $0.queue.removeAll()
         }
     }
 
-    func keyframeRequested() { droppedSinceRequest = 0 }
-
-    /// Decodes every queued frame and renders the newest picture into `canvas`.
+    /// Decodes every queued frame and renders the newest picture into `canvas`. Call from the
+    /// render round only.
     func decodeBatch(_ canvas: CanvasBuffer?) {
         batchCount += decodeQueued { view in canvas?.render(view) }
     }
 
-    /// The frames decoded by batches since the last call.
+    /// The frames decoded by batches since the last call. Call from the render round only.
     func takeBatchCount() -> Int {
         defer { batchCount = 0 }
         return batchCount
     }
 
-    /// Decodes every queued frame; calls `render` with the last picture. Returns the frames decoded.
+    /// Decodes the frames queued now; calls `render` with the last picture. Returns the frames
+    /// decoded. Call from the render round only.
     func decodeQueued(render: (I420View) -> Void) -> Int {
         var decodedNow = 0
-        let pending = queue.count
-        for index in 0..<pending {
-            guard let frame = queue.pop() else { break }
-            if needsKeyframe && !frame.isKeyframe { continue }
+        var remaining = inbox.withLock { $0.queue.count }
+        while remaining > 0, let frame = inbox.withLock({ $0.nextDecodable() }) {
+            remaining = inbox.withLock { $0.queue.count }
             do {
                 if decoder == nil {
                     decoder = try VPXDecoder(codec: frame.codec == .vp9 ? .vp9 : .vp8, threads: threads)
                 }
+                let last = remaining == 0
                 try frame.withUnsafeBytes { bytes in
                     _ = try decoder!.decode(bytes) { view in
                         width = view.width
                         height = view.height
-                        if index == pending - 1 {
+                        if last {
                             render(view)
                             framesRendered += 1
                         }
                     }
                 }
-                needsKeyframe = false
+                inbox.withLock { $0.needsKeyframe = false }
                 failed = false
                 framesDecoded += 1
                 decodedNow += 1
             } catch {
                 failed = true
-                needsKeyframe = true
+                inbox.withLock { $0.needsKeyframe = true }
                 decoder = nil
             }
         }

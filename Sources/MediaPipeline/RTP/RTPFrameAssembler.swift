@@ -71,11 +71,23 @@ struct RTPFrameAssembler {
 
     /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.
     mutating func insert(_ packet: RTPPacket, now: Int64, _ emit: (AssembledFrame) -> Void) {
+        insert(packet, now: now)
+        while let frame = next(now: now) { emit(frame) }
+    }
+
+    /// Gives up on missing packets whose wait is over, handing out the frames behind them.
+    mutating func poll(now: Int64, _ emit: (AssembledFrame) -> Void) {
+        while let frame = next(now: now) { emit(frame) }
+    }
+
+    /// Takes `packet`, arrived at clock time `now`; the frames it completes come from
+    /// ``next(now:)``.
+    mutating func insert(_ packet: RTPPacket, now: Int64) {
         let sequence = sequences.unwrap(packet.header.sequenceNumber)
         let timestamp = timestamps.unwrap(packet.header.timestamp)
         if firstTimestamp == nil { firstTimestamp = timestamp }
         if codec == .opus {
-            insertAudio(packet, sequence: sequence, timestamp: timestamp, emit)
+            insertAudio(packet, sequence: sequence, timestamp: timestamp)
             return
         }
         if let next, sequence < next {
@@ -104,22 +116,25 @@ struct RTPFrameAssembler {
         slotTimestamp[index] = timestamp
         packetsReceived += 1
         highest = max(highest, sequence)
-        advance(now: now, emit)
     }
 
-    /// Gives up on missing packets whose wait is over, handing out the frames behind them.
-    mutating func poll(now: Int64, _ emit: (AssembledFrame) -> Void) {
-        guard codec != .opus else { return }
-        advance(now: now, emit)
+    /// The next frame ready at clock time `now`, if any: a complete frame at the head, or the
+    /// first one after missing packets whose wait is over.
+    mutating func next(now: Int64) -> AssembledFrame? {
+        if codec == .opus {
+            defer { readyAudio = nil }
+            return readyAudio
+        }
+        return advance(now: now)
     }
 
     // MARK: - Audio
 
     private var nextAudioSequence: Int64?
+    /// The audio frame the last packet made, until ``next(now:)`` takes it.
+    private var readyAudio: AssembledFrame?
 
-    private mutating func insertAudio(
-        _ packet: RTPPacket, sequence: Int64, timestamp: Int64, _ emit: (AssembledFrame) -> Void
-    ) {
+    private mutating func insertAudio(_ packet: RTPPacket, sequence: Int64, timestamp: Int64) {
         guard packet.payloadByteCount > 0 else {
             packetsMalformed += 1
             return
@@ -137,7 +152,7 @@ struct RTPFrameAssembler {
         let frame = EncodedFrame(
             storage: packet.bytes, range: packet.payloadRange, codec: .opus, isKeyframe: true,
             timestampMicroseconds: microseconds(timestamp), durationMicroseconds: 0)
-        emit(AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence))
+        readyAudio = AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence)
     }
 
     // MARK: - Video
@@ -177,14 +192,16 @@ struct RTPFrameAssembler {
         }
     }
 
-    /// Hands out the complete frames at the head; gives up on a hole whose wait is over.
-    private mutating func advance(now: Int64, _ emit: (AssembledFrame) -> Void) {
+    /// The complete frame at the head, if any; gives up on a hole whose wait is over.
+    private mutating func advance(now: Int64) -> AssembledFrame? {
         while let start = next, start <= highest {
             guard let first = slot(start) else {
                 // A hole at the head, with later packets waiting behind it.
                 let since = blockedSince ?? now
                 blockedSince = since
-                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else { return }
+                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else {
+                    return nil
+                }
                 skipHole(from: start)
                 continue
             }
@@ -220,18 +237,22 @@ struct RTPFrameAssembler {
                     continue
                 }
                 // Waiting for a packet of this frame.
-                guard end <= highest else { return }
+                guard end <= highest else { return nil }
                 let since = blockedSince ?? now
                 blockedSince = since
-                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else { return }
+                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else {
+                    return nil
+                }
                 skipHole(from: start)
                 continue
             }
             blockedSince = nil
-            emit(assemble(start...end))
+            let frame = assemble(start...end)
             for sequence in start...end { clear(sequence) }
             next = end + 1
+            return frame
         }
+        return nil
     }
 
     /// Drops everything from `start` up to the next frame start after the first missing packet,

@@ -15,7 +15,8 @@ public final class SubscriberLoad {
     private let clock = VirtualClock()
     private let media: SampleMedia
     private let senders: [ReplaySender]
-    private let channel: MediaChannel
+    /// The subscribing engine's channel.
+    public let channel: MediaChannel
     private var playout: [Int16]
     private var tick = 0
     private var nextVideoMicroseconds: Int64 = 0

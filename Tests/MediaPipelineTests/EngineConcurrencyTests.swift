@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// Checks that a channel's events arrive complete and in order: every state change starts
+/// from the state the previous change of the same thing ended in.
+private final class EventChain: @unchecked Sendable {
+    private let lock = NSLock()
+    private var publish: [MediaKind: PublishState] = [:]
+    private var subscribe: [String: SubscribeState] = [:]
+    private var role: ClientRole?
+    private(set) var remote: [String: RemoteStreamState] = [:]
+    private(set) var breaks: [String] = []
+    private(set) var count = 0
+
+    func record(_ event: ChannelEvent) {
+        lock.withLock {
+            count += 1
+            switch event {
+            case .localPublishStateChanged(let kind, let old, let new, _):
+                if let last = publish[kind], last != old {
+                    breaks.append("publish \(kind): \(last) then \(old)->\(new)")
+                }
+                publish[kind] = new
+            case .remoteSubscribeStateChanged(let uid, let kind, let old, let new, _):
+                let key = "\(uid)/\(kind)"
+                if let last = subscribe[key], last != old {
+                    breaks.append("subscribe \(key): \(last) then \(old)->\(new)")
+                }
+                subscribe[key] = new
+            case .clientRoleChanged(let old, let new):
+                if let last = role, last != old { breaks.append("role: \(last) then \(old)->\(new)") }
+                role = new
+            case .remoteAudioStateChanged(let uid, let state, _, _):
+                remote["\(uid)/audio"] = state
+            case .remoteVideoStateChanged(let uid, let state, _, _):
+                remote["\(uid)/video"] = state
+            default:
+                break
+            }
+        }
+    }
+
+    var snapshot: (breaks: [String], remote: [String: RemoteStreamState], count: Int) {
+        lock.withLock { (breaks, remote, count) }
+    }
+}
+
+/// Runs `body(0)` … `body(count - 1)` on `count` threads of their own, started together, and
+/// waits for all of them (unlike `concurrentPerform`, which runs no more bodies at once than
+/// there are cores).
+private func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let start = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for index in 0..<count {
+        done.enter()
+        let thread = Thread {
+            start.wait()
+            body(index)
+            done.leave()
+        }
+        thread.start()
+    }
+    for _ in 0..<count { start.signal() }
+    done.wait()
+}
+
+/// What `viewer` believes `publisher` sends in `channelId`, and what it does send there.
+private func beliefs(viewer: MediaEngine, publisher: MediaEngine, channelId: String, uid: UInt32) -> (
+    believed: PublishedMedia, sent: PublishedMedia
+) {
+    let believed = viewer.lock.withLock { viewer.channels[channelId]?.users[uid]?.media ?? [] }
+    let sent = publisher.lock.withLock { publisher.channels[channelId]?.publishedMedia ?? [] }
+    return (believed, sent)
+}
+
+/// Pre-encoded media for remote publishers: 20 ms Opus packets and 160x90 VP8 frames.
+private func remoteMedia() throws -> (opus: [EncodedFrame], vp8: [EncodedFrame]) {
+    let encoder = try OpusEncoder(configuration: OpusEncoderConfiguration())
+    let tone = testTone(samplesPerChannel: 960 * 25)
+    let opus = try (0..<25).map { index in
+        try encoder.encode(
+            AudioFrame(
+                samples: Array(tone[(index * 1920)..<((index + 1) * 1920)]), sampleRate: 48000, channelCount: 2))
+    }
+    var settings = VPXEncoderConfiguration(codec: .vp8, width: 160, height: 90)
+    settings.bitrateBitsPerSecond = 200_000
+    let video = try VPXEncoder(configuration: settings)
+    let vp8 = try (0..<15).map { index in
+        try video.encode(
+            try syntheticPicture(width: 160, height: 90, frame: index), timestampMicroseconds: Int64(index) * 66_666,
+            forceKeyframe: index == 0)
+    }
+    return (opus, vp8)
+}
+
+@Suite("Engine driven from many threads")
+struct EngineConcurrencyTests {
+    @Test("two threads muting audio and video at once: viewers always learn what is sent (1,000 rounds)")
+    func concurrentMutes() throws {
+        let session = TestSession()
+        let (host, viewer) = try session.hostAndViewer()
+        let channel = try host.channel("a")
+        var generator = SplitMix64(seed: 11)
+        for round in 0..<1000 {
+            let (muteAudio, muteVideo) = (generator.next() & 1 == 0, generator.next() & 1 == 0)
+            DispatchQueue.concurrentPerform(iterations: 2) { index in
+                if index == 0 {
+                    try? channel.muteLocalAudioStream(muteAudio)
+                } else {
+                    try? channel.muteLocalVideoStream(muteVideo)
+                }
+            }
+            let (believed, sent) = beliefs(viewer: viewer.engine, publisher: host.engine, channelId: "a", uid: 1)
+            var expected: PublishedMedia = []
+            if !muteAudio { expected.insert(.audio) }
+            if !muteVideo { expected.insert(.video) }
+            #expect(sent == expected, "round \(round)")
+            #expect(believed == sent, "round \(round): the viewer believes \(believed), the host sends \(sent)")
+            if believed != sent { break }
+        }
+    }
+
+    @Test("control calls, local media, playout, packet arrival, rendering and events on 6 threads at once")
+    func manyThreads() throws {
+        let session = TestSession()
+        let engine = try session.user()
+        let viewer = try session.user()
+        let remotes = try (0..<3).map { _ in try session.user() }
+        try remotes[0].join("a", uid: 10)
+        try remotes[1].join("b", uid: 20)
+        try remotes[2].join("b", uid: 21)
+        let channelA = try engine.channel("a")
+        let channelB = try engine.channel("b")
+        let chains = ["a": EventChain(), "b": EventChain()]
+        channelA.setEventHandler { chains["a"]!.record($0) }
+        channelB.setEventHandler { chains["b"]!.record($0) }
+        try channelA.join(uid: 1)
+        try channelB.setClientRole(.audience)
+        try channelB.join(uid: 1, options: .subscribeOnly)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        let canvas = try engine.engine.setupRemoteVideo(VideoCanvas(channelId: "b", uid: 20, width: 80, height: 45))
+        let media = try remoteMedia()
+        let iterations = 2000
+        let clock = session.clock
+        let local = engine.engine
+        let remoteEngines = remotes.map(\.engine)
+        let tone = testTone(samplesPerChannel: 480 * 20)
+        let audio = (0..<20).map {
+            AudioFrame(samples: Array(tone[($0 * 960)..<(($0 + 1) * 960)]), sampleRate: 48000, channelCount: 2)
+        }
+        let pictures = try (0..<4).map { try syntheticPicture(width: 160, height: 90, frame: $0 * 5) }
+
+        runOnThreads(6) { role in
+            var random = SplitMix64(seed: UInt64(role) + 100)
+            var playout = [Int16](repeating: 0, count: local.playoutFrameSampleCount)
+            for index in 0..<iterations {
+                switch role {
+                case 0:  // control: local audio, remote mutes, volume
+                    try? channelA.muteLocalAudioStream(random.next() % 3 == 0)
+                    if index % 10 == 0 { try? channelB.muteRemoteVideoStream(21, mute: random.next() & 1 == 0) }
+                    if index % 15 == 0 {
+                        try? channelB.adjustUserPlaybackSignalVolume(20, volume: Int(random.next() % 200))
+                    }
+                    if index % 40 == 0 { try? channelB.enableChannelMix(random.next() & 1 == 0) }
+                case 1:  // control: local video, role changes, statistics
+                    try? channelA.muteLocalVideoStream(random.next() % 3 == 0)
+                    _ = local.statistics
+                    _ = channelB.statistics
+                    if index % 100 == 50 {
+                        try? channelA.setClientRole(.audience)
+                        try? channelA.setClientRole(.broadcaster)
+                    }
+                case 2:  // local media
+                    try? local.pushAudio(audio[index % audio.count])
+                    if index % 7 == 0 {
+                        try? local.pushVideo(
+                            pictures[index / 7 % pictures.count], timestampMicroseconds: clock.nowMicroseconds)
+                    }
+                case 3:  // playout, and the clock
+                    playout.withUnsafeMutableBufferPointer { local.pullPlayout(into: $0) }
+                    clock.advance(byMicroseconds: 10_000)
+                case 4:  // packets arriving from remote users
+                    for (offset, remote) in remoteEngines.enumerated() {
+                        remote.pushEncodedFrame(
+                            media.opus[(index + offset) % media.opus.count].restamped(Int64(index) * 20_000))
+                        if index % 5 == 0 {
+                            remote.pushEncodedFrame(
+                                media.vp8[(index / 5) % media.vp8.count].restamped(Int64(index) * 20_000))
+                        }
+                    }
+                default:  // rendering, and reading a canvas
+                    local.renderVideo()
+                    _ = canvas.framesRendered
+                }
+            }
+        }
+        local.flushActions()
+
+        let (believed, sent) = beliefs(viewer: viewer.engine, publisher: local, channelId: "a", uid: 1)
+        #expect(believed == sent, "the viewer believes \(believed); the engine sends \(sent)")
+        for (id, channel) in [("a", channelA), ("b", channelB)] {
+            let (breaks, remote, count) = chains[id]!.snapshot
+            #expect(count > 0)
+            #expect(breaks.isEmpty, "channel \(id): \(breaks.prefix(5))")
+            for (key, last) in remote {
+                let parts = key.split(separator: "/")
+                let uid = UInt32(parts[0])!
+                let kind: MediaKind = parts[1] == "audio" ? .audio : .video
+                #expect(channel.remoteState(uid, kind) == last, "channel \(id) \(key): last event \(last)")
+            }
+        }
+        let stats = channelB.statistics
+        #expect(stats.rxAudioFrames > 0 && stats.audioFramesDecoded > 0 && stats.videoFramesDecoded > 0)
+        #expect(local.statistics.audioFramesEncoded > 0)
+    }
+}

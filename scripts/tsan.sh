@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the engine's concurrency, network and packet suites under ThreadSanitizer (its own build
+# folder, .build-tsan). `swift test` exits non-zero on any report, even where the tests passed.
+#   scripts/tsan.sh                      the default suites
+#   scripts/tsan.sh --filter Concurrency  a subset
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver")
+[[ $# -gt 0 ]] && filter=("$@")
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"
