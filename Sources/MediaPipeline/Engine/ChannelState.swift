@@ -72,6 +72,10 @@ final class ChannelState {
     var relayDestinations: [ChannelMediaRelayDestination] = []
     var relayUids: [UInt32] = []
     var relayState = ChannelMediaRelayState.idle
+    /// The relay runs but sends nothing (``MediaChannel/pauseAllChannelMediaRelay()``).
+    var relayPaused = false
+    /// Whether the first media since the relay (re)started has been reported sent.
+    var relaySentReported = false
     var volumeIntervalMs = 0
     var volumeElapsedMs = 0
     var mixEnabled = false

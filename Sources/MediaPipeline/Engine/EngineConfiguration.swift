@@ -65,11 +65,11 @@ public protocol AudioFrameObserver: AnyObject, Sendable {
 }
 
 /// A destination of a channel media relay: the channel and the uid the relayed stream uses there
-/// (0: the publisher's own uid).
+/// (0: the destination assigns a free one, reported by the relay's join).
 public struct ChannelMediaRelayDestination: Sendable, Equatable {
     /// Destination channel.
     public var channelId: String
-    /// The relayed stream's uid in the destination.
+    /// The relayed stream's uid in the destination (0: assigned there).
     public var uid: UInt32
 
     /// A destination.

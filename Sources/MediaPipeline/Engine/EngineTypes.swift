@@ -128,6 +128,41 @@ public enum ChannelMediaRelayState: Int, Sendable, CaseIterable {
     case failure = 3
 }
 
+/// What happened during a channel media relay (Agora 3.x `AgoraChannelMediaRelayEvent`, with
+/// its numbers). The engine reports the ones that apply to it: joined destination, sent to
+/// destination, updated, update refused, paused, resumed (and their failures).
+public enum ChannelMediaRelayEvent: Int, Sendable, CaseIterable {
+    /// The user disconnected from the server.
+    case disconnect = 0
+    /// The user connected to the server.
+    case connected = 1
+    /// The relay joined the source channel.
+    case joinedSourceChannel = 2
+    /// The relay joined a destination channel (one event per destination).
+    case joinedDestinationChannel = 3
+    /// The first media since the relay started (or resumed) went to the destinations.
+    case sentToDestinationChannel = 4
+    /// The source's first video reached the relay.
+    case receivedVideoPacketFromSource = 5
+    /// The source's first audio reached the relay.
+    case receivedAudioPacketFromSource = 6
+    /// ``MediaChannel/updateChannelMediaRelay(_:)`` took effect.
+    case updateDestinationChannel = 7
+    /// ``MediaChannel/updateChannelMediaRelay(_:)`` could not join a new destination; the old
+    /// destinations stay.
+    case updateDestinationChannelRefused = 8
+    /// The video profile sent to the destinations changed.
+    case videoProfileUpdate = 9
+    /// ``MediaChannel/pauseAllChannelMediaRelay()`` took effect.
+    case pauseSendPacketToDestinationChannelSuccess = 10
+    /// ``MediaChannel/pauseAllChannelMediaRelay()`` failed: no relay runs.
+    case pauseSendPacketToDestinationChannelFailed = 11
+    /// ``MediaChannel/resumeAllChannelMediaRelay()`` took effect.
+    case resumeSendPacketToDestinationChannelSuccess = 12
+    /// ``MediaChannel/resumeAllChannelMediaRelay()`` failed: no paused relay runs.
+    case resumeSendPacketToDestinationChannelFailed = 13
+}
+
 /// One speaker's loudness in a volume indication.
 public struct AudioVolumeInfo: Sendable, Equatable {
     /// The speaker.
@@ -189,6 +224,8 @@ public enum ChannelEvent: Sendable, Equatable {
     case audioVolumeIndication(speakers: [AudioVolumeInfo], totalVolume: Int)
     /// The media relay changed state.
     case channelMediaRelayStateChanged(state: ChannelMediaRelayState)
+    /// Something happened during the media relay.
+    case channelMediaRelayEvent(ChannelMediaRelayEvent)
     /// The local user left; the session's statistics.
     case leave(ChannelStats)
 }

@@ -160,10 +160,35 @@ public final class MediaChannel: @unchecked Sendable {
     // MARK: - Relay
 
     /// Relays the stream this channel publishes to up to four other channels, where it appears as
-    /// a broadcaster with each destination's uid.
+    /// a broadcaster with each destination's uid (0: the destination assigns one). Reports the
+    /// relay's states and events (``ChannelMediaRelayEvent/joinedDestinationChannel`` per
+    /// destination, ``ChannelMediaRelayEvent/sentToDestinationChannel`` when media first goes).
     public func startChannelMediaRelay(_ destinations: [ChannelMediaRelayDestination]) throws {
         try engine.startRelay(state, destinations)
     }
+
+    /// Replaces the destinations of the running relay (Agora's `updateChannelMediaRelay`):
+    /// destinations no longer listed are left, new ones joined, the others kept as they are.
+    /// Reports ``ChannelMediaRelayEvent/updateDestinationChannel``, or
+    /// ``ChannelMediaRelayEvent/updateDestinationChannelRefused`` (and throws) when a new
+    /// destination refuses the join, keeping the old list.
+    /// - Throws: ``EngineError/Code/invalidArgument`` for a bad list (as for starting),
+    ///   ``EngineError/Code/notReady`` when no relay runs.
+    public func updateChannelMediaRelay(_ destinations: [ChannelMediaRelayDestination]) throws {
+        try engine.updateRelay(state, destinations)
+    }
+
+    /// Stops sending media to every relay destination, staying in them (Agora 3.5.1's
+    /// `pauseAllChannelMediaRelay`).
+    /// - Throws: ``EngineError/Code/notReady`` when no relay runs, or it is paused already
+    ///   (also reported as ``ChannelMediaRelayEvent/pauseSendPacketToDestinationChannelFailed``).
+    public func pauseAllChannelMediaRelay() throws { try engine.pauseRelay(state) }
+
+    /// Sends media to the relay destinations again, starting with a keyframe (Agora 3.5.1's
+    /// `resumeAllChannelMediaRelay`).
+    /// - Throws: ``EngineError/Code/notReady`` when no paused relay runs (also reported as
+    ///   ``ChannelMediaRelayEvent/resumeSendPacketToDestinationChannelFailed``).
+    public func resumeAllChannelMediaRelay() throws { try engine.resumeRelay(state) }
 
     /// Stops the relay.
     public func stopChannelMediaRelay() throws { try engine.stopRelay(state) }

@@ -57,7 +57,7 @@ extension MediaEngine {
         publisher.targets.removeAll(keepingCapacity: true)
         guard let state = publishingChannel(), state.publishedMedia.contains(kind) else { return }
         publisher.targets.append((state.id, state.uid, state))
-        if state.relayState == .running {
+        if state.relayState == .running && !state.relayPaused {
             for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
                 publisher.targets.append((destination.channelId, uid, state))
             }
@@ -177,6 +177,10 @@ extension MediaEngine {
                 state.stats.txVideoBytes += Int64(frame.byteCount)
             }
             markPublished(state, kind)
+            if publisher.targets.count > 1 && !state.relaySentReported {
+                state.relaySentReported = true
+                emit(state, .channelMediaRelayEvent(.sentToDestinationChannel))
+            }
         }
     }
 }
