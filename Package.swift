@@ -5,6 +5,9 @@ let package = Package(
     name: "MediaPipeline",
     products: [
         .library(name: "MediaPipeline", targets: ["MediaPipeline"]),
+        // Fixtures, load generators, the session simulator and a scripted transport, for the
+        // tests, the benchmarks and pipebench: not part of the library's API.
+        .library(name: "MediaPipelineTesting", targets: ["MediaPipelineTesting"]),
         .executable(name: "pipebench", targets: ["pipebench"]),
         // The direct-C twins of the codec paths, for the benchmark package (Benchmarks/).
         .library(name: "CCodecBaseline", targets: ["CCodecBaseline"]),
@@ -23,6 +26,7 @@ let package = Package(
             name: "MediaPipeline",
             dependencies: ["COpus", "CVpx", "CSoxr", "CYuv", "CZlib"]
         ),
+        .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),
         // The same codec work written directly in C, so `pipebench bench` and Benchmarks/ can
         // report the wrappers' cost as a ratio measured in one run.
         .target(
@@ -35,6 +39,7 @@ let package = Package(
             name: "pipebench",
             dependencies: [
                 "MediaPipeline",
+                "MediaPipelineTesting",
                 "CCodecBaseline",
                 "CAllocationCounter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -42,7 +47,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaPipelineTests",
-            dependencies: ["MediaPipeline"]
+            dependencies: ["MediaPipeline", "MediaPipelineTesting"]
         ),
     ],
     swiftLanguageModes: [.v6]

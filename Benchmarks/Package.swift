@@ -20,7 +20,9 @@ let package = Package(
         // The bundled samples, decoded and encoded once, shared by the suites.
         .target(
             name: "BenchmarkFixtures",
-            dependencies: [.product(name: "MediaPipeline", package: root)],
+            dependencies: [
+                .product(name: "MediaPipeline", package: root), .product(name: "MediaPipelineTesting", package: root),
+            ],
             path: "Fixtures"
         ),
         // Opus, VP8 and VP9 through MediaPipeline, each beside its twin calling libopus/libvpx from C.
@@ -41,6 +43,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkFixtures",
                 .product(name: "MediaPipeline", package: root),
+                .product(name: "MediaPipelineTesting", package: root),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/EngineBenchmarks",

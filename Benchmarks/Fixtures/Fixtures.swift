@@ -1,5 +1,6 @@
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 /// The bundled samples, prepared once per benchmark process: speech as PCM and Opus, the
 /// moving picture at 360p and 720p, and its VP8/VP9 encodings.

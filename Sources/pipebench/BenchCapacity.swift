@@ -1,5 +1,6 @@
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 /// Session capacity: the most remote users (Opus 32 kbit/s 20 ms + VP8 360p 15 fps 500 kbit/s,
 /// pre-encoded and replayed) one engine subscribes to, decodes, mixes and renders into 320x180

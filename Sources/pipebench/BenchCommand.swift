@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 /// `pipebench bench`: a self-contained throughput run on the bundled samples. Codec paths
 /// through MediaPipeline's types against the same work in direct C; the mixer, fan-out,

@@ -1,5 +1,6 @@
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 extension BenchEngine {
     /// How long control calls and statistics reads take while `users` remote streams decode,

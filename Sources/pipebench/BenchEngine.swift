@@ -1,5 +1,6 @@
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 /// The engine rows of `pipebench bench`: the mixer, fan-out, canvas rendering and the whole
 /// subscriber tick, each with its cost per stream and its allocations in steady state.

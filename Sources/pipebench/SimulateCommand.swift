@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaPipeline
+import MediaPipelineTesting
 
 #if canImport(Glibc)
     import Glibc

@@ -49,7 +49,7 @@ private final class LossyRoom {
     }
 
     func impair(_ conditions: LinkConditions) throws {
-        try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: lossy.engine)
+        try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: 3)
     }
 
     /// Whether the lossy canvas shows what the sender shows now.

@@ -14,13 +14,23 @@ final class EventLog: @unchecked Sendable {
 
     private func append(_ event: ChannelEvent) { lock.withLock { recorded.append(event) } }
 
-    var events: [ChannelEvent] { lock.withLock { recorded } }
+    /// Every event but connection state changes (those are in ``connectionStates``).
+    var events: [ChannelEvent] { lock.withLock { recorded.filter { !$0.isConnectionStateChange } } }
 
-    /// Removes and returns what was recorded so far.
+    /// The connection state changes, as (state, reason) pairs.
+    var connectionStates: [(ConnectionState, ConnectionChangedReason)] {
+        lock.withLock {
+            recorded.compactMap {
+                if case .connectionStateChanged(let state, let reason) = $0 { (state, reason) } else { nil }
+            }
+        }
+    }
+
+    /// Removes and returns what was recorded so far (connection state changes aside).
     func take() -> [ChannelEvent] {
         lock.withLock {
             defer { recorded.removeAll() }
-            return recorded
+            return recorded.filter { !$0.isConnectionStateChange }
         }
     }
 
@@ -48,8 +58,12 @@ final class TestUser {
     var logs: [String: EventLog] = [:]
     var playout: [Int16]
 
-    init(_ session: TestSession, frequency: Double = 440, configuration: EngineConfiguration = .init()) throws {
-        engine = try MediaEngine(transport: session.hub, clock: session.clock, configuration: configuration)
+    init(
+        _ session: TestSession, frequency: Double = 440, configuration: EngineConfiguration = .init(),
+        transport: MediaTransport? = nil
+    ) throws {
+        engine = try MediaEngine(
+            transport: transport ?? session.hub, clock: session.clock, configuration: configuration)
         self.frequency = frequency
         playout = [Int16](repeating: 0, count: engine.playoutFrameSampleCount)
     }
@@ -103,8 +117,10 @@ final class TestSession {
 
     init(seed: UInt64 = 7) { hub = LocalHub(clock: clock, seed: seed) }
 
-    func user(frequency: Double = 440, configuration: EngineConfiguration = .init()) throws -> TestUser {
-        let user = try TestUser(self, frequency: frequency, configuration: configuration)
+    func user(
+        frequency: Double = 440, configuration: EngineConfiguration = .init(), transport: MediaTransport? = nil
+    ) throws -> TestUser {
+        let user = try TestUser(self, frequency: frequency, configuration: configuration, transport: transport)
         users.append(user)
         return user
     }
@@ -147,5 +163,16 @@ func expectEngineError(
         #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
     } catch {
         Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+extension ChannelEvent {
+    /// The code of an error event, nil for other events.
+    var errorCode: EngineError.Code? {
+        if case .error(let code, _) = self { code } else { nil }
+    }
+
+    var isConnectionStateChange: Bool {
+        if case .connectionStateChanged = self { true } else { false }
     }
 }

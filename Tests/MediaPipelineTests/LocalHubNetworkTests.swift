@@ -21,6 +21,7 @@ private final class Recorder: TransportEndpoint, @unchecked Sendable {
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         lock.withLock { feedback += 1 }
     }
+    func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason) {}
 }
 
 /// A hub with a sender (uid 1) and a recording receiver (uid 2) in channel "n".
@@ -38,7 +39,7 @@ private struct Network {
             channelId: "n", uid: 1, role: .broadcaster, media: [.audio], receivesMedia: true, endpoint: sender)
         _ = try hub.join(
             channelId: "n", uid: 2, role: .audience, media: [], receivesMedia: true, endpoint: receiver)
-        try hub.setLinkConditions(conditions, channelId: "n", publisher: 1, receiver: receiver)
+        try hub.setLinkConditions(conditions, channelId: "n", publisher: 1, receiver: 2)
     }
 
     /// Sends `count` Opus-typed packets of `size` bytes, one every `intervalMs`, then lets 2 s pass.
@@ -97,7 +98,7 @@ struct LocalHubNetworkTests {
             #expect(abs(lossRate - 0.10) < 0.012, "burst \(burst): loss \(lossRate)")
             #expect(abs(meanRun - burst * (burst == 1 ? 1.11 : 1)) < 0.35, "burst \(burst): mean run \(meanRun)")
             let stats = try #require(
-                network.hub.linkStatistics(channelId: "n", publisher: 1, receiver: network.receiver))
+                network.hub.linkStatistics(channelId: "n", publisher: 1, receiver: 2))
             #expect(stats.packetsOffered == 20_000 && stats.packetsLost == Int64(20_000 - received.count))
         }
     }
@@ -136,7 +137,7 @@ struct LocalHubNetworkTests {
         try network.run(count: 20, size: 1250, intervalMs: 0)
         let times = network.receiver.received.map(\.atMicroseconds)
         #expect(times == (1...6).map { Int64($0) * 100_000 })
-        let stats = try #require(network.hub.linkStatistics(channelId: "n", publisher: 1, receiver: network.receiver))
+        let stats = try #require(network.hub.linkStatistics(channelId: "n", publisher: 1, receiver: 2))
         #expect(stats.packetsLost == 14)
     }
 
@@ -156,12 +157,11 @@ struct LocalHubNetworkTests {
     @Test("conditions out of range, or delays without a clock, are refused naming the value")
     func refused() throws {
         let hub = LocalHub()
-        let endpoint = Recorder(clock: VirtualClock())
         #expect {
-            try hub.setLinkConditions(.init(delayMs: 10), channelId: "n", publisher: 1, receiver: endpoint)
+            try hub.setLinkConditions(.init(delayMs: 10), channelId: "n", publisher: 1, receiver: 2)
         } throws: { ($0 as? MediaError)?.message.contains("clock") == true }
         #expect {
-            try hub.setLinkConditions(.init(lossPercent: 120), channelId: "n", publisher: 1, receiver: endpoint)
+            try hub.setLinkConditions(.init(lossPercent: 120), channelId: "n", publisher: 1, receiver: 2)
         } throws: { ($0 as? MediaError)?.message.contains("loss percent 120") == true }
     }
 }

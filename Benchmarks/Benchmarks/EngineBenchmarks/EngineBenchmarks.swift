@@ -1,6 +1,7 @@
 import Benchmark
 import BenchmarkFixtures
 import MediaPipeline
+import MediaPipelineTesting
 
 // The engine's hot paths, one sample = one unit of its work: a 10 ms mix, one encoded frame
 // fanned out, one picture rendered into a canvas, one 10 ms subscriber tick. Every path must

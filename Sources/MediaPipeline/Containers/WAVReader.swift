@@ -177,7 +177,7 @@ public final class WAVReader {
 
 extension Float {
     /// This sample (nominally -1...1) as a rounded, clamped Int16.
-    @inline(__always) var int16Sample: Int16 {
+    @inline(__always) public var int16Sample: Int16 {
         let scaled = (self * 32768).rounded()
         return Int16(Swift.max(-32768, Swift.min(32767, scaled)))
     }

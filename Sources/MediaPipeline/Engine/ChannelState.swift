@@ -55,6 +55,13 @@ final class ChannelState {
     /// Between join's start and the transport's answer: events wait in `deferred`.
     var joining = false
     var deferred: [ChannelEvent] = []
+    /// Counts join attempts, so an answer to an abandoned one (left before the transport
+    /// answered) is recognised.
+    var joinAttempt = 0
+    /// The connection state last reported.
+    var connection = ConnectionState.disconnected
+    /// Counts relay starts and updates, so answers to a superseded one are recognised.
+    var relayAttempt = 0
     var uid: UInt32 = 0
     var role: ClientRole = .broadcaster
     var options = ChannelMediaOptions()

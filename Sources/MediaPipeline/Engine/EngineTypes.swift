@@ -104,6 +104,40 @@ public enum UserOfflineReason: Int, Sendable, CaseIterable {
     case becomeAudience = 2
 }
 
+/// The connection of one channel to its transport (Agora's `CONNECTION_STATE_TYPE`).
+public enum ConnectionState: Int, Sendable, CaseIterable {
+    /// Not connected: before joining, after leaving.
+    case disconnected = 1
+    /// Joining: the transport has not answered yet.
+    case connecting = 2
+    /// Joined.
+    case connected = 3
+    /// The connection was interrupted; the transport is trying to restore it.
+    case reconnecting = 4
+    /// The transport gave up (a refused join, a lost connection that did not come back).
+    case failed = 5
+}
+
+/// Why the connection state changed (Agora's `CONNECTION_CHANGED_REASON_TYPE`, with its numbers).
+public enum ConnectionChangedReason: Int, Sendable, CaseIterable {
+    /// Joining.
+    case connecting = 0
+    /// The join succeeded.
+    case joinSuccess = 1
+    /// The connection was interrupted.
+    case interrupted = 2
+    /// The server banned the user.
+    case bannedByServer = 3
+    /// The join failed (``ChannelEvent/error(code:message:)`` tells why).
+    case joinFailed = 4
+    /// The user left the channel.
+    case leaveChannel = 5
+    /// The server rejected the request.
+    case rejectedByServer = 10
+    /// No answer from the server for too long.
+    case keepAliveTimeout = 14
+}
+
 /// Local publishing state of one media kind in a channel (Agora's `STREAM_PUBLISH_STATE`).
 public enum PublishState: Int, Sendable, CaseIterable {
     case idle = 0
@@ -228,4 +262,9 @@ public enum ChannelEvent: Sendable, Equatable {
     case channelMediaRelayEvent(ChannelMediaRelayEvent)
     /// The local user left; the session's statistics.
     case leave(ChannelStats)
+    /// The channel's connection changed state.
+    case connectionStateChanged(state: ConnectionState, reason: ConnectionChangedReason)
+    /// Something failed after the call that started it returned (a join the transport refused):
+    /// Agora's error code and what happened.
+    case error(code: EngineError.Code, message: String)
 }

@@ -77,8 +77,8 @@ public final class MediaChannel: @unchecked Sendable {
 
     /// The local uid in this channel (0 before joining).
     public var localUid: UInt32 { engine.lock.withLock { state.uid } }
-    /// Whether the local user is in the channel.
-    public var isJoined: Bool { engine.lock.withLock { state.joined } }
+    /// Whether the local user is in the channel (false while the join awaits its answer).
+    public var isJoined: Bool { engine.lock.withLock { state.joined && !state.joining } }
 
     // MARK: - Role and publishing
 

@@ -6,8 +6,10 @@ extension MediaEngine {
 
     // MARK: - Join and leave
 
+    /// Starts joining: returns at once; the transport's answer arrives in
+    /// ``joinAnswered(_:attempt:result:)``, at once or later.
     func join(_ state: ChannelState, uid: UInt32, options: ChannelMediaOptions) throws {
-        let (role, media): (ClientRole, PublishedMedia) = try lock.withLock {
+        let (role, media, attempt): (ClientRole, PublishedMedia, Int) = try lock.withLock {
             try checkUsable(state)
             guard !state.joined && !state.joining else {
                 throw EngineError(.joinChannelRejected, "already in channel '\(state.id)' as uid \(state.uid)")
@@ -26,38 +28,77 @@ extension MediaEngine {
             state.joinedAt = now
             state.stats = ChannelStats()
             state.publish = PerMedia(.idle)
-            return (state.role, media)
+            state.joinAttempt += 1
+            setConnection(state, .connecting, .connecting)
+            return (state.role, media, state.joinAttempt)
         }
-        let assigned: UInt32
-        do {
-            assigned = try transport.join(
-                channelId: state.id, uid: uid, role: role, media: media, receivesMedia: true, endpoint: self)
-        } catch {
-            lock.withLock {
-                state.joining = false
+        flushActions()
+        let (channelId, identity) = (state.id, ObjectIdentifier(state))
+        transport.join(
+            channelId: channelId, uid: uid, role: role, media: media, receivesMedia: true, endpoint: endpoint
+        ) { [weak self] result in
+            self?.joinAnswered(channelId, identity, attempt: attempt, result: result)
+        }
+    }
+
+    /// The channel object `identity` under `channelId`, if it still exists. Call with the lock held.
+    func channel(_ channelId: String, _ identity: ObjectIdentifier) -> ChannelState? {
+        channels[channelId].flatMap { ObjectIdentifier($0) == identity ? $0 : nil }
+    }
+
+    /// The transport answered join attempt `attempt` of channel `identity`.
+    private func joinAnswered(
+        _ channelId: String, _ identity: ObjectIdentifier, attempt: Int, result: Result<UInt32, EngineError>
+    ) {
+        lock.withLock {
+            guard let state = channel(channelId, identity), state.joining, state.joinAttempt == attempt,
+                !state.destroyed
+            else {
+                // Left (or destroyed) before the answer: a membership granted meanwhile is given back.
+                if case .success(let uid) = result { signal(.leave(channelId: channelId, uid: uid)) }
+                return
+            }
+            state.joining = false
+            switch result {
+            case .success(let assigned):
+                state.uid = assigned
+                setConnection(state, .connected, .joinSuccess)
+                actions.append(.event(state, .joinSuccess(uid: assigned, elapsedMs: state.elapsedMs(now))))
+                for event in state.deferred { actions.append(.event(state, event)) }
+                state.deferred.removeAll()
+                refreshPublishState(state)
+            case .failure(let error):
                 state.joined = false
                 state.deferred.removeAll()
                 for user in state.users.values { releaseReceivers(user) }
                 state.users.removeAll()
                 state.userOrder.removeAll()
+                state.publish = PerMedia(.idle)
+                setConnection(state, .failed, .joinFailed)
+                actions.append(.event(state, .error(code: error.code, message: error.message)))
             }
-            throw error
-        }
-        lock.withLock {
-            state.uid = assigned
-            state.joining = false
-            actions.append(.event(state, .joinSuccess(uid: assigned, elapsedMs: state.elapsedMs(now))))
-            for event in state.deferred { actions.append(.event(state, event)) }
-            state.deferred.removeAll()
-            refreshPublishState(state)
         }
         flushActions()
     }
 
     func leave(_ state: ChannelState) throws {
         try lock.withLock {
-            guard !state.destroyed, state.joined, !state.joining else {
+            guard !state.destroyed, state.joined else {
                 throw EngineError(.leaveChannelRejected, "not in channel '\(state.id)'")
+            }
+            if state.joining {
+                // Left before the transport answered: the answer will be ignored (a granted
+                // membership given back), and nothing was reported but the connecting state.
+                state.joining = false
+                state.joined = false
+                state.joinAttempt += 1
+                state.deferred.removeAll()
+                for user in state.users.values { releaseReceivers(user) }
+                state.users.removeAll()
+                state.userOrder.removeAll()
+                state.publish = PerMedia(.idle)
+                setConnection(state, .disconnected, .leaveChannel)
+                return
             }
             relayTeardown(state)
             for uid in state.userOrder {
@@ -70,6 +111,7 @@ extension MediaEngine {
             state.joined = false
             state.publish = PerMedia(.idle)
             emit(state, .leave(state.stats))
+            setConnection(state, .disconnected, .leaveChannel)
             signal(.leave(channelId: state.id, uid: state.uid))
             state.uid = 0
         }

@@ -21,30 +21,52 @@ extension MediaEngine {
         }
     }
 
-    /// Joins `destinations` as relay members sending `media`; on a refusal, leaves the ones
-    /// joined and rethrows. Call without the lock.
-    private func joinRelayDestinations(_ destinations: [ChannelMediaRelayDestination], media: PublishedMedia) throws
-        -> [UInt32]
-    {
-        var joined: [(String, UInt32)] = []
-        do {
-            for destination in destinations {
-                // uid 0: the destination assigns a free uid (the source's may be taken there).
-                let uid = try transport.join(
-                    channelId: destination.channelId, uid: destination.uid, role: .broadcaster, media: media,
-                    receivesMedia: false, endpoint: self)
-                joined.append((destination.channelId, uid))
+    /// Asks to join `destinations` as relay members sending `media`. `done` gets, once every
+    /// answer is in, the uids in order, or the first refusal (the memberships granted are given
+    /// back first). It runs on the thread of the last answer, without the lock.
+    private func joinRelayDestinations(
+        _ destinations: [ChannelMediaRelayDestination], media: PublishedMedia,
+        done: @escaping @Sendable (Result<[UInt32], EngineError>) -> Void
+    ) {
+        guard !destinations.isEmpty else { return done(.success([])) }
+        let answers = LockedValue(
+            (
+                uids: [UInt32?](repeating: nil, count: destinations.count), refusal: EngineError?.none,
+                waiting: destinations.count
+            ))
+        let transport = transport
+        for (index, destination) in destinations.enumerated() {
+            // uid 0: the destination assigns a free uid (the source's may be taken there).
+            transport.join(
+                channelId: destination.channelId, uid: destination.uid, role: .broadcaster, media: media,
+                receivesMedia: false, endpoint: endpoint
+            ) { result in
+                let finished: (uids: [UInt32?], refusal: EngineError?)? = answers.withLock { answers in
+                    switch result {
+                    case .success(let uid): answers.uids[index] = uid
+                    case .failure(let error): answers.refusal = answers.refusal ?? error
+                    }
+                    answers.waiting -= 1
+                    return answers.waiting == 0 ? (answers.uids, answers.refusal) : nil
+                }
+                guard let finished else { return }
+                if let refusal = finished.refusal {
+                    for (destination, uid) in zip(destinations, finished.uids) {
+                        if let uid { transport.leave(channelId: destination.channelId, uid: uid) }
+                    }
+                    done(.failure(refusal))
+                } else {
+                    done(.success(finished.uids.compactMap { $0 }))
+                }
             }
-        } catch {
-            for (channelId, uid) in joined { transport.leave(channelId: channelId, uid: uid) }
-            throw error
         }
-        return joined.map(\.1)
     }
 
+    /// Starts relaying: returns once the request is made; the relay reports CONNECTING, then
+    /// RUNNING or FAILURE when the destinations have answered.
     func startRelay(_ state: ChannelState, _ destinations: [ChannelMediaRelayDestination]) throws {
         try validateRelay(state, destinations)
-        let media: PublishedMedia = try lock.withLock {
+        let (media, attempt): (PublishedMedia, Int) = try lock.withLock {
             guard !destroyed, !state.destroyed, state.joined, !state.joining else {
                 throw EngineError(.notReady, "join channel '\(state.id)' before relaying it")
             }
@@ -53,57 +75,96 @@ extension MediaEngine {
             }
             relayTeardown(state)
             state.relayState = .connecting
+            state.relayAttempt += 1
             emit(state, .channelMediaRelayStateChanged(state: .connecting))
-            return state.publishedMedia
+            return (state.publishedMedia, state.relayAttempt)
         }
         flushActions()
-        let uids: [UInt32]
-        do {
-            uids = try joinRelayDestinations(destinations, media: media)
-        } catch {
-            lock.withLock {
+        let (channelId, identity) = (state.id, ObjectIdentifier(state))
+        joinRelayDestinations(destinations, media: media) { [weak self] result in
+            self?.relayStarted(channelId, identity, destinations, attempt: attempt, result: result)
+        }
+    }
+
+    private func relayStarted(
+        _ channelId: String, _ identity: ObjectIdentifier, _ destinations: [ChannelMediaRelayDestination],
+        attempt: Int, result: Result<[UInt32], EngineError>
+    ) {
+        lock.withLock {
+            guard let state = channel(channelId, identity), state.relayAttempt == attempt,
+                state.relayState == .connecting
+            else {
+                // Stopped or restarted meanwhile: give the memberships back.
+                if case .success(let uids) = result {
+                    for (destination, uid) in zip(destinations, uids) {
+                        signal(.leave(channelId: destination.channelId, uid: uid))
+                    }
+                }
+                return
+            }
+            switch result {
+            case .success(let uids):
+                state.relayDestinations = destinations
+                state.relayUids = uids
+                state.relayState = .running
+                state.relayPaused = false
+                state.relaySentReported = false
+                for _ in destinations { emit(state, .channelMediaRelayEvent(.joinedDestinationChannel)) }
+                keyframePending = true  // the destinations' subscribers need a picture to start from
+                emit(state, .channelMediaRelayStateChanged(state: .running))
+            case .failure(let error):
                 state.relayState = .failure
                 emit(state, .channelMediaRelayStateChanged(state: .failure))
+                emit(state, .error(code: error.code, message: error.message))
             }
-            flushActions()
-            throw error
-        }
-        lock.withLock {
-            state.relayDestinations = destinations
-            state.relayUids = uids
-            state.relayState = .running
-            state.relayPaused = false
-            state.relaySentReported = false
-            for _ in destinations { emit(state, .channelMediaRelayEvent(.joinedDestinationChannel)) }
-            keyframePending = true  // the destinations' subscribers need a picture to start from
-            emit(state, .channelMediaRelayStateChanged(state: .running))
         }
         flushActions()
     }
 
+    /// Replaces the destinations: returns once the request is made; reports
+    /// ``ChannelMediaRelayEvent/updateDestinationChannel`` or
+    /// ``ChannelMediaRelayEvent/updateDestinationChannelRefused`` when the new ones have answered.
     func updateRelay(_ state: ChannelState, _ destinations: [ChannelMediaRelayDestination]) throws {
         try validateRelay(state, destinations)
-        let (media, added, removed): (PublishedMedia, [ChannelMediaRelayDestination], [(String, UInt32)]) =
-            try lock.withLock {
-                guard state.relayState == .running else {
-                    throw EngineError(.notReady, "channel '\(state.id)' has no running media relay to update")
-                }
-                let current = zip(state.relayDestinations, state.relayUids)
-                let removed = current.filter { !destinations.contains($0.0) }.map { ($0.0.channelId, $0.1) }
-                let added = destinations.filter { !state.relayDestinations.contains($0) }
-                return (state.publishedMedia, added, removed)
+        let (media, added, attempt): (PublishedMedia, [ChannelMediaRelayDestination], Int) = try lock.withLock {
+            guard state.relayState == .running else {
+                throw EngineError(.notReady, "channel '\(state.id)' has no running media relay to update")
             }
-        let addedUids: [UInt32]
-        do {
-            addedUids = try joinRelayDestinations(added, media: media)
-        } catch {
-            lock.withLock { emit(state, .channelMediaRelayEvent(.updateDestinationChannelRefused)) }
-            flushActions()
-            throw error
+            state.relayAttempt += 1
+            let added = destinations.filter { !state.relayDestinations.contains($0) }
+            return (state.publishedMedia, added, state.relayAttempt)
         }
+        let (channelId, identity) = (state.id, ObjectIdentifier(state))
+        joinRelayDestinations(added, media: media) { [weak self] result in
+            self?.relayUpdated(channelId, identity, destinations, added: added, attempt: attempt, result: result)
+        }
+    }
+
+    private func relayUpdated(
+        _ channelId: String, _ identity: ObjectIdentifier, _ destinations: [ChannelMediaRelayDestination],
+        added: [ChannelMediaRelayDestination], attempt: Int, result: Result<[UInt32], EngineError>
+    ) {
         lock.withLock {
-            for (channelId, uid) in removed { signal(.leave(channelId: channelId, uid: uid)) }
-            // The new list, in the order given: kept destinations keep their uid.
+            guard let state = channel(channelId, identity), state.relayAttempt == attempt,
+                state.relayState == .running
+            else {
+                if case .success(let uids) = result {
+                    for (destination, uid) in zip(added, uids) {
+                        signal(.leave(channelId: destination.channelId, uid: uid))
+                    }
+                }
+                return
+            }
+            guard case .success(let addedUids) = result else {
+                emit(state, .channelMediaRelayEvent(.updateDestinationChannelRefused))
+                return
+            }
+            // Destinations no longer listed are left; the new list keeps the order given, and
+            // kept destinations their uid.
+            for (destination, uid) in zip(state.relayDestinations, state.relayUids)
+            where !destinations.contains(destination) {
+                signal(.leave(channelId: destination.channelId, uid: uid))
+            }
             var uids: [UInt32] = []
             for destination in destinations {
                 if let index = state.relayDestinations.firstIndex(of: destination) {
@@ -166,6 +227,7 @@ extension MediaEngine {
     /// Ends a running relay: the destinations see the relayed user leave. Call with the lock held.
     func relayTeardown(_ state: ChannelState) {
         guard state.relayState == .running || state.relayState == .connecting else { return }
+        state.relayAttempt += 1  // answers still on their way are given back
         for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
             signal(.leave(channelId: destination.channelId, uid: uid))
         }

@@ -1,5 +1,34 @@
-extension MediaEngine: TransportEndpoint {
-    public func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {
+/// The engine as the transport sees it: a separate object, so the transport's callbacks are not
+/// part of the engine's public API. Holds the engine weakly (the transport holds endpoints).
+/// `@unchecked Sendable`: ``engine`` is set once, in the engine's initialiser, before the
+/// endpoint is handed to any transport.
+final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
+    weak var engine: MediaEngine?
+
+    init() {}
+
+    func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {
+        engine?.userJoined(channelId: channelId, uid: uid, media: media)
+    }
+    func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
+        engine?.userOffline(channelId: channelId, uid: uid, reason: reason)
+    }
+    func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
+        engine?.mediaChanged(channelId: channelId, uid: uid, media: media)
+    }
+    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+        engine?.receive(packet, channelId: channelId, from: uid)
+    }
+    func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
+        engine?.receiveRTCP(bytes, channelId: channelId, from: uid)
+    }
+    func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason) {
+        engine?.connectionStateChanged(channelId: channelId, state: state, reason: reason)
+    }
+}
+
+extension MediaEngine {
+    func userJoined(channelId: String, uid: UInt32, media: PublishedMedia) {
         lock.withLock {
             guard let state = channels[channelId], state.joined else { return }
             if state.users[uid] != nil {
@@ -24,7 +53,7 @@ extension MediaEngine: TransportEndpoint {
         flushActions()
     }
 
-    public func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
+    func userOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
         lock.withLock {
             guard let state = channels[channelId], state.joined, let user = state.users[uid] else { return }
             user.media = []
@@ -37,7 +66,7 @@ extension MediaEngine: TransportEndpoint {
         flushActions()
     }
 
-    public func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
+    func mediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
         lock.withLock {
             guard let state = channels[channelId], state.joined else { return }
             applyRemoteMedia(state, uid, media)
@@ -60,7 +89,7 @@ extension MediaEngine: TransportEndpoint {
         }
     }
 
-    public func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+    func receive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
         var pictureLoss: (localUid: UInt32, mediaSSRC: UInt32)?
         let hadEvents: Bool = lock.withLock {
@@ -107,7 +136,7 @@ extension MediaEngine: TransportEndpoint {
         transport.sendRTCP(message, channelId: channelId, from: localUid, to: publisher)
     }
 
-    public func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
+    func receiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
         guard let messages = try? bytes.withUnsafeBytes({ try RTCPCompound.parse($0) }) else { return }
         var keyframeWanted = false
@@ -129,5 +158,15 @@ extension MediaEngine: TransportEndpoint {
                 keyframePending = true
             }
         }
+    }
+
+    /// The transport says the connection of `channelId` changed: reported as Agora's
+    /// connection state event.
+    func connectionStateChanged(channelId: String, state connection: ConnectionState, reason: ConnectionChangedReason) {
+        lock.withLock {
+            guard let state = channels[channelId], state.joined, !state.joining else { return }
+            setConnection(state, connection, reason)
+        }
+        flushActions()
     }
 }

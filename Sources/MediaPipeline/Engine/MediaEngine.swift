@@ -23,6 +23,8 @@ public final class MediaEngine: @unchecked Sendable {
     let clock: MediaClock
     /// SSRCs and RTP starting points, fixed for the engine's life.
     let rtp: RTPIdentity
+    /// What the transport calls back.
+    let endpoint = EngineEndpoint()
     /// The control lock: channels, users, their stream state machines, canvases bound, counters
     /// and the action queue. Held briefly, never across a decode, a transport call or an app
     /// callback. Lock order: `publishLock`, `playoutLock` or `renderLock` before `lock`, and
@@ -93,6 +95,7 @@ public final class MediaEngine: @unchecked Sendable {
         publisher = Publisher(configuration: configuration, identity: rtp)
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
+        endpoint.engine = self
     }
 
     /// An engine dropped without ``destroy()`` still leaves its channels and relays, so the other
@@ -163,6 +166,14 @@ public final class MediaEngine: @unchecked Sendable {
     /// joining wait until its join success has been reported.
     func emit(_ channel: ChannelState, _ event: ChannelEvent) {
         if channel.joining { channel.deferred.append(event) } else { actions.append(.event(channel, event)) }
+    }
+
+    /// Reports a connection state change of `state` at once (not held back while joining);
+    /// call with the lock held.
+    func setConnection(_ state: ChannelState, _ connection: ConnectionState, _ reason: ConnectionChangedReason) {
+        guard state.connection != connection else { return }
+        state.connection = connection
+        actions.append(.event(state, .connectionStateChanged(state: connection, reason: reason)))
     }
 
     /// Queues a transport call; call with the lock held.

@@ -55,7 +55,7 @@ extension MediaEngine {
     /// Fills `publisher.targets` with where local `kind` goes now; call with both locks held.
     func collectTargets(_ kind: MediaKind) {
         publisher.targets.removeAll(keepingCapacity: true)
-        guard let state = publishingChannel(), state.publishedMedia.contains(kind) else { return }
+        guard let state = publishingChannel(), !state.joining, state.publishedMedia.contains(kind) else { return }
         publisher.targets.append((state.id, state.uid, state))
         if state.relayState == .running && !state.relayPaused {
             for (destination, uid) in zip(state.relayDestinations, state.relayUids) {

@@ -133,6 +133,9 @@ struct RTPFrameAssembler {
     private var nextAudioSequence: Int64?
     /// The audio frame the last packet made, until ``next(now:)`` takes it.
     private var readyAudio: AssembledFrame?
+    /// Which of the 64 sequence numbers up to the highest were received (bit 0: the highest),
+    /// to tell a duplicate from a packet that was overtaken.
+    private var audioSeen: UInt64 = 0
 
     private mutating func insertAudio(_ packet: RTPPacket, sequence: Int64, timestamp: Int64) {
         guard packet.payloadByteCount > 0 else {
@@ -140,11 +143,23 @@ struct RTPFrameAssembler {
             return
         }
         if let expected = nextAudioSequence {
-            if sequence > expected { packetsLost += sequence - expected }
-            if sequence < expected {
-                packetsLate += 1  // the audio receiver decides whether it is still useful
+            if sequence >= expected {
+                packetsLost += sequence - expected
+                // Slide the window of the last 64 sequence numbers seen.
+                let shift = sequence - expected + 1
+                audioSeen = shift >= 64 ? 1 : (audioSeen << UInt64(shift)) | 1
+            } else {
+                let age = expected - 1 - sequence
+                if age < 64 && audioSeen & (1 << UInt64(age)) != 0 {
+                    packetsLate += 1  // a copy of a packet already taken
+                    return
+                }
+                if age < 64 { audioSeen |= 1 << UInt64(age) }
+                packetsLate += 1  // overtaken: the audio receiver decides whether it is still useful
                 if packetsLost > 0 { packetsLost -= 1 }  // it was counted lost when the hole appeared
             }
+        } else {
+            audioSeen = 1
         }
         nextAudioSequence = max(nextAudioSequence ?? .min, sequence + 1)
         packetsReceived += 1

@@ -53,7 +53,7 @@ public struct LinkConditions: Sendable, Equatable {
     var delays: Bool { delayMs > 0 || jitterMs > 0 || reorderPercent > 0 || bandwidthBitsPerSecond != nil }
 
     /// Throws ``MediaError/Code/invalidArgument`` naming the first value out of range.
-    func validate() throws {
+    public func validate() throws {
         func check(_ value: Double, _ range: ClosedRange<Double>, _ name: String) throws {
             guard range.contains(value) else {
                 throw MediaError.invalidArgument(
@@ -85,6 +85,9 @@ public struct LinkStatistics: Sendable, Equatable {
     public var packetsLost: Int64 = 0
     /// Extra copies the link delivered.
     public var packetsDuplicated: Int64 = 0
+
+    /// Zero counts.
+    public init() {}
 }
 
 /// One link's state: its random stream, its loss chain, its bandwidth queue and its counters.

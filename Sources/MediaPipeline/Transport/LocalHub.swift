@@ -47,7 +47,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     private struct LinkKey: Hashable {
         var channelId: String
         var publisher: UInt32
-        var receiver: ObjectIdentifier
+        var receiver: UInt32
     }
 
     private let lock = Lock()
@@ -69,6 +69,28 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     // MARK: - Membership
 
+    /// Answers at once, on the calling thread: the hub has no round trip. (``join(channelId:uid:role:media:receivesMedia:endpoint:)``
+    /// is the same, returning the answer.)
+    public func join(
+        channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    ) {
+        do {
+            answer(
+                .success(
+                    try join(
+                        channelId: channelId, uid: uid, role: role, media: media, receivesMedia: receivesMedia,
+                        endpoint: endpoint)))
+        } catch let error as EngineError {
+            answer(.failure(error))
+        } catch {
+            answer(.failure(EngineError(.notReady, "\(error)")))
+        }
+    }
+
+    /// Enters `channelId` as `uid` (0: the hub assigns one) and returns the uid in use, for
+    /// members that are not engines (load generators, tests).
+    /// - Throws: ``EngineError/Code/joinChannelRejected`` when the uid is taken in that channel.
     public func join(
         channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
         endpoint: TransportEndpoint
@@ -192,7 +214,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
             if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
             var copies = 1
             if hasLinks {
-                let key = LinkKey(channelId: channelId, publisher: uid, receiver: ObjectIdentifier(endpoint))
+                let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver.uid)
                 copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: endpoint, from: uid)
             }
             for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
@@ -202,16 +224,15 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let (target, source, hasLinks, hasHeld) = lock.withLock {
-            let room = rooms[channelId]
-            return (room?.members[recipient]?.endpoint, room?.members[uid]?.endpoint, !links.isEmpty, !held.isEmpty)
+        let (target, hasLinks, hasHeld) = lock.withLock {
+            (rooms[channelId]?.members[recipient]?.endpoint, !links.isEmpty, !held.isEmpty)
         }
         if hasHeld { deliverDue() }
         guard let target else { return }
         var copies = 1
-        if hasLinks, let source {
+        if hasLinks {
             // Feedback crosses the same link as the media it is about, the other way.
-            let key = LinkKey(channelId: channelId, publisher: recipient, receiver: ObjectIdentifier(source))
+            let key = LinkKey(channelId: channelId, publisher: recipient, receiver: uid)
             copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: target, from: uid)
         }
         for _ in 0..<copies { target.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
@@ -270,43 +291,51 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     // MARK: - Impairments
 
-    /// Applies `conditions` to the link from `publisher` in `channelId` to `receiver`: to the
-    /// media packets that way and to the receiver's RTCP the other way. A link keeps its random
-    /// stream and counters when its conditions change.
+    /// Applies `conditions` to the link from `publisher` to `receiver` (uids) in `channelId`: to
+    /// the media packets that way and to the receiver's RTCP the other way. A link keeps its
+    /// random stream and counters when its conditions change.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a value out of range, or for conditions
     ///   that hold packets back on a hub made without a clock.
     public func setLinkConditions(
-        _ conditions: LinkConditions, channelId: String, publisher: UInt32, receiver: TransportEndpoint
+        _ conditions: LinkConditions, channelId: String, publisher: UInt32, receiver: UInt32
     ) throws {
         try conditions.validate()
         if conditions.delays && clock == nil {
             throw MediaError.invalidArgument(
                 "link delay, jitter, reordering or bandwidth needs a hub made with a clock")
         }
-        let key = LinkKey(channelId: channelId, publisher: publisher, receiver: ObjectIdentifier(receiver))
+        let key = LinkKey(channelId: channelId, publisher: publisher, receiver: receiver)
         lock.withLock {
             if links[key] != nil {
                 links[key]!.conditions = conditions
                 return
             }
             // The link's random stream depends on the hub's seed and the link's names only.
-            let receiverUid = rooms[channelId]?.members.values.first { $0.endpoint === receiver }?.uid ?? 0
-            var mix = SplitMix64(seed: seed ^ UInt64(publisher) << 32 ^ UInt64(receiverUid))
+            var mix = SplitMix64(seed: seed ^ UInt64(publisher) << 32 ^ UInt64(receiver))
             var linkSeed = mix.next()
             for byte in channelId.utf8 { linkSeed = (linkSeed ^ UInt64(byte)) &* 0x100_0000_01B3 }
             links[key] = SimulatedLink(conditions: conditions, seed: linkSeed)
         }
     }
 
-    /// What the link from `publisher` in `channelId` to `receiver` did so far (nil when it was
-    /// never given conditions).
-    public func linkStatistics(channelId: String, publisher: UInt32, receiver: TransportEndpoint) -> LinkStatistics? {
-        let key = LinkKey(channelId: channelId, publisher: publisher, receiver: ObjectIdentifier(receiver))
+    /// What the link from `publisher` to `receiver` (uids) in `channelId` did so far (nil when it
+    /// was never given conditions).
+    public func linkStatistics(channelId: String, publisher: UInt32, receiver: UInt32) -> LinkStatistics? {
+        let key = LinkKey(channelId: channelId, publisher: publisher, receiver: receiver)
         return lock.withLock { links[key]?.statistics }
     }
 
     /// Packets held back by links, not yet delivered.
     public var packetsInFlight: Int { lock.withLock { held.count } }
+
+    /// Tells member `uid` of `channelId` that its connection changed (a simulated interruption,
+    /// recovery or loss).
+    public func notifyConnectionState(
+        _ state: ConnectionState, reason: ConnectionChangedReason, channelId: String, uid: UInt32
+    ) {
+        let endpoint = lock.withLock { rooms[channelId]?.members[uid]?.endpoint }
+        endpoint?.transportConnectionStateChanged(channelId: channelId, state: state, reason: reason)
+    }
 
     // MARK: - Inspection
 

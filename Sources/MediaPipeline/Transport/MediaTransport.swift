@@ -14,20 +14,27 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     /// An RTCP compound packet that `uid` in `channelId` sent to this endpoint: feedback on the
     /// streams this endpoint publishes there (PLI, FIR, NACK, reports).
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32)
+    /// The connection of this endpoint's membership in `channelId` changed on the transport's
+    /// side (interrupted, restored, lost for good).
+    func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason)
 }
 
-/// How engines reach each other: membership, RTP media and RTCP feedback per channel.
+/// How engines reach each other, in two surfaces: asynchronous signalling (a join is answered
+/// later, membership and connection changes arrive as they happen) and media (RTP packets one
+/// way, RTCP feedback the other), per channel.
 ///
 /// The embedded implementation is ``LocalHub`` (in-process); a network transport implements the
 /// same surface.
 public protocol MediaTransport: AnyObject, Sendable {
-    /// Enters `channelId` as `uid` (0: the transport assigns one); returns the uid in use.
-    /// `receivesMedia` is false for relay members, which only send.
-    /// - Throws: ``EngineError/Code/joinChannelRejected`` when the uid is taken in that channel.
+    /// Asks to enter `channelId` as `uid` (0: the transport assigns one). `receivesMedia` is false
+    /// for relay members, which only send. `answer` is called once, at once or later, on any
+    /// thread: with the uid in use, or with the refusal (``EngineError/Code/joinChannelRejected``
+    /// when the uid is taken there). The broadcasters present are announced to `endpoint` before
+    /// a successful answer.
     func join(
         channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
-        endpoint: TransportEndpoint
-    ) throws -> UInt32
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    )
     /// Leaves `channelId`.
     func leave(channelId: String, uid: UInt32)
     /// Changes the role of `uid` in `channelId`.

@@ -1,3 +1,6 @@
+import Foundation
+import MediaPipeline
+
 /// Settings of a simulated multi-channel session.
 public struct SimulationConfiguration: Sendable {
     /// Channels, each with ``usersPerChannel`` remote broadcasters.
@@ -23,16 +26,17 @@ public struct SimulationConfiguration: Sendable {
 
     func validate() throws {
         guard (1...64).contains(channels) else {
-            throw MediaError.invalidArgument("channels \(channels) is outside 1...64")
+            throw MediaError(.invalidArgument, "channels \(channels) is outside 1...64")
         }
         guard (1...256).contains(usersPerChannel) else {
-            throw MediaError.invalidArgument("users per channel \(usersPerChannel) is outside 1...256")
+            throw MediaError(.invalidArgument, "users per channel \(usersPerChannel) is outside 1...256")
         }
         guard durationSeconds > 0, durationSeconds <= 3600 else {
-            throw MediaError.invalidArgument("duration \(durationSeconds) s is outside (0, 3600]")
+            throw MediaError(.invalidArgument, "duration \(durationSeconds) s is outside (0, 3600]")
         }
         guard (16...3840).contains(canvasWidth), (16...2160).contains(canvasHeight) else {
-            throw MediaError.invalidArgument("canvas size \(canvasWidth)x\(canvasHeight) is outside 16x16...3840x2160")
+            throw MediaError(
+                .invalidArgument, "canvas size \(canvasWidth)x\(canvasHeight) is outside 16x16...3840x2160")
         }
         try link.validate()
     }
@@ -85,7 +89,7 @@ public final class SessionSimulator {
     private let eventCounter = Counter()
 
     private final class Counter: @unchecked Sendable {
-        private let lock = Lock()
+        private let lock = NSLock()
         private var changes: [String: Int] = [:]
         func add(_ channelId: String) { lock.withLock { changes[channelId, default: 0] += 1 } }
         func count(_ channelId: String) -> Int { lock.withLock { changes[channelId] ?? 0 } }
@@ -128,7 +132,7 @@ public final class SessionSimulator {
             try channel.join(uid: 1, options: publishes ? ChannelMediaOptions() : .subscribeOnly)
             for user in 0..<configuration.usersPerChannel {
                 try hub.setLinkConditions(
-                    configuration.link, channelId: id, publisher: UInt32(1000 + index * 1000 + user), receiver: local)
+                    configuration.link, channelId: id, publisher: UInt32(1000 + index * 1000 + user), receiver: 1)
                 _ = try local.setupRemoteVideo(
                     VideoCanvas(
                         channelId: id, uid: UInt32(1000 + index * 1000 + user), width: configuration.canvasWidth,
@@ -192,7 +196,7 @@ public final class SessionSimulator {
             let rendered = local.canvases(inChannel: channel.channelId).reduce(0) { $0 + $1.framesRendered }
             var link = LinkStatistics()
             for uid in users {
-                guard let one = hub.linkStatistics(channelId: channel.channelId, publisher: uid, receiver: local)
+                guard let one = hub.linkStatistics(channelId: channel.channelId, publisher: uid, receiver: 1)
                 else { continue }
                 link.packetsOffered += one.packetsOffered
                 link.packetsLost += one.packetsLost

@@ -1,3 +1,5 @@
+import MediaPipeline
+
 /// The subscriber's side of a session and nothing else: `users` remote broadcasters in one
 /// channel replay pre-encoded sample media (their Opus packets and VP8 frames restamped with
 /// session time, packetized as RTP) straight into a ``LocalHub``; one local engine
@@ -30,9 +32,8 @@ public final class SubscriberLoad {
         var video: RTPPacketizer
         init(uid: UInt32) throws {
             self.uid = uid
-            let identity = RTPIdentity(seed: UInt64(uid))
-            audio = try identity.packetizer(for: .opus)
-            video = try identity.packetizer(for: .vp8)
+            audio = try RTPPacketizer(codec: .opus, ssrc: uid * 2, payloadType: RTPPayloadType.opus)
+            video = try RTPPacketizer(codec: .vp8, ssrc: uid * 2 + 1, payloadType: RTPPayloadType.vp8)
         }
         func send(_ frame: EncodedFrame, through hub: LocalHub) {
             let channelId = SubscriberLoad.channelId
@@ -47,6 +48,9 @@ public final class SubscriberLoad {
         func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {}
         func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {}
         func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {}
+        func transportConnectionStateChanged(
+            channelId: String, state: ConnectionState, reason: ConnectionChangedReason
+        ) {}
     }
 
     /// Joins `users` replaying broadcasters and one subscriber that decodes on `decodeThreads`
@@ -56,10 +60,10 @@ public final class SubscriberLoad {
         renderMode: RenderMode = .hidden
     ) throws {
         guard (1...4096).contains(users) else {
-            throw MediaError.invalidArgument("users \(users) is outside 1...4096")
+            throw MediaError(.invalidArgument, "users \(users) is outside 1...4096")
         }
         guard (1...64).contains(decodeThreads) else {
-            throw MediaError.invalidArgument("decode threads \(decodeThreads) is outside 1...64")
+            throw MediaError(.invalidArgument, "decode threads \(decodeThreads) is outside 1...64")
         }
         self.media = media
         self.users = users

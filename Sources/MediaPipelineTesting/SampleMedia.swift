@@ -1,3 +1,5 @@
+import MediaPipeline
+
 /// Sample media prepared once for a simulated session: the speech as 10 ms PCM frames and as
 /// Opus packets, and the moving picture as pictures and as VP8 frames, so that simulated remote
 /// users replay encoded media (only the subscriber's work is measured) while the local user
@@ -24,7 +26,7 @@ public final class SampleMedia: @unchecked Sendable {
     ) throws {
         let reader = try WAVReader(path: speechWAV)
         guard reader.format.sampleRate == 48000, reader.format.channelCount == 2 else {
-            throw MediaError.invalidArgument("\(speechWAV): simulation speech must be 48 kHz stereo")
+            throw MediaError(.invalidArgument, "\(speechWAV): simulation speech must be 48 kHz stereo")
         }
         var frames: [AudioFrame] = []
         var block: [Float] = []
@@ -35,7 +37,7 @@ public final class SampleMedia: @unchecked Sendable {
                     samples: block.map(\.int16Sample), sampleRate: 48000, channelCount: 2, timestampSamples: position))
             position += 480
         }
-        guard frames.count >= 2 else { throw MediaError.invalidArgument("\(speechWAV): too short for a simulation") }
+        guard frames.count >= 2 else { throw MediaError(.invalidArgument, "\(speechWAV): too short for a simulation") }
         if frames.count % 2 == 1 { frames.removeLast() }
         audioFrames = frames
         var opus = OpusEncoderConfiguration()
@@ -66,7 +68,7 @@ public final class SampleMedia: @unchecked Sendable {
                 }
             }
         }
-        guard let first = pictures.first else { throw MediaError.invalidArgument("\(videoIVF): no picture") }
+        guard let first = pictures.first else { throw MediaError(.invalidArgument, "\(videoIVF): no picture") }
         self.pictures = pictures
         var settings = VPXEncoderConfiguration(codec: .vp8, width: first.width, height: first.height)
         settings.bitrateBitsPerSecond = videoBitrate

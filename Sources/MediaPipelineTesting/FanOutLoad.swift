@@ -1,3 +1,5 @@
+import MediaPipeline
+
 /// The fan-out path on its own: one publishing engine and `subscribers` engines that join its
 /// channel on a ``LocalHub`` as audience and subscribe to it. What the publisher pushes is
 /// encoded once (or arrives encoded) and reaches every subscriber's receive queue by reference;
@@ -14,7 +16,7 @@ public final class FanOutLoad {
     /// Joins the publisher and `subscribers` subscribing engines, all on one virtual clock.
     public init(subscribers count: Int) throws {
         guard (1...10_000).contains(count) else {
-            throw MediaError.invalidArgument("subscribers \(count) is outside 1...10000")
+            throw MediaError(.invalidArgument, "subscribers \(count) is outside 1...10000")
         }
         let (hub, clock) = (LocalHub(), VirtualClock())
         self.hub = hub

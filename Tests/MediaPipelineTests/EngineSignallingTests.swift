@@ -1,0 +1,133 @@
+import Foundation
+import MediaPipelineTesting
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("Engine: asynchronous signalling and connection states")
+struct EngineSignallingTests {
+    /// A host (uid 1, on the hub directly) publishing in "a", and a user whose transport is scripted.
+    private func room() throws -> (TestSession, ScriptedTransport, host: TestUser, user: TestUser) {
+        let session = TestSession()
+        let scripted = ScriptedTransport(hub: session.hub)
+        let host = try session.user()
+        try host.join("a", uid: 1)
+        let user = try session.user(transport: scripted)
+        return (session, scripted, host, user)
+    }
+
+    @Test("a slow join returns at once; nothing is reported or sent until the answer, then everything is")
+    func slowJoin() throws {
+        let (session, scripted, host, user) = try room()
+        scripted.scriptJoins(.hold)
+        try user.join("a", uid: 2)
+        let channel = try user.channel("a")
+        #expect(!channel.isJoined)
+        #expect(user.logs["a"]!.connectionStates.map(\.0) == [.connecting])
+        // Joining twice is refused at once, as Agora refuses it.
+        expectEngineError(.joinChannelRejected) { try channel.join(uid: 2) }
+        try session.run(ticks: 20, publishers: [host, user])
+        #expect(user.logs["a"]!.events.isEmpty)
+        #expect(channel.statistics.txPackets == 0 && user.engine.statistics.audioFramesEncoded == 0)
+        #expect(try host.channel("a").remoteUsers.isEmpty)
+
+        scripted.releaseJoins()
+        #expect(channel.isJoined)
+        #expect(user.logs["a"]!.connectionStates.map(\.0) == [.connecting, .connected])
+        #expect(user.logs["a"]!.connectionStates.last?.1 == .joinSuccess)
+        let events = user.logs["a"]!.events
+        #expect(events.first == .joinSuccess(uid: 2, elapsedMs: 200))
+        #expect(events.contains(.userJoined(uid: 1, elapsedMs: 200)))  // learnt with the answer
+        try session.run(ticks: 20, publishers: [host, user])
+        #expect(try host.channel("a").remoteUsers == [2])
+        #expect(user.playoutPeak > 4000 && host.playoutPeak > 4000)
+    }
+
+    @Test("a refused join reports FAILED and the error; the channel can be joined again")
+    func refusedJoin() throws {
+        let (session, scripted, host, user) = try room()
+        scripted.scriptJoins(.refuse(EngineError(.joinChannelRejected, "uid 2 is banned")))
+        try user.join("a", uid: 2)
+        let channel = try user.channel("a")
+        #expect(!channel.isJoined)
+        #expect(user.logs["a"]!.connectionStates.map(\.0) == [.connecting, .failed])
+        #expect(user.logs["a"]!.connectionStates.last?.1 == .joinFailed)
+        #expect(user.logs["a"]!.events == [.error(code: .joinChannelRejected, message: "uid 2 is banned")])
+        scripted.scriptJoins(.answerAtOnce)
+        try channel.join(uid: 2)
+        #expect(channel.isJoined)
+        try session.run(ticks: 10, publishers: [host])
+        #expect(user.playoutPeak > 4000)
+    }
+
+    @Test("leaving before the answer gives the membership back when it comes")
+    func leaveWhileJoining() throws {
+        let (session, scripted, host, user) = try room()
+        scripted.scriptJoins(.hold)
+        try user.join("a", uid: 2)
+        try user.channel("a").leave()
+        #expect(user.logs["a"]!.connectionStates.map(\.0) == [.connecting, .disconnected])
+        scripted.releaseJoins()
+        #expect(session.hub.members(of: "a").map(\.uid) == [1])
+        #expect(user.logs["a"]!.events.isEmpty)
+        #expect(try !user.channel("a").isJoined)
+        _ = host
+    }
+
+    @Test("interruptions and recovery the transport reports become connection state events")
+    func interruption() throws {
+        let (session, _, _, user) = try room()
+        try user.join("a", uid: 2)
+        session.hub.notifyConnectionState(.reconnecting, reason: .interrupted, channelId: "a", uid: 2)
+        session.hub.notifyConnectionState(.connected, reason: .joinSuccess, channelId: "a", uid: 2)
+        try user.channel("a").leave()
+        #expect(
+            user.logs["a"]!.connectionStates.map(\.0) == [
+                .connecting, .connected, .reconnecting, .connected, .disconnected,
+            ])
+        #expect(user.logs["a"]!.connectionStates.map(\.1)[2] == .interrupted)
+    }
+
+    @Test("packets dropped, reordered and duplicated by the script: loss is counted, order restored, copies ignored")
+    func scriptedPackets() throws {
+        // Here the host sends through the script.
+        let session = TestSession()
+        let scripted = ScriptedTransport(hub: session.hub)
+        let host = try session.user(transport: scripted)
+        try host.join("a", uid: 1)
+        let user = try session.user()
+        try user.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try session.run(ticks: 30, video: true, publishers: [host])
+        // Duplicate every packet for a while: nothing is decoded twice.
+        scripted.scriptPackets { _, _, _ in .duplicate }
+        let before = try user.channel("a").statistics
+        try session.run(ticks: 20, video: true, publishers: [host])
+        let doubled = try user.channel("a").statistics
+        #expect(doubled.rxAudioFrames - before.rxAudioFrames == 10)
+        #expect(doubled.rxPacketsLost == 0)
+        // Hold four audio packets and deliver them in reverse: all arrive, none counted lost.
+        scripted.scriptPackets { packet, _, _ in packet.header.payloadType == RTPPayloadType.opus ? .hold : .deliver }
+        for _ in 0..<8 { try host.pushAudio() }
+        #expect(scripted.heldPacketCount == 4)
+        scripted.scriptPackets { _, _, _ in .deliver }
+        scripted.releasePackets(reversed: true)
+        let reordered = try user.channel("a").statistics
+        #expect(reordered.rxAudioFrames - doubled.rxAudioFrames == 4)
+        #expect(reordered.rxPacketsLost == 0)
+        // Drop one video packet: the loss is seen and a keyframe asked for.
+        let dropped = LockedValue(false)
+        scripted.scriptPackets { packet, _, _ in
+            guard packet.header.payloadType == RTPPayloadType.vp8 else { return .deliver }
+            return dropped.withLock { done in
+                defer { done = true }
+                return done ? .deliver : .drop
+            }
+        }
+        try session.run(ticks: 40, video: true, publishers: [host])
+        #expect(dropped.withLock { $0 })
+        let after = try user.channel("a").statistics
+        #expect(after.rxPacketsLost >= 1)
+        #expect(after.keyframeRequestsSent >= 1)
+        #expect(user.logs["a"]!.remoteStates(1, .video).last?.0 == .decoding)
+    }
+}
