@@ -13,7 +13,8 @@ let package = Package(
         .library(name: "CCodecBaseline", targets: ["CCodecBaseline"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // System libraries: module map + one shim header each (Debian's -dev packages).
@@ -24,7 +25,9 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "MediaPipeline",
-            dependencies: ["COpus", "CVpx", "CSoxr", "CYuv", "CZlib"]
+            dependencies: [
+                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),
         // The same codec work written directly in C, so `pipebench bench` and Benchmarks/ can
@@ -47,7 +50,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaPipelineTests",
-            dependencies: ["MediaPipeline", "MediaPipelineTesting"]
+            dependencies: ["MediaPipeline", "MediaPipelineTesting", .product(name: "Logging", package: "swift-log")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -88,6 +88,8 @@ final class AudioReceiver: @unchecked Sendable {
     private(set) var packetsDecoded: Int64 = 0
     /// True after a packet failed to decode, until one decodes again.
     private(set) var failed = false
+    /// Why the last packet failed to decode.
+    private(set) var failure: String?
 
     init(sampleRate: Int, channelCount: Int) throws {
         self.sampleRate = sampleRate
@@ -182,6 +184,7 @@ final class AudioReceiver: @unchecked Sendable {
                     inbox.withLock { $0.playedUntilMicroseconds = end }
                 } catch {
                     failed = true
+                    failure = "\(error)"
                     return .none
                 }
             }

@@ -7,6 +7,8 @@ enum EngineAction {
     case transport(TransportCommand)
     /// An event for a channel's handler.
     case event(ChannelState, ChannelEvent)
+    /// A warning for the log that no event carries (the cause of a failure).
+    case warning(String, channelId: String)
 }
 
 /// A signalling call to the transport.

@@ -1,5 +1,12 @@
+import Logging
+
 /// Settings of a ``MediaEngine``.
 public struct EngineConfiguration: Sendable {
+    /// Where the engine logs (swift-log): joins and leaves, connection and remote stream state
+    /// changes, relay changes, keyframe requests sent and received, failures with their cause.
+    /// Nothing per frame or per packet. The default logs under the label "MediaPipeline" to
+    /// whatever backend the app bootstrapped.
+    public var logger = Logger(label: "MediaPipeline")
     /// The local audio encoder. Local audio is pushed as 10 ms frames at this rate and channel count.
     public var audio: OpusEncoderConfiguration
     /// Local video codec.

@@ -57,6 +57,10 @@ extension MediaEngine {
                             break
                         case .none:
                             if receiver.failed {
+                                if user.trackers.audio.state != .failed, let failure = receiver.failure {
+                                    // Once per failure, with its cause: the event only says INTERNAL.
+                                    actions.append(.warning("user \(user.uid) audio: \(failure)", channelId: state.id))
+                                }
                                 report(state, user, .audio, .failed, .internal)
                             } else if receiver.starvedMicroseconds > freeze && user.trackers.audio.state == .decoding {
                                 report(state, user, .audio, .frozen, .networkCongestion)

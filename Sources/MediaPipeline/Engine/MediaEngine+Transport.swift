@@ -1,3 +1,5 @@
+import Logging
+
 /// The engine as the transport sees it: a separate object, so the transport's callbacks are not
 /// part of the engine's public API. Holds the engine weakly (the transport holds endpoints).
 /// `@unchecked Sendable`: ``engine`` is set once, in the engine's initialiser, before the
@@ -130,6 +132,9 @@ extension MediaEngine {
 
     /// Asks `publisher` for a keyframe of its stream `mediaSSRC` with an RTCP PLI.
     func sendPictureLoss(channelId: String, from localUid: UInt32, to publisher: UInt32, mediaSSRC: UInt32) {
+        configuration.logger.debug(
+            "keyframe request (PLI) to user \(publisher)",
+            metadata: ["channel": "\(channelId)", "ssrc": "\(mediaSSRC)"])
         let message = RTCPCompound.serialize([
             .pictureLossIndication(senderSSRC: rtp.feedbackSSRC, mediaSSRC: mediaSSRC)
         ])
@@ -151,6 +156,7 @@ extension MediaEngine {
             }
         }
         guard keyframeWanted else { return }
+        configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         lock.withLock {
             stats.keyframeRequestsReceived += 1
             guard let state = publishingChannel() else { return }

@@ -113,6 +113,10 @@ extension MediaEngine {
                         }
                     } else if decodedNow == 0 {
                         if receiver.failed {
+                            if user.trackers.video.state != .failed, let failure = receiver.failure {
+                                // Once per failure, with its cause: the event only says INTERNAL.
+                                actions.append(.warning("user \(user.uid) video: \(failure)", channelId: state.id))
+                            }
                             report(state, user, .video, .failed, .internal)
                         } else if user.trackers.video.state == .decoding, let last = receiver.lastDecodedAt,
                             now - last > freeze

@@ -194,7 +194,11 @@ public final class MediaEngine: @unchecked Sendable {
             for action in current {
                 switch action {
                 case .transport(let command): command.run(on: transport)
-                case .event(let state, let event): state.handle?.deliver(event)
+                case .event(let state, let event):
+                    log(event, channelId: state.id)
+                    state.handle?.deliver(event)
+                case .warning(let message, let channelId):
+                    configuration.logger.warning("\(message)", metadata: ["channel": "\(channelId)"])
                 }
             }
             batch = lock.withLock {

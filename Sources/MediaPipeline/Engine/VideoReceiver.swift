@@ -134,6 +134,8 @@ final class VideoReceiver: @unchecked Sendable {
     private(set) var framesRendered: Int64 = 0
     /// True after a frame failed to decode, until one decodes again.
     private(set) var failed = false
+    /// Why the last frame failed to decode.
+    private(set) var failure: String?
     /// Frames decoded by the last ``decodeBatch(_:)`` not yet collected.
     private var batchCount = 0
 
@@ -240,6 +242,7 @@ final class VideoReceiver: @unchecked Sendable {
                 decodedNow += 1
             } catch {
                 failed = true
+                failure = "\(error)"
                 inbox.withLock { $0.needsKeyframe = true }
                 decoder = nil
             }
