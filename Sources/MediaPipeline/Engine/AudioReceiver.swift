@@ -71,7 +71,7 @@ final class AudioReceiver: @unchecked Sendable {
 
     // MARK: Owned by the playout round
 
-    private var decoder: OpusDecoder?
+    private var decoder: AudioDecoding?
     private let sampleRate: Int
     private let channelCount: Int
     /// Decoded samples not yet handed out, interleaved: room for 10 ms left over plus the
@@ -91,10 +91,10 @@ final class AudioReceiver: @unchecked Sendable {
     /// Why the last packet failed to decode.
     private(set) var failure: String?
 
-    init(sampleRate: Int, channelCount: Int) throws {
+    init(sampleRate: Int, channelCount: Int, codecs: CodecFactory = .libraries) throws {
         self.sampleRate = sampleRate
         self.channelCount = channelCount
-        decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: channelCount)
+        decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
         decoded = .allocate(capacity: sampleRate * 130 / 1000 * channelCount)
         decoded.initialize(repeating: 0)
         frame = .allocate(capacity: sampleRate / 100 * channelCount)

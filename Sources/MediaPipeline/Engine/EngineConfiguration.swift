@@ -36,6 +36,8 @@ public struct EngineConfiguration: Sendable {
     /// Fixes the engine's random choices (SSRCs, first sequence numbers and timestamps) for a
     /// reproducible session; nil draws them from the system's generator.
     public var randomSeed: UInt64?
+    /// Makes the engine's encoders and decoders (libopus and libvpx unless replaced).
+    public var codecs = CodecFactory.libraries
     /// Threads (the caller's included) that decode independent streams, audio and video, in parallel.
     public var decodeThreads = 2
 

@@ -290,11 +290,13 @@ extension MediaEngine {
         if kind == .audio {
             guard user.audio == nil else { return }
             user.audio = try? AudioReceiver(
-                sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+                sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
+                codecs: configuration.codecs)
         } else {
             guard user.video == nil else { return }
             user.video = VideoReceiver(
-                threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000)
+                threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
+                codecs: configuration.codecs)
         }
         setSubscribe(state, user, kind, .subscribing)
     }

@@ -6,13 +6,15 @@ final class Publisher {
     let identity: RTPIdentity
     var audioPacketizer: RTPPacketizer?
     var videoPacketizer: RTPPacketizer?
-    var audioEncoder: OpusEncoder?
+    var audioEncoder: AudioEncoding?
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
     var pcmFill = 0
     /// Samples per channel encoded so far (the next packet's timestamp).
     var audioPosition: Int64 = 0
-    var videoEncoder: VPXEncoder?
+    var videoEncoder: VideoEncoding?
+    /// The size ``videoEncoder`` was made for.
+    var videoEncoderSize = (width: 0, height: 0)
     /// Where the current frame goes: (channel, uid) pairs. Reused between frames.
     var targets: [(channelId: String, uid: UInt32, state: ChannelState)] = []
 
@@ -23,18 +25,17 @@ final class Publisher {
     }
 
     /// The video encoder for pictures of `width` × `height`, created or recreated as needed.
-    func videoEncoder(width: Int, height: Int) throws -> VPXEncoder {
-        if let encoder = videoEncoder, encoder.configuration.width == width, encoder.configuration.height == height {
-            return encoder
-        }
+    func videoEncoder(width: Int, height: Int) throws -> VideoEncoding {
+        if let encoder = videoEncoder, videoEncoderSize == (width, height) { return encoder }
         var settings = VPXEncoderConfiguration(codec: configuration.videoCodec, width: width, height: height)
         settings.bitrateBitsPerSecond = configuration.videoBitrateBitsPerSecond
         settings.frameRateNumerator = configuration.videoFrameRate
         settings.speed = configuration.videoSpeed
         settings.keyframeIntervalFrames = configuration.videoKeyframeIntervalFrames
         videoEncoder = nil  // free the old handle before making a new one
-        let encoder = try VPXEncoder(configuration: settings)
+        let encoder = try configuration.codecs.makeVideoEncoder(settings)
         videoEncoder = encoder
+        videoEncoderSize = (width, height)
         return encoder
     }
 
@@ -100,7 +101,7 @@ extension MediaEngine {
 
     private func encodeAndSendAudio() throws {
         if publisher.audioEncoder == nil {
-            publisher.audioEncoder = try OpusEncoder(configuration: configuration.audio)
+            publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
         guard let encoder = publisher.audioEncoder else { return }
         let rate = Int64(configuration.audio.sampleRate)
@@ -129,7 +130,9 @@ extension MediaEngine {
             }
             guard !publisher.targets.isEmpty else { return }
             let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
-            let frame = try encoder.encode(picture, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
+            let frame = try picture.withView {
+                try encoder.encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
+            }
             send(frame, encodedHere: true)
         }
         flushActions()

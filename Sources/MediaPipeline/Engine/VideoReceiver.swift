@@ -124,8 +124,9 @@ final class VideoReceiver: @unchecked Sendable {
 
     // MARK: Owned by the render round
 
-    private var decoder: VPXDecoder?
+    private var decoder: VideoDecoding?
     private let threads: Int
+    private let codecs: CodecFactory
     /// Size of the last decoded picture.
     private(set) var width = 0, height = 0
     /// Frames decoded since creation.
@@ -139,8 +140,9 @@ final class VideoReceiver: @unchecked Sendable {
     /// Frames decoded by the last ``decodeBatch(_:)`` not yet collected.
     private var batchCount = 0
 
-    init(threads: Int, reorderWaitMicroseconds: Int64) {
+    init(threads: Int, reorderWaitMicroseconds: Int64, codecs: CodecFactory = .libraries) {
         self.threads = threads
+        self.codecs = codecs
         inbox = LockedValue(
             Inbox(assembler: RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)))
     }
@@ -223,7 +225,7 @@ final class VideoReceiver: @unchecked Sendable {
             remaining = inbox.withLock { $0.queue.count }
             do {
                 if decoder == nil {
-                    decoder = try VPXDecoder(codec: frame.codec == .vp9 ? .vp9 : .vp8, threads: threads)
+                    decoder = try codecs.makeVideoDecoder(frame.codec == .vp9 ? .vp9 : .vp8, threads)
                 }
                 let last = remaining == 0
                 try frame.withUnsafeBytes { bytes in

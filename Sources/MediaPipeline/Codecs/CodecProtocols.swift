@@ -1,0 +1,71 @@
+/// What the engine needs of an audio encoder: fixed-size frames of interleaved PCM in, one
+/// encoded frame out. ``OpusEncoder`` is the engine's default; a test can put a fake in its
+/// place (``CodecFactory``).
+public protocol AudioEncoding: AnyObject {
+    /// Samples per channel in one frame.
+    var samplesPerFrame: Int { get }
+    /// Encodes one frame of interleaved PCM.
+    func encode(_ pcm: UnsafeBufferPointer<Int16>, timestampMicroseconds: Int64) throws -> EncodedFrame
+}
+
+/// What the engine needs of a video encoder: one picture in, one encoded frame out, a
+/// keyframe on request (libwebrtc's `VideoEncoder`, pion's `ForceKeyFrame`).
+public protocol VideoEncoding: AnyObject {
+    /// Encodes one picture, a keyframe when `forceKeyframe`.
+    func encode(_ picture: I420View, timestampMicroseconds: Int64?, forceKeyframe: Bool) throws -> EncodedFrame
+}
+
+/// What the engine needs of an audio decoder: packets to PCM, and concealment for a packet
+/// that never came. ``OpusDecoder`` is the default.
+public protocol AudioDecoding: AnyObject {
+    /// Decodes one packet into `pcm`; returns the samples per channel written.
+    func decode(_ packet: UnsafeRawBufferPointer, into pcm: UnsafeMutableBufferPointer<Int16>) throws -> Int
+    /// Writes `samplesPerChannel` samples of loss concealment; returns the samples per channel written.
+    func concealLoss(samplesPerChannel: Int, into pcm: UnsafeMutableBufferPointer<Int16>) throws -> Int
+}
+
+/// What the engine needs of a video decoder: one frame in, the pictures it yields passed to
+/// `body`. ``VPXDecoder`` is the default.
+public protocol VideoDecoding: AnyObject {
+    /// Decodes one frame; calls `body` with each picture (valid only inside `body`); returns the
+    /// pictures yielded.
+    func decode(_ packet: UnsafeRawBufferPointer, _ body: (I420View) throws -> Void) throws -> Int
+}
+
+extension OpusEncoder: AudioEncoding {}
+extension VPXEncoder: VideoEncoding {}
+extension OpusDecoder: AudioDecoding {}
+extension VPXDecoder: VideoDecoding {}
+
+/// Makes the engine's encoders and decoders. ``libraries`` (the default) makes libopus and
+/// libvpx ones; tests and apps with codecs of their own supply other closures.
+public struct CodecFactory: Sendable {
+    /// An audio encoder for local audio in the given format.
+    public var makeAudioEncoder: @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding
+    /// A video encoder for local pictures of the configured size.
+    public var makeVideoEncoder: @Sendable (VPXEncoderConfiguration) throws -> VideoEncoding
+    /// An audio decoder producing `sampleRate` Hz with `channelCount` channels.
+    public var makeAudioDecoder: @Sendable (_ sampleRate: Int, _ channelCount: Int) throws -> AudioDecoding
+    /// A video decoder for `codec` on `threads` threads.
+    public var makeVideoDecoder: @Sendable (_ codec: VideoCodec, _ threads: Int) throws -> VideoDecoding
+
+    /// A factory of the given closures.
+    public init(
+        makeAudioEncoder: @escaping @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding,
+        makeVideoEncoder: @escaping @Sendable (VPXEncoderConfiguration) throws -> VideoEncoding,
+        makeAudioDecoder: @escaping @Sendable (_ sampleRate: Int, _ channelCount: Int) throws -> AudioDecoding,
+        makeVideoDecoder: @escaping @Sendable (_ codec: VideoCodec, _ threads: Int) throws -> VideoDecoding
+    ) {
+        self.makeAudioEncoder = makeAudioEncoder
+        self.makeVideoEncoder = makeVideoEncoder
+        self.makeAudioDecoder = makeAudioDecoder
+        self.makeVideoDecoder = makeVideoDecoder
+    }
+
+    /// libopus and libvpx.
+    public static let libraries = CodecFactory(
+        makeAudioEncoder: { try OpusEncoder(configuration: $0) },
+        makeVideoEncoder: { try VPXEncoder(configuration: $0) },
+        makeAudioDecoder: { try OpusDecoder(sampleRate: $0, channelCount: $1) },
+        makeVideoDecoder: { try VPXDecoder(codec: $0, threads: $1) })
+}
