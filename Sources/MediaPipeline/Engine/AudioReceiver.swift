@@ -23,6 +23,8 @@ final class AudioReceiver: @unchecked Sendable {
         var latePackets = 0
         /// Set when the stream is unsubscribed: nothing is queued any more.
         var released = false
+        /// What this receiver's reception reports say.
+        var statistics = ReceptionStatistics(clockRate: MediaCodec.opus.rtpClockRate)
 
         /// Sequence numbers never received, over every stream this receiver has seen.
         var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
@@ -30,6 +32,7 @@ final class AudioReceiver: @unchecked Sendable {
         /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1).
         mutating func receive(_ packet: RTPPacket, now: Int64) -> Int {
             guard !released else { return 0 }
+            statistics.count(packet.header, arrivalMicroseconds: now)
             if remoteSSRC != packet.header.ssrc {
                 if remoteSSRC != nil {
                     // A new stream from this user: its time continues where the old one's ended.
@@ -124,6 +127,14 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// Frames dropped because they came too late or twice.
     var latePackets: Int { inbox.withLock { $0.latePackets } }
+
+    /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
+    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, arrivalMicroseconds: Int64) {
+        inbox.withLock { inbox in
+            guard inbox.statistics.ssrc == ssrc else { return }
+            inbox.statistics.senderReport(ntpTimestamp: ntpTimestamp, arrivalMicroseconds: arrivalMicroseconds)
+        }
+    }
 
     /// True until the stream is released (its decoder goes with the receiver).
     var isLive: Bool { inbox.withLock { !$0.released } }

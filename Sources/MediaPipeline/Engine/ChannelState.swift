@@ -83,6 +83,8 @@ final class ChannelState {
     var relayPaused = false
     /// Whether the first media since the relay (re)started has been reported sent.
     var relaySentReported = false
+    /// When receiver reports last went to this channel's users (clock microseconds).
+    var lastReceiverReportAt: Int64 = 0
     var volumeIntervalMs = 0
     var volumeElapsedMs = 0
     var mixEnabled = false

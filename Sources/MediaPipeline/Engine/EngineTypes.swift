@@ -227,6 +227,11 @@ public struct ChannelStats: Sendable, Equatable {
     public var keyframeRequestsSent: Int64 = 0
     /// Milliseconds remote video spent FROZEN, summed over users (up to the last state change).
     public var videoFrozenMs: Int64 = 0
+    /// The round trip to a subscriber of the local streams, from its last reception report
+    /// (RTCP RR: now - LSR - DLSR), in milliseconds; 0 before one came.
+    public var roundTripTimeMs: Int64 = 0
+    /// The share of the local streams' packets a subscriber last reported lost, 0...100.
+    public var txPacketLossPercent = 0
     /// Remote broadcasters present when leaving.
     public var userCount: Int = 0
 }

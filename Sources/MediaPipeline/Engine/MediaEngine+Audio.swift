@@ -82,8 +82,10 @@ extension MediaEngine {
                     }
                 }
                 stats.playoutFrames += 1
+                queueReceiverReports(now: self.now)
                 return actions.count != before
             }
+            sendQueuedReports()
             audioReports.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
             for (key, receiver) in fadingRound where receiver.produce(concealUpToMicroseconds: conceal) != .none {

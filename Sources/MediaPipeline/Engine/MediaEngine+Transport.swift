@@ -142,22 +142,32 @@ extension MediaEngine {
     }
 
     func receiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
+        let now = self.now
+        var reader = FeedbackReader(audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, nowMicroseconds: now)
         // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
-        guard let messages = try? bytes.withUnsafeBytes({ try RTCPCompound.parse($0) }) else { return }
-        var keyframeWanted = false
-        for message in messages {
-            switch message {
-            case .pictureLossIndication(_, let mediaSSRC) where mediaSSRC == rtp.videoSSRC:
-                keyframeWanted = true
-            case .fullIntraRequest(_, let entries) where entries.contains(where: { $0.ssrc == rtp.videoSSRC }):
-                keyframeWanted = true
-            default:
-                break
-            }
+        guard (try? bytes.withUnsafeBytes({ try RTCPCompound.visit($0, &reader) })) != nil else { return }
+        if reader.keyframeWanted {
+            configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         }
-        guard keyframeWanted else { return }
-        configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         lock.withLock {
+            if let state = channels[channelId], state.joined, let user = state.users[uid] {
+                // A remote user's clock, for the round trip our reports let it measure.
+                func note(_ report: (UInt32, UInt64)?) {
+                    guard let (ssrc, ntp) = report else { return }
+                    user.audio?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
+                    user.video?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
+                }
+                note(reader.senderReports.first)
+                note(reader.senderReports.second)
+            }
+            // Reports on our own streams: in our channel, or in one we relay to.
+            if reader.roundTripMicroseconds != nil || reader.fractionLost != nil,
+                let state = channels[channelId] ?? publishingChannel()
+            {
+                if let roundTrip = reader.roundTripMicroseconds { state.stats.roundTripTimeMs = roundTrip / 1000 }
+                if let fraction = reader.fractionLost { state.stats.txPacketLossPercent = Int(fraction) * 100 / 256 }
+            }
+            guard reader.keyframeWanted else { return }
             stats.keyframeRequestsReceived += 1
             guard let state = publishingChannel() else { return }
             if state.id == channelId || state.relayDestinations.contains(where: { $0.channelId == channelId }) {

@@ -65,6 +65,9 @@ public final class MediaEngine: @unchecked Sendable {
     var audioReports: [(state: ChannelState, user: RemoteUser, receiver: AudioReceiver)] = []
     var fadingRound: [(StreamKey, AudioReceiver)] = []
     var observedFrames: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
+    /// Receiver reports written in a playout round, sent after the control lock is released.
+    var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
+    let reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
 
     // Owned by the render round (`renderLock`).
     let videoRound = VideoDecodeRound()

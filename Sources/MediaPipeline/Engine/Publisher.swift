@@ -6,6 +6,12 @@ final class Publisher {
     let identity: RTPIdentity
     var audioPacketizer: RTPPacketizer?
     var videoPacketizer: RTPPacketizer?
+    /// Per stream: packets and payload bytes sent (for sender reports), and when the last
+    /// sender report went (clock microseconds).
+    var packetsSent = PerMedia<Int64>(0)
+    var payloadBytesSent = PerMedia<Int64>(0)
+    var lastSenderReportAt = PerMedia<Int64>(.min / 2)
+    let reportRecycler = ByteRecycler(slotCount: 16, capacity: 28)
     var audioEncoder: AudioEncoding?
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
@@ -158,6 +164,7 @@ extension MediaEngine {
         do {
             try publisher.packetize(frame) { packet in
                 packets += 1
+                publisher.payloadBytesSent[kind] += Int64(packet.payloadByteCount)
                 for target in publisher.targets {
                     transport.send(packet, channelId: target.channelId, from: target.uid)
                 }
@@ -165,6 +172,8 @@ extension MediaEngine {
         } catch {
             return  // an empty frame: nothing to send
         }
+        publisher.packetsSent[kind] += packets
+        sendSenderReportIfDue(kind, frame: frame)
         lock.withLock {
             let state = publisher.targets[0].state
             state.stats.txPackets += packets

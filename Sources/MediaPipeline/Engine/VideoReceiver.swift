@@ -33,6 +33,8 @@ final class VideoReceiver: @unchecked Sendable {
         var framesAssembled: Int64 = 0
         /// Set when the stream is unsubscribed: nothing is queued any more.
         var released = false
+        /// What this receiver's reception reports say.
+        var statistics = ReceptionStatistics(clockRate: MediaCodec.vp8.rtpClockRate)
 
         /// Sequence numbers never received, over every stream this receiver has seen.
         var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
@@ -45,6 +47,7 @@ final class VideoReceiver: @unchecked Sendable {
             guard !released, let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == .video else {
                 return 0
             }
+            statistics.count(packet.header, arrivalMicroseconds: now)
             if packet.header.ssrc != remoteSSRC || codec != assembler.codec {
                 // A new stream (another sender or codec): nothing of the old one is a reference.
                 packetsLostInEarlierStreams += assembler.packetsLost
@@ -145,6 +148,14 @@ final class VideoReceiver: @unchecked Sendable {
         self.codecs = codecs
         inbox = LockedValue(
             Inbox(assembler: RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)))
+    }
+
+    /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
+    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, arrivalMicroseconds: Int64) {
+        inbox.withLock { inbox in
+            guard inbox.statistics.ssrc == ssrc else { return }
+            inbox.statistics.senderReport(ntpTimestamp: ntpTimestamp, arrivalMicroseconds: arrivalMicroseconds)
+        }
     }
 
     /// True until the stream is released (its decoder goes with the receiver).

@@ -6,7 +6,15 @@ public enum RTCPCompound {
     ///   its fields do not fit its length; ``MediaError/Code/invalidFormat`` for a version other
     ///   than 2, an RTP packet where RTCP was expected, or trailing bytes.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws -> [RTCPPacket] {
-        var packets: [RTCPPacket] = []
+        var collector = Collector()
+        try visit(bytes, &collector)
+        return collector.packets
+    }
+
+    /// Walks the messages in `bytes`, telling `visitor` their fields as it goes: no message is
+    /// built, so reading feedback allocates nothing. Throws as ``parse(_:)`` does; the visitor
+    /// may have been told the messages before the fault.
+    static func visit<Visitor: RTCPVisitor>(_ bytes: UnsafeRawBufferPointer, _ visitor: inout Visitor) throws {
         var offset = 0
         guard bytes.count >= 4 else {
             throw MediaError(.truncated, "RTCP datagram of \(bytes.count) bytes is shorter than one 4-byte header")
@@ -36,72 +44,136 @@ public enum RTCPCompound {
                 }
                 body = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - padding)])
             }
-            packets.append(try parseMessage(type: type, count: Int(first & 0x1F), body: body))
+            try visitMessage(type: type, count: Int(first & 0x1F), body: body, &visitor)
             offset += length
         }
-        return packets
     }
 
-    private static func parseMessage(type: UInt8, count: Int, body: UnsafeRawBufferPointer) throws -> RTCPPacket {
+    private static func visitMessage<Visitor: RTCPVisitor>(
+        type: UInt8, count: Int, body: UnsafeRawBufferPointer, _ visitor: inout Visitor
+    ) throws {
         func need(_ bytes: Int, _ what: String) throws {
             guard body.count >= bytes else {
                 throw MediaError(.truncated, "RTCP \(what) needs \(bytes) bytes after its header; it has \(body.count)")
             }
         }
+        func reportBlocks(at start: Int, from reporter: UInt32) {
+            for index in 0..<count {
+                let at = start + index * 24
+                let lost = body.uint24(at: at + 5)
+                visitor.reportBlock(
+                    RTCPReportBlock(
+                        ssrc: body.uint32(at: at), fractionLost: body[at + 4],
+                        cumulativeLost: Int32(bitPattern: lost << 8) >> 8,  // 24-bit two's complement
+                        extendedHighestSequenceNumber: body.uint32(at: at + 8), jitter: body.uint32(at: at + 12),
+                        lastSenderReport: body.uint32(at: at + 16), delaySinceLastSenderReport: body.uint32(at: at + 20)
+                    ),
+                    from: reporter)
+            }
+        }
         switch type {
         case RTCPPacket.PacketType.senderReport:
             try need(24 + count * 24, "sender report with \(count) report blocks")
-            return .senderReport(
-                ssrc: body.uint32(at: 0), ntpTimestamp: UInt64(body.uint32(at: 4)) << 32 | UInt64(body.uint32(at: 8)),
-                rtpTimestamp: body.uint32(at: 12), packetCount: body.uint32(at: 16), octetCount: body.uint32(at: 20),
-                reports: reportBlocks(body, at: 24, count: count))
+            let ssrc = body.uint32(at: 0)
+            visitor.senderReport(
+                ssrc: ssrc, ntpTimestamp: UInt64(body.uint32(at: 4)) << 32 | UInt64(body.uint32(at: 8)),
+                rtpTimestamp: body.uint32(at: 12), packetCount: body.uint32(at: 16), octetCount: body.uint32(at: 20))
+            reportBlocks(at: 24, from: ssrc)
         case RTCPPacket.PacketType.receiverReport:
             try need(4 + count * 24, "receiver report with \(count) report blocks")
-            return .receiverReport(ssrc: body.uint32(at: 0), reports: reportBlocks(body, at: 4, count: count))
+            let ssrc = body.uint32(at: 0)
+            visitor.receiverReport(ssrc: ssrc)
+            reportBlocks(at: 4, from: ssrc)
         case RTCPPacket.PacketType.bye:
             try need(count * 4, "BYE with \(count) sources")
-            return .bye(ssrcs: (0..<count).map { body.uint32(at: $0 * 4) })
+            visitor.bye(ssrcs: (0..<count).lazy.map { body.uint32(at: $0 * 4) })
         case RTCPPacket.PacketType.transportFeedback where count == 1:
             try need(8, "generic NACK")
             guard (body.count - 8) % 4 == 0 else {
                 throw MediaError.invalidFormat(
                     "generic NACK has \(body.count - 8) bytes of entries, not a multiple of 4")
             }
-            var lost: [UInt16] = []
+            let (sender, media) = (body.uint32(at: 0), body.uint32(at: 4))
+            visitor.nack(senderSSRC: sender, mediaSSRC: media)
             for entry in stride(from: 8, to: body.count, by: 4) {
                 let packetId = body.uint16(at: entry)
                 let bitmask = body.uint16(at: entry + 2)
-                lost.append(packetId)
-                for bit in 0..<16 where bitmask & (1 << bit) != 0 { lost.append(packetId &+ UInt16(bit + 1)) }
+                visitor.lost(packetId)
+                for bit in 0..<16 where bitmask & (1 << bit) != 0 { visitor.lost(packetId &+ UInt16(bit + 1)) }
             }
-            return .nack(senderSSRC: body.uint32(at: 0), mediaSSRC: body.uint32(at: 4), lostSequenceNumbers: lost)
         case RTCPPacket.PacketType.payloadFeedback where count == 1:
             try need(8, "picture loss indication")
-            return .pictureLossIndication(senderSSRC: body.uint32(at: 0), mediaSSRC: body.uint32(at: 4))
+            visitor.pictureLossIndication(senderSSRC: body.uint32(at: 0), mediaSSRC: body.uint32(at: 4))
         case RTCPPacket.PacketType.payloadFeedback where count == 4:
             try need(8, "full intra request")
             guard (body.count - 8) % 8 == 0 else {
                 throw MediaError.invalidFormat(
                     "full intra request has \(body.count - 8) bytes of entries, not a multiple of 8")
             }
-            let entries = stride(from: 8, to: body.count, by: 8).map {
-                RTCPPacket.FullIntraRequestEntry(ssrc: body.uint32(at: $0), sequenceNumber: body[$0 + 4])
+            let sender = body.uint32(at: 0)
+            visitor.fullIntraRequest(senderSSRC: sender)
+            for entry in stride(from: 8, to: body.count, by: 8) {
+                visitor.fullIntraRequestEntry(
+                    RTCPPacket.FullIntraRequestEntry(ssrc: body.uint32(at: entry), sequenceNumber: body[entry + 4]))
             }
-            return .fullIntraRequest(senderSSRC: body.uint32(at: 0), entries: entries)
         default:
-            return .other(packetType: type, format: UInt8(count))
+            visitor.other(packetType: type, format: UInt8(count))
         }
+        visitor.endOfMessage()
     }
 
-    private static func reportBlocks(_ body: UnsafeRawBufferPointer, at start: Int, count: Int) -> [RTCPReportBlock] {
-        (0..<count).map { index in
-            let at = start + index * 24
-            let lost = body.uint24(at: at + 5)
-            return RTCPReportBlock(
-                ssrc: body.uint32(at: at), fractionLost: body[at + 4],
-                cumulativeLost: Int32(bitPattern: lost << 8) >> 8,  // 24-bit two's complement
-                extendedHighestSequenceNumber: body.uint32(at: at + 8), jitter: body.uint32(at: at + 12),
-                lastSenderReport: body.uint32(at: at + 16), delaySinceLastSenderReport: body.uint32(at: at + 20))
+    /// Builds ``RTCPPacket`` values from a walk.
+    private struct Collector: RTCPVisitor {
+        var packets: [RTCPPacket] = []
+        private var pending: RTCPPacket?
+        private var blocks: [RTCPReportBlock] = []
+        private var lostNumbers: [UInt16] = []
+        private var entries: [RTCPPacket.FullIntraRequestEntry] = []
+
+        mutating func senderReport(
+            ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32
+        ) {
+            pending = .senderReport(
+                ssrc: ssrc, ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp, packetCount: packetCount,
+                octetCount: octetCount, reports: [])
+        }
+        mutating func receiverReport(ssrc: UInt32) { pending = .receiverReport(ssrc: ssrc, reports: []) }
+        mutating func reportBlock(_ block: RTCPReportBlock, from reporter: UInt32) { blocks.append(block) }
+        mutating func bye<Sources: Sequence<UInt32>>(ssrcs: Sources) { pending = .bye(ssrcs: Array(ssrcs)) }
+        mutating func nack(senderSSRC: UInt32, mediaSSRC: UInt32) {
+            pending = .nack(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, lostSequenceNumbers: [])
+        }
+        mutating func lost(_ sequenceNumber: UInt16) { lostNumbers.append(sequenceNumber) }
+        mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {
+            pending = .pictureLossIndication(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC)
+        }
+        mutating func fullIntraRequest(senderSSRC: UInt32) {
+            pending = .fullIntraRequest(senderSSRC: senderSSRC, entries: [])
+        }
+        mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) { entries.append(entry) }
+        mutating func other(packetType: UInt8, format: UInt8) {
+            pending = .other(packetType: packetType, format: format)
+        }
+
+        mutating func endOfMessage() {
+            guard let message = pending else { return }
+            switch message {
+            case .senderReport(let ssrc, let ntp, let rtp, let packetCount, let octetCount, _):
+                packets.append(
+                    .senderReport(
+                        ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, packetCount: packetCount,
+                        octetCount: octetCount, reports: blocks))
+            case .receiverReport(let ssrc, _): packets.append(.receiverReport(ssrc: ssrc, reports: blocks))
+            case .nack(let sender, let media, _):
+                packets.append(.nack(senderSSRC: sender, mediaSSRC: media, lostSequenceNumbers: lostNumbers))
+            case .fullIntraRequest(let sender, _):
+                packets.append(.fullIntraRequest(senderSSRC: sender, entries: entries))
+            default: packets.append(message)
+            }
+            pending = nil
+            blocks = []
+            lostNumbers = []
+            entries = []
         }
     }
 
@@ -199,5 +271,56 @@ public enum RTCPCompound {
     private static func appendUInt32(_ value: UInt32, to out: inout [UInt8]) {
         appendUInt16(UInt16(truncatingIfNeeded: value >> 16), to: &out)
         appendUInt16(UInt16(truncatingIfNeeded: value), to: &out)
+    }
+}
+
+// MARK: - Reports in recycled storage
+
+extension RTCPCompound {
+    /// A sender report without report blocks, written into `recycler`'s storage: what a
+    /// publisher sends about each stream once a second, with no allocation.
+    static func senderReport(
+        ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32,
+        in recycler: ByteRecycler
+    ) -> [UInt8] {
+        recycler.bytes(count: 28) { out in
+            out[0] = 0x80
+            out[1] = RTCPPacket.PacketType.senderReport
+            out.put(UInt16(6), at: 2)
+            out.put(ssrc, at: 4)
+            out.put(UInt32(truncatingIfNeeded: ntpTimestamp >> 32), at: 8)
+            out.put(UInt32(truncatingIfNeeded: ntpTimestamp), at: 12)
+            out.put(rtpTimestamp, at: 16)
+            out.put(packetCount, at: 20)
+            out.put(octetCount, at: 24)
+        }
+    }
+
+    /// A receiver report from `ssrc` with up to two report blocks (a user's audio and video),
+    /// written into `recycler`'s storage.
+    static func receiverReport(
+        ssrc: UInt32, _ first: RTCPReportBlock?, _ second: RTCPReportBlock?, in recycler: ByteRecycler
+    ) -> [UInt8] {
+        let count = (first == nil ? 0 : 1) + (second == nil ? 0 : 1)
+        return recycler.bytes(count: 8 + count * 24) { out in
+            out[0] = 0x80 | UInt8(count)
+            out[1] = RTCPPacket.PacketType.receiverReport
+            out.put(UInt16(1 + count * 6), at: 2)
+            out.put(ssrc, at: 4)
+            var offset = 8
+            func write(_ block: RTCPReportBlock?) {
+                guard let block else { return }
+                out.put(block.ssrc, at: offset)
+                let lost = UInt32(bitPattern: max(-0x80_0000, min(0x7F_FFFF, block.cumulativeLost))) & 0xFF_FFFF
+                out.put(UInt32(block.fractionLost) << 24 | lost, at: offset + 4)
+                out.put(block.extendedHighestSequenceNumber, at: offset + 8)
+                out.put(block.jitter, at: offset + 12)
+                out.put(block.lastSenderReport, at: offset + 16)
+                out.put(block.delaySinceLastSenderReport, at: offset + 20)
+                offset += 24
+            }
+            write(first)
+            write(second)
+        }
     }
 }

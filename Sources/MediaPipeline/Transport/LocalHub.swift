@@ -223,15 +223,36 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         lock.withLock { packetsForwarded += delivered }
     }
 
+    /// Carries RTCP from `uid` to `recipient`; recipient 0 means every other member receiving
+    /// media in the channel (a sender report). Feedback to a publisher crosses the link of the
+    /// media it is about the other way; a sender report goes the media's way.
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let (target, hasLinks, hasHeld) = lock.withLock {
-            (rooms[channelId]?.members[recipient]?.endpoint, !links.isEmpty, !held.isEmpty)
+        let (target, receivers, sender, hasLinks, hasHeld) = lock.withLock {
+            let room = rooms[channelId]
+            return (
+                room?.members[recipient]?.endpoint, recipient == 0 ? room?.receivers ?? [] : [],
+                room?.members[uid], !links.isEmpty, !held.isEmpty
+            )
         }
         if hasHeld { deliverDue() }
+        if recipient == 0 {
+            let senderEndpoint = sender?.endpoint
+            for receiver in receivers {
+                guard receiver.uid != uid, let endpoint = receiver.endpoint, endpoint !== senderEndpoint else {
+                    continue
+                }
+                var copies = 1
+                if hasLinks {
+                    let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver.uid)
+                    copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: endpoint, from: uid)
+                }
+                for _ in 0..<copies { endpoint.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
+            }
+            return
+        }
         guard let target else { return }
         var copies = 1
         if hasLinks {
-            // Feedback crosses the same link as the media it is about, the other way.
             let key = LinkKey(channelId: channelId, publisher: recipient, receiver: uid)
             copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: target, from: uid)
         }

@@ -1,0 +1,97 @@
+/// RTCP reports: receivers tell publishers what arrived (RR, once a second per remote user),
+/// publishers tell receivers their clocks (SR, once a second per stream), and publishers learn
+/// the round trip and the loss their subscribers see. All of it without allocation.
+extension MediaEngine {
+    /// How often reports go out, in microseconds (RFC 3550 allows any interval; libwebrtc uses
+    /// one second for video).
+    static let reportIntervalMicroseconds: Int64 = 1_000_000
+
+    /// Queues, into the playout round's outbox, a receiver report to each remote user of each
+    /// channel whose interval has passed. Call from the playout round with the control lock held.
+    func queueReceiverReports(now: Int64) {
+        for id in channelOrder {
+            guard let state = channels[id], state.joined, !state.joining,
+                now - state.lastReceiverReportAt >= Self.reportIntervalMicroseconds
+            else { continue }
+            state.lastReceiverReportAt = now
+            for uid in state.userOrder {
+                guard let user = state.users[uid] else { continue }
+                let audio = user.audio?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+                let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+                guard audio != nil || video != nil else { continue }
+                let report = RTCPCompound.receiverReport(ssrc: rtp.feedbackSSRC, audio, video, in: reportRecycler)
+                reportOutbox.append((report, id, state.uid, uid))
+            }
+        }
+    }
+
+    /// Sends what ``queueReceiverReports(now:)`` queued. Call from the playout round without
+    /// the control lock.
+    func sendQueuedReports() {
+        for (bytes, channelId, from, to) in reportOutbox {
+            transport.sendRTCP(bytes, channelId: channelId, from: from, to: to)
+        }
+        reportOutbox.removeAll(keepingCapacity: true)
+    }
+
+    /// Sends a sender report for the local stream of `kind` to every target when its interval
+    /// has passed. Call with the publish lock held.
+    func sendSenderReportIfDue(_ kind: MediaKind, frame: EncodedFrame) {
+        let now = self.now
+        guard let packetizer = kind == .audio ? publisher.audioPacketizer : publisher.videoPacketizer,
+            now - publisher.lastSenderReportAt[kind] >= Self.reportIntervalMicroseconds
+        else { return }
+        publisher.lastSenderReportAt[kind] = now
+        let report = RTCPCompound.senderReport(
+            ssrc: rtp.ssrc(kind), ntpTimestamp: NTPTime.timestamp(microseconds: now),
+            rtpTimestamp: packetizer.rtpTimestamp(microseconds: frame.timestampMicroseconds),
+            packetCount: UInt32(truncatingIfNeeded: publisher.packetsSent[kind]),
+            octetCount: UInt32(truncatingIfNeeded: publisher.payloadBytesSent[kind]), in: publisher.reportRecycler)
+        for target in publisher.targets {
+            transport.sendRTCP(report, channelId: target.channelId, from: target.uid, to: MediaEngine.everyone)
+        }
+    }
+
+    /// The recipient that sends RTCP to every member receiving media in the channel.
+    static let everyone: UInt32 = 0
+}
+
+/// What one RTCP datagram says to this engine: keyframe requests for its video, sender
+/// reports of remote streams, and the round trip and loss its own streams' receivers report.
+struct FeedbackReader: RTCPVisitor {
+    let audioSSRC: UInt32
+    let videoSSRC: UInt32
+    let nowMicroseconds: Int64
+    var keyframeWanted = false
+    /// Up to two sender reports (a user's audio and video): (SSRC, NTP time).
+    var senderReports: (first: (UInt32, UInt64)?, second: (UInt32, UInt64)?) = (nil, nil)
+    /// The last round trip reported on one of this engine's streams, and the worst loss fraction.
+    var roundTripMicroseconds: Int64?
+    var fractionLost: UInt8?
+
+    mutating func senderReport(
+        ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32
+    ) {
+        if senderReports.first == nil {
+            senderReports.first = (ssrc, ntpTimestamp)
+        } else if senderReports.second == nil {
+            senderReports.second = (ssrc, ntpTimestamp)
+        }
+    }
+
+    mutating func reportBlock(_ block: RTCPReportBlock, from reporter: UInt32) {
+        guard block.ssrc == audioSSRC || block.ssrc == videoSSRC else { return }
+        if let roundTrip = NTPTime.roundTripMicroseconds(block, nowMicroseconds: nowMicroseconds) {
+            roundTripMicroseconds = roundTrip
+        }
+        fractionLost = max(fractionLost ?? 0, block.fractionLost)  // the worse of the user's streams
+    }
+
+    mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {
+        if mediaSSRC == videoSSRC { keyframeWanted = true }
+    }
+
+    mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) {
+        if entry.ssrc == videoSSRC { keyframeWanted = true }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("RTCP sender and receiver reports")
+struct EngineReportTests {
+    @Test("reception statistics follow RFC 3550: loss fraction, cumulative loss, extended sequence, jitter")
+    func receptionStatistics() throws {
+        var statistics = ReceptionStatistics(clockRate: 90_000)
+        // 100 packets 10 ms apart (900 ticks), sequence numbers across the wrap, every 10th lost;
+        // arrivals 2 ms late every other packet: transit changes by 180 ticks each time.
+        for index in 0..<100 where index % 10 != 9 {
+            let header = RTPHeader(
+                marker: false, payloadType: 96, sequenceNumber: UInt16(truncatingIfNeeded: 65_500 + index),
+                timestamp: UInt32(index * 900), ssrc: 5)
+            statistics.count(header, arrivalMicroseconds: Int64(index) * 10_000 + (index % 2 == 0 ? 0 : 2_000))
+        }
+        statistics.senderReport(ntpTimestamp: 0x0001_0002_0003_0004, arrivalMicroseconds: 500_000)
+        let report = statistics.reportBlock(nowMicroseconds: 1_500_000)
+        let block = try #require(report)
+        #expect(block.ssrc == 5)
+        #expect(block.cumulativeLost == 9)  // 99 expected (to the last received), 90 received
+        #expect(block.fractionLost == UInt8(9 * 256 / 99))
+        #expect(block.extendedHighestSequenceNumber == 1 << 16 | UInt32(65_500 + 98 - 65_536))
+        #expect((150...180).contains(block.jitter), "jitter \(block.jitter)")
+        #expect(block.lastSenderReport == 0x0002_0003)
+        #expect(block.delaySinceLastSenderReport == 65_536)  // one second
+        // The next report covers only what came since.
+        #expect(statistics.reportBlock(nowMicroseconds: 2_500_000)?.fractionLost == 0)
+    }
+
+    @Test("the round trip from LSR and DLSR: now - LSR - DLSR")
+    func roundTrip() {
+        let sent = NTPTime.timestamp(microseconds: 10_000_000)
+        let block = RTCPReportBlock(
+            ssrc: 1, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0, jitter: 0,
+            lastSenderReport: UInt32(truncatingIfNeeded: sent >> 16), delaySinceLastSenderReport: 65_536 / 2)
+        let roundTrip = NTPTime.roundTripMicroseconds(block, nowMicroseconds: 10_580_000)
+        #expect(roundTrip.map { abs($0 - 80_000) <= 20 } == true, "\(String(describing: roundTrip))")
+    }
+
+    @Test("over a link of 40 ms each way and 10 % loss, the publisher learns an 80 ms round trip and the loss")
+    func publisherLearns() throws {
+        let session = TestSession()
+        let (host, viewer) = try session.hostAndViewer()
+        try session.hub.setLinkConditions(
+            LinkConditions(lossPercent: 10, delayMs: 40), channelId: "a", publisher: 1, receiver: 2)
+        try session.run(ticks: 400, video: true, publishers: [host])
+        let stats = try host.channel("a").statistics
+        #expect((75...95).contains(stats.roundTripTimeMs), "round trip \(stats.roundTripTimeMs) ms")
+        #expect((3...20).contains(stats.txPacketLossPercent), "loss \(stats.txPacketLossPercent) %")
+        #expect(try viewer.channel("a").statistics.rxPacketsLost > 0)
+    }
+}
