@@ -5,8 +5,13 @@ public struct EngineConfiguration: Sendable {
     /// Where the engine logs (swift-log): joins and leaves, connection and remote stream state
     /// changes, relay changes, keyframe requests sent and received, failures with their cause.
     /// Nothing per frame or per packet. The default logs under the label "MediaPipeline" to
-    /// whatever backend the app bootstrapped.
-    public var logger = Logger(label: "MediaPipeline")
+    /// whatever backend the app bootstrapped, warnings and errors only: set its `logLevel` to
+    /// `.info` for membership and connection changes, `.debug` for every state change.
+    public var logger: Logger = {
+        var logger = Logger(label: "MediaPipeline")
+        logger.logLevel = .warning
+        return logger
+    }()
     /// The local audio encoder. Local audio is pushed as 10 ms frames at this rate and channel count.
     public var audio: OpusEncoderConfiguration
     /// Local video codec.
