@@ -55,6 +55,17 @@ private final class LossyRoom {
     /// Whether the lossy canvas shows what the sender shows now.
     var lossyMatchesSender: Bool { psnr(cleanCanvas, lossyCanvas) >= 30 }
 
+    /// Lifts the impairment and checks that the sender's picture is back within 500 ms, and
+    /// that no wrong picture was shown before or after.
+    func healAndCheckRecovery(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try impair(.init())
+        let recovered = try run(ticks: 100) { self.lossyMatchesSender }
+        let ticks = try #require(recovered, "the sender's picture never came back", sourceLocation: sourceLocation)
+        #expect(ticks * 10 <= 500, "took \(ticks * 10) ms", sourceLocation: sourceLocation)
+        try run(ticks: 50)
+        #expect(wrongPictures == 0, sourceLocation: sourceLocation)
+    }
+
     /// Runs `ticks` × 10 ms (video at 15 fps), checking every new picture of the lossy viewer.
     /// Returns the ticks after which `until` first held, if it did.
     @discardableResult
@@ -97,12 +108,7 @@ struct EngineLossTests {
         #expect(room.lossyMatchesSender)
         try room.impair(.init(blocked: true))
         try room.run(ticks: 100)
-        try room.impair(.init())
-        let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
-        let ticks = try #require(recovered, "the sender's picture never came back")
-        #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")
-        try room.run(ticks: 50)
-        #expect(room.wrongPictures == 0)
+        try room.healAndCheckRecovery()
         #expect(room.lossyMatchesSender)
         let video = room.lossy.logs["a"]!.remoteStates(1, .video)
         #expect(video.map(\.0) == [.starting, .decoding, .frozen, .decoding], "\(video)")
@@ -121,12 +127,7 @@ struct EngineLossTests {
         try room.impair(.init(lossPercent: 10))
         try room.run(ticks: 200)
         let statsDuringLoss = try room.lossy.channel("a").statistics
-        try room.impair(.init())
-        let recovered = try room.run(ticks: 100) { room.lossyMatchesSender }
-        let ticks = try #require(recovered, "the sender's picture never came back")
-        #expect(ticks * 10 <= 500, "took \(ticks * 10) ms")
-        try room.run(ticks: 50)
-        #expect(room.wrongPictures == 0)
+        try room.healAndCheckRecovery()
         #expect(statsDuringLoss.rxPacketsLost > 0)
         #expect(statsDuringLoss.videoFramesDroppedBeforeDecode > 0)
         // Keyframe requests stay rate-limited: at most one per 300 ms over the 2 s of loss.

@@ -68,17 +68,24 @@ extension MediaEngine {
                 state.deferred.removeAll()
                 refreshPublishState(state)
             case .failure(let error):
-                state.joined = false
-                state.deferred.removeAll()
-                for user in state.users.values { releaseReceivers(user) }
-                state.users.removeAll()
-                state.userOrder.removeAll()
-                state.publish = PerMedia(.idle)
+                forgetJoin(state)
                 setConnection(state, .failed, .joinFailed)
                 actions.append(.event(state, .error(code: error.code, message: error.message)))
             }
         }
         flushActions()
+    }
+
+    /// Undoes a join that did not happen (refused, or left before the answer): the users learnt
+    /// meanwhile, their receivers and the events held back go. Call with the lock held.
+    private func forgetJoin(_ state: ChannelState) {
+        state.joining = false
+        state.joined = false
+        state.deferred.removeAll()
+        for user in state.users.values { releaseReceivers(user) }
+        state.users.removeAll()
+        state.userOrder.removeAll()
+        state.publish = PerMedia(.idle)
     }
 
     func leave(_ state: ChannelState) throws {
@@ -89,14 +96,8 @@ extension MediaEngine {
             if state.joining {
                 // Left before the transport answered: the answer will be ignored (a granted
                 // membership given back), and nothing was reported but the connecting state.
-                state.joining = false
-                state.joined = false
                 state.joinAttempt += 1
-                state.deferred.removeAll()
-                for user in state.users.values { releaseReceivers(user) }
-                state.users.removeAll()
-                state.userOrder.removeAll()
-                state.publish = PerMedia(.idle)
+                forgetJoin(state)
                 setConnection(state, .disconnected, .leaveChannel)
                 return
             }

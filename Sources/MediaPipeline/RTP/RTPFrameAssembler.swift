@@ -212,11 +212,7 @@ struct RTPFrameAssembler {
         while let start = next, start <= highest {
             guard let first = slot(start) else {
                 // A hole at the head, with later packets waiting behind it.
-                let since = blockedSince ?? now
-                blockedSince = since
-                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else {
-                    return nil
-                }
+                guard waitIsOver(from: start, now: now) else { return nil }
                 skipHole(from: start)
                 continue
             }
@@ -252,12 +248,7 @@ struct RTPFrameAssembler {
                     continue
                 }
                 // Waiting for a packet of this frame.
-                guard end <= highest else { return nil }
-                let since = blockedSince ?? now
-                blockedSince = since
-                guard now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2) else {
-                    return nil
-                }
+                guard end <= highest, waitIsOver(from: start, now: now) else { return nil }
                 skipHole(from: start)
                 continue
             }
@@ -268,6 +259,14 @@ struct RTPFrameAssembler {
             return frame
         }
         return nil
+    }
+
+    /// Whether a missing packet at or after `start` has held later ones back long enough (or
+    /// half the ring fills behind it): the clock of the wait starts at the first call.
+    private mutating func waitIsOver(from start: Int64, now: Int64) -> Bool {
+        let since = blockedSince ?? now
+        blockedSince = since
+        return now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2)
     }
 
     /// Drops everything from `start` up to the next frame start after the first missing packet,
