@@ -211,6 +211,34 @@ struct RTPPacketizerTests {
         #expect(assembled[1].frame.bytes == frames[2].bytes && assembled[1].frame.timestampMicroseconds == 40_000)
     }
 
+    @Test("a jump of thousands of sequence numbers (a long outage) restarts the stream at the next frame")
+    func farJump() throws {
+        let frames = try RealFrames.vp8()
+        var packetizer = try RTPPacketizer(codec: .vp8, ssrc: 1, payloadType: 96, firstSequenceNumber: 100)
+        let perFrame = try packetize(frames, &packetizer)
+        var assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: 50_000)
+        var out: [AssembledFrame] = []
+        for packet in perFrame[0] { assembler.insert(packet, now: 0) { out.append($0) } }
+        #expect(out.count == 1)
+        // The next frame's packets, as if 5,000 packets had been lost in between.
+        let skipped = 5_000
+        func shifted(_ packet: RTPPacket, by offset: Int) throws -> RTPPacket {
+            var bytes = packet.bytes
+            let sequence = packet.header.sequenceNumber &+ UInt16(truncatingIfNeeded: offset)
+            bytes[2] = UInt8(sequence >> 8)
+            bytes[3] = UInt8(sequence & 0xFF)
+            return try RTPPacket(bytes)
+        }
+        for packet in perFrame[1] { assembler.insert(try shifted(packet, by: skipped), now: 1_000) { out.append($0) } }
+        #expect(out.count == 2)
+        #expect(out[1].followsGap && out[1].frame.bytes == frames[1].bytes)
+        #expect(assembler.packetsLost == Int64(skipped))
+        // A sender that starts its sequence again, thousands behind: followed, not taken as late.
+        for packet in perFrame[2] { assembler.insert(try shifted(packet, by: -3_000), now: 2_000) { out.append($0) } }
+        #expect(out.count == 3)
+        #expect(out[2].followsGap && out[2].frame.bytes == frames[2].bytes)
+    }
+
     @Test("malformed payloads and far jumps are counted, never assembled")
     func malformed() throws {
         let header = RTPHeader(marker: true, payloadType: 96, sequenceNumber: 1, timestamp: 0, ssrc: 1)

@@ -91,8 +91,13 @@ struct RTPFrameAssembler {
             return
         }
         if let next, sequence < next {
-            packetsLate += 1
-            return
+            guard next - sequence > Int64(Self.capacity) else {
+                packetsLate += 1
+                return
+            }
+            // Far behind anything recent: the sender started its sequence again. Follow it.
+            giveUp(before: sequence)
+            highest = sequence - 1
         }
         let base = next ?? sequence
         if sequence - base >= Int64(Self.capacity) {
@@ -293,11 +298,15 @@ struct RTPFrameAssembler {
     /// Forgets everything buffered and restarts at `sequence`.
     private mutating func giveUp(before sequence: Int64) {
         if let next {
-            for buffered in next...min(highest, next + Int64(Self.capacity)) where slot(buffered) != nil {
+            // Whatever is buffered (nothing, when every frame was handed out) goes.
+            var buffered = next
+            while buffered <= highest && buffered < next + Int64(Self.capacity) {
                 clear(buffered)
+                buffered += 1
             }
-            packetsLost += max(0, sequence - next)
-            framesIncomplete += 1
+            let missing = sequence - max(next, highest + 1)
+            packetsLost += max(0, missing)
+            if highest >= next || missing > 0 { framesIncomplete += 1 }
         }
         next = sequence
         gapPending = true
