@@ -1,0 +1,43 @@
+@testable import MediaPipeline
+
+/// One input: the first byte picks what is fed (an RTP packet with its VP8 and VP9 descriptors,
+/// an RTCP datagram, or a stream of packets into the frame assemblers), the rest is the data.
+/// Every reader must either read it or throw a MediaError; a crash or hang is a bug.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    guard size > 1 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    switch data[0] % 3 {
+    case 0:
+        if let packet = try? RTPPacket(bytes) {
+            packet.withUnsafePayload { payload in
+                _ = try? VP8PayloadDescriptor(parsing: payload)
+                _ = try? VP9PayloadDescriptor(parsing: payload)
+            }
+        }
+    case 1:
+        _ = try? bytes.withUnsafeBytes { try RTCPCompound.parse($0) }
+        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, nowMicroseconds: 1_000_000)
+        _ = try? bytes.withUnsafeBytes { try RTCPCompound.visit($0, &reader) }
+    default:
+        // Packets of two length bytes each, into every assembler, 1 ms apart.
+        var assemblers = [MediaCodec.vp8, .vp9, .opus].map { RTPFrameAssembler(codec: $0, gapWaitMicroseconds: 5_000) }
+        var statistics = ReceptionStatistics(clockRate: 90_000)
+        var offset = 0
+        var now: Int64 = 0
+        while offset + 2 <= bytes.count {
+            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            offset += 2
+            let end = min(bytes.count, offset + length)
+            if let packet = try? RTPPacket(Array(bytes[offset..<end])) {
+                statistics.count(packet.header, arrivalMicroseconds: now)
+                for index in assemblers.indices { assemblers[index].insert(packet, now: now) { _ in } }
+            }
+            offset = end
+            now += 1_000
+        }
+        for index in assemblers.indices { assemblers[index].poll(now: now + 1_000_000) { _ in } }
+        _ = statistics.reportBlock(nowMicroseconds: now)
+    }
+    return 0
+}
