@@ -108,6 +108,8 @@ struct EngineLossTests {
         #expect(room.lossyMatchesSender)
         try room.impair(.init(blocked: true))
         try room.run(ticks: 100)
+        // FROZEN 600 ms into the outage; a freeze still going counts up to now.
+        #expect((350...450).contains(try room.lossy.channel("a").statistics.videoFrozenMs))
         try room.healAndCheckRecovery()
         #expect(room.lossyMatchesSender)
         let video = room.lossy.logs["a"]!.remoteStates(1, .video)

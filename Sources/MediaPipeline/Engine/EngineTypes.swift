@@ -225,7 +225,8 @@ public struct ChannelStats: Sendable, Equatable {
     public var videoFramesDroppedBeforeDecode: Int64 = 0
     /// Keyframe requests (RTCP PLI) sent to remote users in this channel.
     public var keyframeRequestsSent: Int64 = 0
-    /// Milliseconds remote video spent FROZEN, summed over users (up to the last state change).
+    /// Milliseconds remote video spent FROZEN, summed over users (a freeze still going counts up
+    /// to the moment the statistics are read).
     public var videoFrozenMs: Int64 = 0
     /// The round trip to a subscriber of the local streams, from its last reception report
     /// (RTCP RR: now - LSR - DLSR), in milliseconds; 0 before one came.

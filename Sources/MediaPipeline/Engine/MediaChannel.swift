@@ -194,5 +194,15 @@ public final class MediaChannel: @unchecked Sendable {
     public func stopChannelMediaRelay() throws { try engine.stopRelay(state) }
 
     /// Statistics of the session so far.
-    public var statistics: ChannelStats { engine.lock.withLock { state.stats } }
+    /// Video frozen now counts up to now in ``ChannelStats/videoFrozenMs``.
+    public var statistics: ChannelStats {
+        engine.lock.withLock {
+            var stats = state.stats
+            let now = engine.now
+            for user in state.users.values {
+                if let since = user.videoFrozenSince { stats.videoFrozenMs += (now - since) / 1000 }
+            }
+            return stats
+        }
+    }
 }

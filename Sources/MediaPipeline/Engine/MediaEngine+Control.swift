@@ -106,6 +106,9 @@ extension MediaEngine {
                 if let user = state.users[uid] { releaseReceivers(user) }
             }
             state.stats.durationMs = state.elapsedMs(now)
+            for user in state.users.values {
+                if let since = user.videoFrozenSince { state.stats.videoFrozenMs += (now - since) / 1000 }
+            }
             state.stats.userCount = state.users.count
             state.users.removeAll()
             state.userOrder.removeAll()
