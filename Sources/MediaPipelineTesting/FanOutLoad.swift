@@ -13,8 +13,10 @@ public final class FanOutLoad {
     /// The channel everyone is in.
     public static let channelId = "fan-out"
 
-    /// Joins the publisher and `subscribers` subscribing engines, all on one virtual clock.
-    public init(subscribers count: Int) throws {
+    /// Joins the publisher and `subscribers` subscribing engines, all on one virtual clock; every
+    /// link from the publisher gets `link` (conditions that hold packets back are refused: the
+    /// clock never moves here).
+    public init(subscribers count: Int, link: LinkConditions = LinkConditions()) throws {
         guard (1...10_000).contains(count) else {
             throw MediaError(.invalidArgument, "subscribers \(count) is outside 1...10000")
         }
@@ -28,6 +30,11 @@ public final class FanOutLoad {
             try channel.setClientRole(.audience)
             try channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
             return engine
+        }
+        if link != LinkConditions() {
+            for index in 0..<count {
+                try hub.setLinkConditions(link, channelId: Self.channelId, publisher: 1, receiver: UInt32(100 + index))
+            }
         }
     }
 

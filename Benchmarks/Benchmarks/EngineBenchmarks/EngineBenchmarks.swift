@@ -66,6 +66,29 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The same over lossy links (10 % loss, 5 % duplicates): the hub's per-link path.
+    let lossy = try! FanOutLoad(subscribers: 10, link: LinkConditions(lossPercent: 10, duplicatePercent: 5))
+    let lossyTime = Box<Int64>(0)
+    Benchmark("fan-out to 10 over lossy links") { benchmark in
+        for _ in benchmark.scaledIterations {
+            lossyTime.value += 20_000
+            lossy.publisher.pushEncodedFrame(Fixtures.media.opusPackets[0].restamped(lossyTime.value))
+        }
+    }
+
+    // MARK: RTP: one VP8 360p frame packetized (several packets for keyframes)
+
+    let packetizer = Box(try! RTPPacketizer(codec: .vp8, ssrc: 1, payloadType: RTPPayloadType.vp8))
+    let vp8Frames = Fixtures.media.vp8Frames
+    let frameIndex = Box(0)
+    let packetCount = Box(0)
+    Benchmark("RTP packetize VP8 360p frame") { benchmark in
+        for _ in benchmark.scaledIterations {
+            frameIndex.value = (frameIndex.value + 1) % vp8Frames.count
+            try packetizer.value.packetize(vp8Frames[frameIndex.value]) { _ in packetCount.value += 1 }
+        }
+    }
+
     // MARK: Canvas rendering: a 640x360 picture into a canvas, per render mode, down and up
 
     for mode in RenderMode.allCases {

@@ -50,7 +50,7 @@ public struct LinkConditions: Sendable, Equatable {
 
     /// True when packets may be held back (delay, jitter, reordering or a bandwidth cap): such a
     /// link needs a clock.
-    var delays: Bool { delayMs > 0 || jitterMs > 0 || reorderPercent > 0 || bandwidthBitsPerSecond != nil }
+    public var delays: Bool { delayMs > 0 || jitterMs > 0 || reorderPercent > 0 || bandwidthBitsPerSecond != nil }
 
     /// Throws ``MediaError/Code/invalidArgument`` naming the first value out of range.
     public func validate() throws {
