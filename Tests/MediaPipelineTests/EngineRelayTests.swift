@@ -77,7 +77,7 @@ struct EngineRelayTests {
         let received = watcher.statistics.rxPackets
         try session.run(ticks: 50, video: true, publishers: [host])
         #expect(watcher.statistics.rxPackets == received)
-        #expect(try watcher.remoteUsers == [100])  // still there, only silent
+        #expect(watcher.remoteUsers == [100])  // still there, only silent
         let forced = host.engine.statistics.keyframesForced
         try channel.resumeAllChannelMediaRelay()
         expectEngineError(.notReady) { try channel.resumeAllChannelMediaRelay() }
