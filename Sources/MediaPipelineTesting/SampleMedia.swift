@@ -4,7 +4,7 @@ import MediaPipeline
 /// Opus packets, and the moving picture as pictures and as VP8 frames, so that simulated remote
 /// users replay encoded media (only the subscriber's work is measured) while the local user
 /// encodes its own.
-public final class SampleMedia: @unchecked Sendable {
+public final class SampleMedia: Sendable {
     /// 10 ms frames of 48 kHz stereo speech.
     public let audioFrames: [AudioFrame]
     /// The same speech as 20 ms Opus packets.
