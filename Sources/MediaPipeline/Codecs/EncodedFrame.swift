@@ -53,14 +53,10 @@ public struct EncodedFrame: Sendable {
         bytes: [UInt8], codec: MediaCodec, isKeyframe: Bool, timestampMicroseconds: Int64,
         durationMicroseconds: Int64, width: Int = 0, height: Int = 0
     ) {
-        storage = bytes
-        range = 0..<bytes.count
-        self.codec = codec
-        self.isKeyframe = isKeyframe
-        self.timestampMicroseconds = timestampMicroseconds
-        self.durationMicroseconds = durationMicroseconds
-        self.width = width
-        self.height = height
+        self.init(
+            storage: bytes, range: 0..<bytes.count, codec: codec, isKeyframe: isKeyframe,
+            timestampMicroseconds: timestampMicroseconds, durationMicroseconds: durationMicroseconds, width: width,
+            height: height)
     }
 
     /// A frame made of `range` of `storage` (a received packet's payload), sharing it.

@@ -76,7 +76,7 @@ extension MediaEngine {
                         state.stats.rxPacketsLost += progress.packetsLost
                         state.stats.videoFramesDroppedBeforeDecode += progress.framesDropped
                         videoReports.append((state, user, receiver))
-                        if receiver.hasQueuedFrames { videoRound.jobs.append((receiver, canvases[user.key])) }
+                        if progress.hasQueuedFrames { videoRound.jobs.append((receiver, canvases[user.key])) }
                     }
                 }
             }

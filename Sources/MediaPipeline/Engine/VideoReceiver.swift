@@ -29,8 +29,6 @@ final class VideoReceiver: @unchecked Sendable {
         var droppedSinceRequest = 0
         /// Frames dropped before decoding: incomplete, or after a gap and before a keyframe.
         var framesDroppedBeforeDecode: Int64 = 0
-        /// Frames assembled since creation.
-        var framesAssembled: Int64 = 0
         /// Set when the stream is unsubscribed: nothing is queued any more.
         var released = false
         /// What this receiver's reception reports say.
@@ -74,7 +72,6 @@ final class VideoReceiver: @unchecked Sendable {
                 enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
-            framesAssembled += Int64(frames)
             return frames
         }
 
@@ -161,36 +158,30 @@ final class VideoReceiver: @unchecked Sendable {
     /// True until the stream is released (its decoder goes with the receiver).
     var isLive: Bool { inbox.withLock { !$0.released } }
 
-    /// Whether frames wait for decoding.
-    var hasQueuedFrames: Bool { inbox.withLock { !$0.queue.isEmpty } }
-
     /// What one delivery or poll changed: frames assembled, packets found lost, frames dropped
     /// before decoding.
     struct Progress {
         var frames = 0
         var packetsLost: Int64 = 0
         var framesDropped: Int64 = 0
+        /// Whether frames wait for decoding afterwards.
+        var hasQueuedFrames = false
     }
 
     /// Takes one RTP packet arrived at clock time `now`.
-    func receive(_ packet: RTPPacket, now: Int64) -> Progress {
-        inbox.withLock { inbox in
-            let (lost, dropped) = (inbox.packetsLost, inbox.framesDroppedBeforeDecode)
-            let frames = inbox.receive(packet, now: now)
-            return Progress(
-                frames: frames, packetsLost: inbox.packetsLost - lost,
-                framesDropped: inbox.framesDroppedBeforeDecode - dropped)
-        }
-    }
+    func receive(_ packet: RTPPacket, now: Int64) -> Progress { progress { $0.receive(packet, now: now) } }
 
     /// Gives up on missing packets whose wait is over at clock time `now`.
-    func poll(now: Int64) -> Progress {
+    func poll(now: Int64) -> Progress { progress { $0.poll(now: now) } }
+
+    /// Runs `step` on the inbox, reporting what it changed, in one hold of the inbox lock.
+    private func progress(_ step: (inout Inbox) -> Int) -> Progress {
         inbox.withLock { inbox in
             let (lost, dropped) = (inbox.packetsLost, inbox.framesDroppedBeforeDecode)
-            let frames = inbox.poll(now: now)
+            let frames = step(&inbox)
             return Progress(
                 frames: frames, packetsLost: inbox.packetsLost - lost,
-                framesDropped: inbox.framesDroppedBeforeDecode - dropped)
+                framesDropped: inbox.framesDroppedBeforeDecode - dropped, hasQueuedFrames: !inbox.queue.isEmpty)
         }
     }
 

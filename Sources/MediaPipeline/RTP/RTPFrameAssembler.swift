@@ -1,6 +1,6 @@
 /// A frame rebuilt from RTP packets, and whether packets went missing before it.
 struct AssembledFrame {
-    /// The frame, its bytes in the assembler's recycled storage.
+    /// The frame: for video its bytes in the assembler's recycled storage, for audio the packet's payload.
     var frame: EncodedFrame
     /// True when packets of this stream were lost (or given up on) between the previous frame
     /// handed out and this one: a delta frame after a gap must not be decoded.

@@ -1,37 +1,29 @@
-/// Turns 16-bit RTP sequence numbers into a count that never wraps: each number is taken as
-/// the nearest one to the last (RFC 3550 A.1's rule, as libwebrtc's `SeqNumUnwrapper`), so a
-/// packet from before a wrap-around is recognised as old, not as 65,535 packets ahead.
-struct SequenceUnwrapper {
+/// Turns wrapping RTP counters (16-bit sequence numbers, 32-bit timestamps) into counts that
+/// never wrap: each value is taken as the nearest one to the highest seen (RFC 3550 A.1's rule,
+/// as libwebrtc's `SeqNumUnwrapper`), so a packet from before a wrap-around is recognised as
+/// old, not as a whole cycle ahead.
+struct Unwrapper<Value: FixedWidthInteger & UnsignedInteger> {
     private var last: Int64?
+    /// One whole cycle of `Value`: 65,536 for sequence numbers, 2^32 for timestamps.
+    private static var cycle: Int64 { Int64(Value.max) + 1 }
 
-    /// The unwrapped value of `sequenceNumber`.
-    mutating func unwrap(_ sequenceNumber: UInt16) -> Int64 {
+    /// The unwrapped value of `value`. The first value is placed one cycle up, leaving room
+    /// below for values that overtook it.
+    mutating func unwrap(_ value: Value) -> Int64 {
         guard let previous = last else {
-            let first = Int64(sequenceNumber) + 65_536  // room below for packets that overtook the first
+            let first = Int64(value) + Self.cycle
             last = first
             return first
         }
-        let delta = Int64(Int16(bitPattern: sequenceNumber &- UInt16(truncatingIfNeeded: previous)))
-        let value = previous + delta
-        if delta > 0 { last = value }
-        return value
+        let step = Int64(value &- Value(truncatingIfNeeded: previous))
+        let delta = step > Int64(Value.max / 2) ? step - Self.cycle : step  // signed, in one cycle
+        let unwrapped = previous + delta
+        if delta > 0 { last = unwrapped }
+        return unwrapped
     }
 }
 
-/// Turns 32-bit RTP timestamps into a count that never wraps, the same way.
-struct TimestampUnwrapper {
-    private var last: Int64?
-
-    /// The unwrapped value of `timestamp`.
-    mutating func unwrap(_ timestamp: UInt32) -> Int64 {
-        guard let previous = last else {
-            let first = Int64(timestamp) + (1 << 32)
-            last = first
-            return first
-        }
-        let delta = Int64(Int32(bitPattern: timestamp &- UInt32(truncatingIfNeeded: previous)))
-        let value = previous + delta
-        if delta > 0 { last = value }
-        return value
-    }
-}
+/// 16-bit RTP sequence numbers.
+typealias SequenceUnwrapper = Unwrapper<UInt16>
+/// 32-bit RTP timestamps.
+typealias TimestampUnwrapper = Unwrapper<UInt32>
