@@ -70,8 +70,12 @@ private func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Voi
 private func beliefs(viewer: MediaEngine, publisher: MediaEngine, channelId: String, uid: UInt32) -> (
     believed: PublishedMedia, sent: PublishedMedia
 ) {
-    let believed = viewer.lock.withLock { viewer.channels[channelId]?.users[uid]?.media ?? [] }
-    let sent = publisher.lock.withLock { publisher.channels[channelId]?.publishedMedia ?? [] }
+    let believed = viewer.control.withLock { plane in
+        plane.joinedIndex(channelId).flatMap { c in plane.channels[c].users.first { $0.uid == uid }?.media } ?? []
+    }
+    let sent = publisher.control.withLock { plane in
+        plane.joinedIndex(channelId).map { plane.channels[$0].publishedMedia } ?? []
+    }
     return (believed, sent)
 }
 

@@ -6,16 +6,17 @@ public final class MediaChannel: @unchecked Sendable {
     /// The channel's id.
     public let channelId: String
     let engine: MediaEngine
-    let state: ChannelState
+    /// The channel object's name in the engine's control plane.
+    let ref: ChannelRef
     private let handlerLock = Lock()
     private var handler: (@Sendable (ChannelEvent) -> Void)?
     private var continuations: [Int: AsyncStream<ChannelEvent>.Continuation] = [:]
     private var nextContinuation = 0
 
-    init(engine: MediaEngine, state: ChannelState) {
+    init(engine: MediaEngine, ref: ChannelRef) {
         self.engine = engine
-        self.state = state
-        channelId = state.id
+        self.ref = ref
+        channelId = ref.id
     }
 
     // MARK: - Events
@@ -62,82 +63,81 @@ public final class MediaChannel: @unchecked Sendable {
     ///   ``EngineError/Code/refused`` for an audience member with publish options, or when the
     ///   options would publish while another channel publishes.
     public func join(uid: UInt32 = 0, options: ChannelMediaOptions = .init()) throws {
-        try engine.join(state, uid: uid, options: options)
+        try engine.join(ref, uid: uid, options: options)
     }
 
     /// Leaves the channel; ``ChannelEvent/leave(_:)`` reports the session's statistics.
     /// - Throws: ``EngineError/Code/leaveChannelRejected`` when not joined.
-    public func leave() throws { try engine.leave(state) }
+    public func leave() throws { try engine.leave(ref) }
 
     /// Leaves if joined and removes the channel from the engine. Later calls are refused.
     public func destroy() {
-        engine.destroyChannel(state)
+        engine.destroyChannel(ref)
         finishEvents()
     }
 
     /// The local uid in this channel (0 before joining).
-    public var localUid: UInt32 { engine.lock.withLock { state.uid } }
+    public var localUid: UInt32 { engine.read(ref, \.uid, otherwise: 0) }
     /// Whether the local user is in the channel (false while the join awaits its answer).
-    public var isJoined: Bool { engine.lock.withLock { state.joined && !state.joining } }
+    public var isJoined: Bool { engine.read(ref, { $0.joined && !$0.joining }, otherwise: false) }
 
     // MARK: - Role and publishing
 
     /// Sets the local role. A user who becomes broadcaster in a joined channel publishes its
     /// local audio and video there (unless muted), so this is refused while another channel
     /// publishes. Becoming audience stops publishing and any relay.
-    public func setClientRole(_ role: ClientRole) throws { try engine.setRole(state, role) }
+    public func setClientRole(_ role: ClientRole) throws { try engine.setRole(ref, role) }
 
     /// The local role.
-    public var clientRole: ClientRole { engine.lock.withLock { state.role } }
+    public var clientRole: ClientRole { engine.read(ref, \.role, otherwise: .broadcaster) }
 
     /// Stops (true) or resumes (false) publishing the local audio in this channel. Resuming is
     /// refused for an audience member, or while another channel publishes.
-    public func muteLocalAudioStream(_ mute: Bool) throws { try engine.muteLocal(state, .audio, mute) }
+    public func muteLocalAudioStream(_ mute: Bool) throws { try engine.muteLocal(ref, .audio, mute) }
 
     /// Stops (true) or resumes (false) publishing the local video in this channel.
-    public func muteLocalVideoStream(_ mute: Bool) throws { try engine.muteLocal(state, .video, mute) }
+    public func muteLocalVideoStream(_ mute: Bool) throws { try engine.muteLocal(ref, .video, mute) }
 
     /// The media this channel publishes now.
-    public var publishedMedia: PublishedMedia { engine.lock.withLock { state.publishedMedia } }
+    public var publishedMedia: PublishedMedia { engine.read(ref, \.publishedMedia, otherwise: []) }
 
     // MARK: - Subscribing
 
     /// Stops (true) or resumes (false) receiving `uid`'s audio. Applies to a user not present yet too.
     public func muteRemoteAudioStream(_ uid: UInt32, mute: Bool) throws {
-        try engine.muteRemote(state, uid, .audio, mute)
+        try engine.muteRemote(ref, uid, .audio, mute)
     }
 
     /// Stops (true) or resumes (false) receiving `uid`'s video.
     public func muteRemoteVideoStream(_ uid: UInt32, mute: Bool) throws {
-        try engine.muteRemote(state, uid, .video, mute)
+        try engine.muteRemote(ref, uid, .video, mute)
     }
 
     /// Stops or resumes receiving all remote audio, including users who join later.
-    public func muteAllRemoteAudioStreams(_ mute: Bool) throws { try engine.muteAll(state, .audio, mute) }
+    public func muteAllRemoteAudioStreams(_ mute: Bool) throws { try engine.muteAll(ref, .audio, mute) }
 
     /// Stops or resumes receiving all remote video, including users who join later.
-    public func muteAllRemoteVideoStreams(_ mute: Bool) throws { try engine.muteAll(state, .video, mute) }
+    public func muteAllRemoteVideoStreams(_ mute: Bool) throws { try engine.muteAll(ref, .video, mute) }
 
     /// Whether users who join from now on start with their audio muted (present users unchanged).
-    public func setDefaultMuteAllRemoteAudioStreams(_ mute: Bool) { engine.setDefaultMute(state, .audio, mute) }
+    public func setDefaultMuteAllRemoteAudioStreams(_ mute: Bool) { engine.setDefaultMute(ref, .audio, mute) }
 
     /// Whether users who join from now on start with their video muted.
-    public func setDefaultMuteAllRemoteVideoStreams(_ mute: Bool) { engine.setDefaultMute(state, .video, mute) }
+    public func setDefaultMuteAllRemoteVideoStreams(_ mute: Bool) { engine.setDefaultMute(ref, .video, mute) }
 
     /// Sets `uid`'s playback volume, 0...400 (percent).
     public func adjustUserPlaybackSignalVolume(_ uid: UInt32, volume: Int) throws {
-        try engine.setVolume(state, uid, volume)
+        try engine.setVolume(ref, uid, volume)
     }
 
     /// Remote broadcasters present, in the order they appeared.
-    public var remoteUsers: [UInt32] { engine.lock.withLock { state.userOrder } }
+    public var remoteUsers: [UInt32] { engine.read(ref, \.userOrder, otherwise: []) }
 
     /// The state of `uid`'s audio or video as last reported (STOPPED for unknown users).
     public func remoteState(_ uid: UInt32, _ kind: MediaKind) -> RemoteStreamState {
-        engine.lock.withLock {
-            guard let user = state.users[uid] else { return .stopped }
-            return user.trackers[kind].state
-        }
+        engine.read(
+            ref, { state in state.userIndex(uid).map { state.users[$0].trackers[kind].state } ?? .stopped },
+            otherwise: .stopped)
     }
 
     // MARK: - Audio reports
@@ -145,16 +145,16 @@ public final class MediaChannel: @unchecked Sendable {
     /// Reports the loudest speakers every `intervalMs` (≤ 0 stops; otherwise at least 10,
     /// rounded to 10 ms) through ``ChannelEvent/audioVolumeIndication(speakers:totalVolume:)``.
     public func enableAudioVolumeIndication(intervalMs: Int) throws {
-        try engine.enableVolumeIndication(state, intervalMs)
+        try engine.enableVolumeIndication(ref, intervalMs)
     }
 
     /// Keeps a mix of this channel's remote audio alone, next to the playout mix.
-    public func enableChannelMix(_ enabled: Bool) throws { try engine.enableChannelMix(state, enabled) }
+    public func enableChannelMix(_ enabled: Bool) throws { try engine.enableChannelMix(ref, enabled) }
 
     /// Copies the channel mix of the last playout tick (one 10 ms frame) into `output`.
     /// - Throws: ``EngineError/Code/notReady`` unless ``enableChannelMix(_:)`` is on.
     public func copyChannelMix(into output: UnsafeMutableBufferPointer<Int16>) throws {
-        try engine.copyChannelMix(state, into: output)
+        try engine.copyChannelMix(ref, into: output)
     }
 
     // MARK: - Relay
@@ -164,7 +164,7 @@ public final class MediaChannel: @unchecked Sendable {
     /// relay's states and events (``ChannelMediaRelayEvent/joinedDestinationChannel`` per
     /// destination, ``ChannelMediaRelayEvent/sentToDestinationChannel`` when media first goes).
     public func startChannelMediaRelay(_ destinations: [ChannelMediaRelayDestination]) throws {
-        try engine.startRelay(state, destinations)
+        try engine.startRelay(ref, destinations)
     }
 
     /// Replaces the destinations of the running relay (Agora's `updateChannelMediaRelay`):
@@ -175,34 +175,34 @@ public final class MediaChannel: @unchecked Sendable {
     /// - Throws: ``EngineError/Code/invalidArgument`` for a bad list (as for starting),
     ///   ``EngineError/Code/notReady`` when no relay runs.
     public func updateChannelMediaRelay(_ destinations: [ChannelMediaRelayDestination]) throws {
-        try engine.updateRelay(state, destinations)
+        try engine.updateRelay(ref, destinations)
     }
 
     /// Stops sending media to every relay destination, staying in them (Agora 3.5.1's
     /// `pauseAllChannelMediaRelay`).
     /// - Throws: ``EngineError/Code/notReady`` when no relay runs, or it is paused already
     ///   (also reported as ``ChannelMediaRelayEvent/pauseSendPacketToDestinationChannelFailed``).
-    public func pauseAllChannelMediaRelay() throws { try engine.pauseRelay(state) }
+    public func pauseAllChannelMediaRelay() throws { try engine.pauseRelay(ref) }
 
     /// Sends media to the relay destinations again, starting with a keyframe (Agora 3.5.1's
     /// `resumeAllChannelMediaRelay`).
     /// - Throws: ``EngineError/Code/notReady`` when no paused relay runs (also reported as
     ///   ``ChannelMediaRelayEvent/resumeSendPacketToDestinationChannelFailed``).
-    public func resumeAllChannelMediaRelay() throws { try engine.resumeRelay(state) }
+    public func resumeAllChannelMediaRelay() throws { try engine.resumeRelay(ref) }
 
     /// Stops the relay.
-    public func stopChannelMediaRelay() throws { try engine.stopRelay(state) }
+    public func stopChannelMediaRelay() throws { try engine.stopRelay(ref) }
 
     /// Statistics of the session so far.
     /// Video frozen now counts up to now in ``ChannelStats/videoFrozenMs``.
     public var statistics: ChannelStats {
-        engine.lock.withLock {
-            var stats = state.stats
-            let now = engine.now
-            for user in state.users.values {
-                if let since = user.videoFrozenSince { stats.videoFrozenMs += (now - since) / 1000 }
-            }
-            return stats
-        }
+        let now = engine.now
+        return engine.read(
+            ref,
+            { state in
+                var stats = state.stats
+                stats.videoFrozenMs = state.videoFrozenMs(now: now)
+                return stats
+            }, otherwise: ChannelStats())
     }
 }

@@ -11,79 +11,67 @@ extension MediaEngine {
     /// - Complexity: allocates nothing in steady state.
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
-        let hadEvents: Bool = playoutLock.withLock {
+        let decided: Bool = playoutLock.withLock {
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
-            let observer: AudioFrameObserver? = lock.withLock {
+            let observer: AudioFrameObserver? = control.withLock { plane in
                 audioRound.receivers.removeAll(keepingCapacity: true)
                 audioReports.removeAll(keepingCapacity: true)
                 audioRound.concealUpToMicroseconds = conceal
-                for id in channelOrder {
-                    guard let state = channels[id], state.joined else { continue }
-                    for uid in state.userOrder {
-                        guard let user = state.users[uid], let receiver = user.audio else { continue }
+                for c in plane.channels.indices where plane.channels[c].joined {
+                    for u in plane.channels[c].users.indices {
+                        guard let receiver = plane.channels[c].users[u].audio else { continue }
                         audioRound.receivers.append(receiver)
-                        audioReports.append((state, user, receiver))
+                        audioReports.append(
+                            StreamSlot(
+                                ref: plane.channels[c].ref, uid: plane.channels[c].users[u].uid, hint: (c, u),
+                                receiver: receiver))
                     }
                 }
-                fadingRound.append(contentsOf: fadingOut)
-                fadingOut.removeAll(keepingCapacity: true)
-                return self.observer
+                fadingRound.append(contentsOf: plane.fadingOut)
+                plane.fadingOut.removeAll(keepingCapacity: true)
+                return plane.observer
             }
             // Decode every stream's next 10 ms, independent streams in parallel ...
             audioWorkers.run(audioRound.receivers.count, on: audioRound)
             audioRound.receivers.removeAll(keepingCapacity: true)
             mixInputs.removeAll(keepingCapacity: true)
             observedFrames.removeAll(keepingCapacity: true)
-            // ... then, under the control lock, report and gather the mix in channel and join order.
-            let hadEvents: Bool = lock.withLock {
-                let before = actions.count
+            // ... then, as one input, report and gather the mix in channel and join order.
+            let decided: Bool = withControl { plane in
+                let before = plane.actionCount
                 let freeze = Int64(configuration.audioFreezeMs) * 1000
                 var index = 0
-                for id in channelOrder {
-                    guard let state = channels[id], state.joined else { continue }
+                for c in plane.channels.indices where plane.channels[c].joined {
+                    let ref = plane.channels[c].ref
                     channelMixInputs.removeAll(keepingCapacity: true)
+                    // Streams of channels left meanwhile play nothing more.
+                    while index < audioReports.count, audioReports[index].ref != ref,
+                        !plane.isJoined(audioReports[index].ref)
+                    {
+                        index += 1
+                    }
                     // This channel's streams, in the order they were taken.
-                    while index < audioReports.count, audioReports[index].state === state {
-                        let (_, user, receiver) = audioReports[index]
+                    while index < audioReports.count, audioReports[index].ref == ref {
+                        let slot = audioReports[index]
                         index += 1
                         // A stream released meanwhile plays nothing more.
-                        guard user.audio === receiver, state.users[user.uid] === user else { continue }
-                        switch receiver.lastOutput {
-                        case .audio:
-                            state.stats.audioFramesDecoded += 1
-                            reportDecoding(state, user, .audio)
-                        case .concealed:
-                            break
-                        case .none:
-                            if receiver.failed {
-                                if user.trackers.audio.state != .failed, let failure = receiver.failure {
-                                    // Once per failure, with its cause: the event only says INTERNAL.
-                                    actions.append(.warning("user \(user.uid) audio: \(failure)", channelId: state.id))
-                                }
-                                report(state, user, .audio, .failed, .internal)
-                            } else if receiver.starvedMicroseconds > freeze && user.trackers.audio.state == .decoding {
-                                report(state, user, .audio, .frozen, .networkCongestion)
-                            }
-                            continue
-                        }
-                        let samples = UnsafeBufferPointer(receiver.frame)
+                        guard let u = plane.channels[c].userIndex(slot.uid, hint: slot.hint.user),
+                            plane.channels[c].users[u].audio === slot.receiver,
+                            plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze)
+                        else { continue }
+                        let user = plane.channels[c].users[u]
+                        let samples = UnsafeBufferPointer(slot.receiver.frame)
                         if observer != nil { observedFrames.append((user.key, samples)) }
                         let input = MixerInput(key: user.key, samples: samples, gain: user.volume)
                         mixInputs.append(input)
-                        if state.mixer != nil {
-                            channelMixInputs.append(input)
-                            if state.volumeIntervalMs > 0 { user.peakLevel = max(user.peakLevel, peak(samples)) }
-                        }
+                        if plane.channels[c].mixer != nil { channelMixInputs.append(input) }
                     }
-                    if let mixer = state.mixer {
-                        state.mix.withUnsafeMutableBufferPointer { mixer.mix(channelMixInputs, into: $0) }
-                        if state.volumeIntervalMs > 0 { advanceVolumeIndication(state) }
-                    }
+                    plane.mixChannel(c, channelMixInputs)
                 }
-                stats.playoutFrames += 1
-                queueReceiverReports(now: self.now)
-                return actions.count != before
+                plane.stats.playoutFrames += 1
+                queueReceiverReports(&plane)
+                return plane.actionCount != before
             }
             sendQueuedReports()
             audioReports.removeAll(keepingCapacity: true)
@@ -100,9 +88,9 @@ extension MediaEngine {
                 observer.mixedAudioFrame(UnsafeBufferPointer(output))
                 observedFrames.removeAll(keepingCapacity: true)
             }
-            return hadEvents
+            return decided
         }
-        if hadEvents { flushActions() }
+        if decided { flushActions() }
     }
 
     /// Produces the next 10 ms of playout into `frame`, resizing it in place.
@@ -115,31 +103,8 @@ extension MediaEngine {
         frame.sampleRate = configuration.playoutSampleRate
         frame.channelCount = configuration.playoutChannelCount
         frame.samples.withUnsafeMutableBufferPointer { pullPlayout(into: $0) }
-        frame.timestampSamples = lock.withLock { (stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel) }
-    }
-
-    private func peak(_ samples: UnsafeBufferPointer<Int16>) -> Int16 {
-        var peak: Int16 = 0
-        for sample in samples { peak = max(peak, sample == .min ? .max : abs(sample)) }
-        return peak
-    }
-
-    /// Counts 10 ms towards the channel's volume indication and reports when the interval is full.
-    private func advanceVolumeIndication(_ state: ChannelState) {
-        state.mixPeak = max(state.mixPeak, state.mix.withUnsafeBufferPointer { peak($0) })
-        state.volumeElapsedMs += 10
-        guard state.volumeElapsedMs >= state.volumeIntervalMs else { return }
-        var speakers: [AudioVolumeInfo] = []
-        for uid in state.userOrder {
-            guard let user = state.users[uid] else { continue }
-            let volume = Int(user.peakLevel) * 255 / 32767
-            if volume > 0 { speakers.append(AudioVolumeInfo(uid: uid, volume: volume)) }
-            user.peakLevel = 0
+        frame.timestampSamples = control.withLock {
+            ($0.stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel)
         }
-        speakers.sort { $0.volume != $1.volume ? $0.volume > $1.volume : $0.uid < $1.uid }
-        if speakers.count > 3 { speakers.removeLast(speakers.count - 3) }
-        emit(state, .audioVolumeIndication(speakers: speakers, totalVolume: Int(state.mixPeak) * 255 / 32767))
-        state.mixPeak = 0
-        state.volumeElapsedMs = 0
     }
 }

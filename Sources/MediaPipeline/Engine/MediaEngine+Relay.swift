@@ -2,8 +2,8 @@ extension MediaEngine {
     /// The most destinations one relay serves (Agora's limit).
     public static let maximumRelayDestinations = 4
 
-    /// Throws ``EngineError/Code/invalidArgument`` for a destination list a relay of `state` cannot take.
-    private func validateRelay(_ state: ChannelState, _ destinations: [ChannelMediaRelayDestination]) throws {
+    /// Throws ``EngineError/Code/invalidArgument`` for a destination list a relay of channel `ref` cannot take.
+    private func validateRelay(_ ref: ChannelRef, _ destinations: [ChannelMediaRelayDestination]) throws {
         guard (1...MediaEngine.maximumRelayDestinations).contains(destinations.count) else {
             throw EngineError(
                 .invalidArgument,
@@ -12,8 +12,8 @@ extension MediaEngine {
         }
         for destination in destinations {
             try ChannelID.validate(destination.channelId)
-            guard destination.channelId != state.id else {
-                throw EngineError(.invalidArgument, "channel '\(state.id)' cannot relay to itself")
+            guard destination.channelId != ref.id else {
+                throw EngineError(.invalidArgument, "channel '\(ref.id)' cannot relay to itself")
             }
         }
         guard Set(destinations.map(\.channelId)).count == destinations.count else {
@@ -64,177 +64,38 @@ extension MediaEngine {
 
     /// Starts relaying: returns once the request is made; the relay reports CONNECTING, then
     /// RUNNING or FAILURE when the destinations have answered.
-    func startRelay(_ state: ChannelState, _ destinations: [ChannelMediaRelayDestination]) throws {
-        try validateRelay(state, destinations)
-        let (media, attempt): (PublishedMedia, Int) = try lock.withLock {
-            guard !destroyed, !state.destroyed, state.joined, !state.joining else {
-                throw EngineError(.notReady, "join channel '\(state.id)' before relaying it")
-            }
-            guard state.role == .broadcaster else {
-                throw EngineError(.refused, "an audience member cannot relay channel '\(state.id)'")
-            }
-            relayTeardown(state)
-            state.relayState = .connecting
-            state.relayAttempt += 1
-            emit(state, .channelMediaRelayStateChanged(state: .connecting))
-            return (state.publishedMedia, state.relayAttempt)
+    func startRelay(_ ref: ChannelRef, _ destinations: [ChannelMediaRelayDestination]) throws {
+        try validateRelay(ref, destinations)
+        let request = try input { try $0.startRelay(ref, destinations) }
+        joinRelayDestinations(request.joining, media: request.media) { [weak self] result in
+            self?.input { $0.relayStarted(ref, destinations, attempt: request.attempt, result: result) }
         }
-        flushActions()
-        let (channelId, identity) = (state.id, ObjectIdentifier(state))
-        joinRelayDestinations(destinations, media: media) { [weak self] result in
-            self?.relayStarted(channelId, identity, destinations, attempt: attempt, result: result)
-        }
-    }
-
-    private func relayStarted(
-        _ channelId: String, _ identity: ObjectIdentifier, _ destinations: [ChannelMediaRelayDestination],
-        attempt: Int, result: Result<[UInt32], EngineError>
-    ) {
-        lock.withLock {
-            guard let state = channel(channelId, identity), state.relayAttempt == attempt,
-                state.relayState == .connecting
-            else {
-                // Stopped or restarted meanwhile: give the memberships back.
-                if case .success(let uids) = result {
-                    for (destination, uid) in zip(destinations, uids) {
-                        signal(.leave(channelId: destination.channelId, uid: uid))
-                    }
-                }
-                return
-            }
-            switch result {
-            case .success(let uids):
-                state.relayDestinations = destinations
-                state.relayUids = uids
-                state.relayState = .running
-                state.relayPaused = false
-                state.relaySentReported = false
-                for _ in destinations { emit(state, .channelMediaRelayEvent(.joinedDestinationChannel)) }
-                keyframePending = true  // the destinations' subscribers need a picture to start from
-                emit(state, .channelMediaRelayStateChanged(state: .running))
-            case .failure(let error):
-                state.relayState = .failure
-                emit(state, .channelMediaRelayStateChanged(state: .failure))
-                emit(state, .error(code: error.code, message: error.message))
-            }
-        }
-        flushActions()
     }
 
     /// Replaces the destinations: returns once the request is made; reports
     /// ``ChannelMediaRelayEvent/updateDestinationChannel`` or
     /// ``ChannelMediaRelayEvent/updateDestinationChannelRefused`` when the new ones have answered.
-    func updateRelay(_ state: ChannelState, _ destinations: [ChannelMediaRelayDestination]) throws {
-        try validateRelay(state, destinations)
-        let (media, added, attempt): (PublishedMedia, [ChannelMediaRelayDestination], Int) = try lock.withLock {
-            guard state.relayState == .running else {
-                throw EngineError(.notReady, "channel '\(state.id)' has no running media relay to update")
+    func updateRelay(_ ref: ChannelRef, _ destinations: [ChannelMediaRelayDestination]) throws {
+        try validateRelay(ref, destinations)
+        let request = try input { try $0.updateRelay(ref, destinations) }
+        joinRelayDestinations(request.joining, media: request.media) { [weak self] result in
+            self?.input {
+                $0.relayUpdated(ref, destinations, added: request.joining, attempt: request.attempt, result: result)
             }
-            state.relayAttempt += 1
-            let added = destinations.filter { !state.relayDestinations.contains($0) }
-            return (state.publishedMedia, added, state.relayAttempt)
-        }
-        let (channelId, identity) = (state.id, ObjectIdentifier(state))
-        joinRelayDestinations(added, media: media) { [weak self] result in
-            self?.relayUpdated(channelId, identity, destinations, added: added, attempt: attempt, result: result)
         }
     }
 
-    private func relayUpdated(
-        _ channelId: String, _ identity: ObjectIdentifier, _ destinations: [ChannelMediaRelayDestination],
-        added: [ChannelMediaRelayDestination], attempt: Int, result: Result<[UInt32], EngineError>
-    ) {
-        lock.withLock {
-            guard let state = channel(channelId, identity), state.relayAttempt == attempt,
-                state.relayState == .running
-            else {
-                if case .success(let uids) = result {
-                    for (destination, uid) in zip(added, uids) {
-                        signal(.leave(channelId: destination.channelId, uid: uid))
-                    }
-                }
-                return
-            }
-            guard case .success(let addedUids) = result else {
-                emit(state, .channelMediaRelayEvent(.updateDestinationChannelRefused))
-                return
-            }
-            // Destinations no longer listed are left; the new list keeps the order given, and
-            // kept destinations their uid.
-            for (destination, uid) in zip(state.relayDestinations, state.relayUids)
-            where !destinations.contains(destination) {
-                signal(.leave(channelId: destination.channelId, uid: uid))
-            }
-            var uids: [UInt32] = []
-            for destination in destinations {
-                if let index = state.relayDestinations.firstIndex(of: destination) {
-                    uids.append(state.relayUids[index])
-                } else if let index = added.firstIndex(of: destination) {
-                    uids.append(addedUids[index])
-                }
-            }
-            state.relayDestinations = destinations
-            state.relayUids = uids
-            for _ in added { emit(state, .channelMediaRelayEvent(.joinedDestinationChannel)) }
-            if !added.isEmpty { keyframePending = true }
-            emit(state, .channelMediaRelayEvent(.updateDestinationChannel))
-        }
-        flushActions()
-    }
-
-    func pauseRelay(_ state: ChannelState) throws {
-        let paused: Bool = lock.withLock {
-            guard state.relayState == .running, !state.relayPaused else {
-                emit(state, .channelMediaRelayEvent(.pauseSendPacketToDestinationChannelFailed))
-                return false
-            }
-            state.relayPaused = true
-            emit(state, .channelMediaRelayEvent(.pauseSendPacketToDestinationChannelSuccess))
-            return true
-        }
-        flushActions()
-        guard paused else { throw EngineError(.notReady, "channel '\(state.id)' has no running media relay to pause") }
-    }
-
-    func resumeRelay(_ state: ChannelState) throws {
-        let resumed: Bool = lock.withLock {
-            guard state.relayState == .running, state.relayPaused else {
-                emit(state, .channelMediaRelayEvent(.resumeSendPacketToDestinationChannelFailed))
-                return false
-            }
-            state.relayPaused = false
-            state.relaySentReported = false
-            keyframePending = true  // the destinations' decoders restart from a keyframe
-            emit(state, .channelMediaRelayEvent(.resumeSendPacketToDestinationChannelSuccess))
-            return true
-        }
-        flushActions()
-        guard resumed else {
-            throw EngineError(.notReady, "channel '\(state.id)' has no paused media relay to resume")
+    func pauseRelay(_ ref: ChannelRef) throws {
+        guard input({ $0.pauseRelay(ref) }) else {
+            throw EngineError(.notReady, "channel '\(ref.id)' has no running media relay to pause")
         }
     }
 
-    func stopRelay(_ state: ChannelState) throws {
-        try lock.withLock {
-            guard state.relayState == .running else {
-                throw EngineError(.notReady, "channel '\(state.id)' has no running media relay")
-            }
-            relayTeardown(state)
+    func resumeRelay(_ ref: ChannelRef) throws {
+        guard input({ $0.resumeRelay(ref) }) else {
+            throw EngineError(.notReady, "channel '\(ref.id)' has no paused media relay to resume")
         }
-        flushActions()
     }
 
-    /// Ends a running relay: the destinations see the relayed user leave. Call with the lock held.
-    func relayTeardown(_ state: ChannelState) {
-        guard state.relayState == .running || state.relayState == .connecting else { return }
-        state.relayAttempt += 1  // answers still on their way are given back
-        for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
-            signal(.leave(channelId: destination.channelId, uid: uid))
-        }
-        state.relayDestinations = []
-        state.relayUids = []
-        state.relayPaused = false
-        state.relayState = .idle
-        emit(state, .channelMediaRelayStateChanged(state: .idle))
-    }
+    func stopRelay(_ ref: ChannelRef) throws { try input { try $0.stopRelay(ref) } }
 }

@@ -7,20 +7,21 @@ extension MediaEngine {
     static let reportIntervalMicroseconds: Int64 = 1_000_000
 
     /// Queues, into the playout round's outbox, a receiver report to each remote user of each
-    /// channel whose interval has passed. Call from the playout round with the control lock held.
-    func queueReceiverReports(now: Int64) {
-        for id in channelOrder {
-            guard let state = channels[id], state.joined, !state.joining,
-                now - state.lastReceiverReportAt >= Self.reportIntervalMicroseconds
+    /// channel whose interval has passed. Call from the playout round, inside a control input.
+    func queueReceiverReports(_ plane: inout ControlPlane) {
+        let now = plane.now
+        for c in plane.channels.indices {
+            guard plane.channels[c].joined, !plane.channels[c].joining,
+                now - plane.channels[c].lastReceiverReportAt >= Self.reportIntervalMicroseconds
             else { continue }
-            state.lastReceiverReportAt = now
-            for uid in state.userOrder {
-                guard let user = state.users[uid] else { continue }
+            plane.channels[c].lastReceiverReportAt = now
+            let (channelId, localUid) = (plane.channels[c].id, plane.channels[c].uid)
+            for user in plane.channels[c].users {
                 let audio = user.audio?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 guard audio != nil || video != nil else { continue }
                 let report = RTCPCompound.receiverReport(ssrc: rtp.feedbackSSRC, audio, video, in: reportRecycler)
-                reportOutbox.append((report, id, state.uid, uid))
+                reportOutbox.append((report, channelId, localUid, user.uid))
             }
         }
     }

@@ -25,11 +25,13 @@ public final class MediaEngine: @unchecked Sendable {
     let rtp: RTPIdentity
     /// What the transport calls back.
     let endpoint = EngineEndpoint()
-    /// The control lock: channels, users, their stream state machines, canvases bound, counters
-    /// and the action queue. Held briefly, never across a decode, a transport call or an app
-    /// callback. Lock order: `publishLock`, `playoutLock` or `renderLock` before `lock`, and
-    /// `lock` before a receiver's inbox.
-    let lock = Lock()
+    /// The control plane, a value in its lock: the engine is its one serial owner. Held briefly,
+    /// never across a decode, a transport call or an app callback. Lock order: `publishLock`,
+    /// `playoutLock` or `renderLock` before `control`, and `control` before a receiver's inbox.
+    let control: LockedValue<ControlPlane>
+    /// The app's channel objects by serial, for delivering events (held weakly: events of a
+    /// channel the app dropped are dropped).
+    let handles = LockedValue<[Int: WeakChannel]>([:])
     /// Serialises the local-media calls (push*) so their scratch state needs no other lock.
     let publishLock = Lock()
     /// Serialises playout rounds: the audio decoders, mixer inputs and fading streams are theirs.
@@ -37,32 +39,13 @@ public final class MediaEngine: @unchecked Sendable {
     /// Serialises render rounds: the video decoders and their job lists are theirs.
     let renderLock = Lock()
 
-    // Guarded by `lock`.
-    var channels: [String: ChannelState] = [:]
-    var channelOrder: [String] = []
-    var canvases: [StreamKey: CanvasBuffer] = [:]
-    var destroyed = false
-    /// Transport calls and events decided but not yet carried out, in decision order.
-    var actions: [EngineAction] = []
-    /// True while a thread carries out ``actions``.
-    var delivering = false
-    var stats = EngineStatistics()
-    var observer: AudioFrameObserver?
-    /// Receivers playing one last frame at gain 0 before release.
-    var fadingOut: [(StreamKey, AudioReceiver)] = []
-    /// A subscriber asked for a keyframe; the next local picture is forced to one.
-    var keyframePending = false
-    var lastForcedKeyframe: Int64?
-    /// Subscription decisions not yet told to the transport: (channel, publisher, kind, subscribed).
-    var subscriptionChanges: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
-    /// Channel mixes are gathered here (with the lock held: channels' mixers are guarded by it).
-    var channelMixInputs: [MixerInput] = []
-
     // Owned by the playout round (`playoutLock`).
     let playoutMixer: AudioMixer
     var mixInputs: [MixerInput] = []
+    var channelMixInputs: [MixerInput] = []
     let audioRound = AudioDecodeRound()
-    var audioReports: [(state: ChannelState, user: RemoteUser, receiver: AudioReceiver)] = []
+    /// This round's streams: where they were (for finding them again) and their receivers.
+    var audioReports: [StreamSlot<AudioReceiver>] = []
     var fadingRound: [(StreamKey, AudioReceiver)] = []
     var observedFrames: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
     /// Receiver reports written in a playout round, sent after the control lock is released.
@@ -71,7 +54,7 @@ public final class MediaEngine: @unchecked Sendable {
 
     // Owned by the render round (`renderLock`).
     let videoRound = VideoDecodeRound()
-    var videoReports: [(state: ChannelState, user: RemoteUser, receiver: VideoReceiver)] = []
+    var videoReports: [StreamSlot<VideoReceiver>] = []
 
     /// Threads that decode independent streams together: one pool for playout rounds and one for
     /// render rounds, so audio never waits for a video round.
@@ -94,6 +77,7 @@ public final class MediaEngine: @unchecked Sendable {
         self.clock = clock
         playoutMixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+        control = LockedValue(ControlPlane(configuration: configuration))
         rtp = RTPIdentity(seed: configuration.randomSeed)
         publisher = Publisher(configuration: configuration, identity: rtp)
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
@@ -104,11 +88,22 @@ public final class MediaEngine: @unchecked Sendable {
     /// An engine dropped without ``destroy()`` still leaves its channels and relays, so the other
     /// users see it go (the transport holds engines weakly).
     deinit {
-        for state in channels.values where state.joined {
+        let joined = control.withLock { $0.channels.filter(\.joined) }
+        for state in joined {
             transport.leave(channelId: state.id, uid: state.uid)
             for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
                 transport.leave(channelId: destination.channelId, uid: uid)
             }
+        }
+    }
+
+    /// Runs input `body` on the control plane at the clock's time, holding its lock.
+    @inline(__always)
+    func withControl<R>(_ body: (inout ControlPlane) throws -> R) rethrows -> R {
+        let now = clock.nowMicroseconds
+        return try control.withLock { plane in
+            plane.now = max(plane.now, now)  // threads read the clock in one order, lock in another
+            return try body(&plane)
         }
     }
 
@@ -119,136 +114,77 @@ public final class MediaEngine: @unchecked Sendable {
     ///   for an id already created, ``EngineError/Code/notReady`` after ``destroy()``.
     public func createChannel(_ channelId: String) throws -> MediaChannel {
         try ChannelID.validate(channelId)
-        return try lock.withLock {
-            guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
-            guard channels[channelId] == nil else {
-                throw EngineError(.invalidArgument, "channel '\(channelId)' already exists in this engine")
-            }
-            let state = ChannelState(id: channelId)
-            let handle = MediaChannel(engine: self, state: state)
-            state.handle = handle
-            channels[channelId] = state
-            channelOrder.append(channelId)
-            return handle
-        }
+        let ref = try withControl { try $0.createChannel(channelId) }
+        let handle = MediaChannel(engine: self, ref: ref)
+        handles.withLock { $0[ref.serial] = WeakChannel(handle) }
+        return handle
+    }
+
+    /// Leaves and forgets channel `ref` (its leave events are delivered first).
+    func destroyChannel(_ ref: ChannelRef) {
+        withControl { $0.destroyChannel(ref) }
+        flushActions()
+        _ = handles.withLock { $0.removeValue(forKey: ref.serial) }
     }
 
     /// Leaves and destroys every channel and releases all codecs. Later calls are refused.
     public func destroy() {
-        let all = lock.withLock { channelOrder.compactMap { channels[$0]?.handle } }
-        for channel in all { channel.destroy() }
-        lock.withLock {
-            destroyed = true
-            canvases.removeAll()
+        let all = control.withLock { $0.channels.map(\.ref) }
+        let objects = handles.withLock { handles in all.compactMap { handles[$0.serial]?.channel } }
+        for channel in objects { channel.destroy() }
+        for ref in all { destroyChannel(ref) }  // channels whose object the app dropped
+        control.withLock {
+            $0.destroyed = true
+            $0.canvases.removeAll()
         }
         publishLock.withLock { publisher = Publisher(configuration: configuration, identity: rtp) }
     }
 
     /// The engine's counters.
     public var statistics: EngineStatistics {
-        lock.withLock {
-            var copy = stats
-            copy.liveAudioDecoders = 0
-            copy.liveVideoDecoders = 0
-            for state in channels.values {
-                for user in state.users.values {
-                    if user.audio?.isLive == true { copy.liveAudioDecoders += 1 }
-                    if user.video?.isLive == true { copy.liveVideoDecoders += 1 }
-                }
-            }
-            return copy
-        }
+        control.withLock { $0.statistics }
     }
 
     /// Receives decoded audio before and after mixing (nil to stop).
-    public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { lock.withLock { self.observer = observer } }
+    public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { control.withLock { $0.observer = observer } }
 
-    // MARK: - Events
+    // MARK: - Actions
 
-    /// Queues `event` for `channel`; call with the lock held. Events of a channel that is still
-    /// joining wait until its join success has been reported.
-    func emit(_ channel: ChannelState, _ event: ChannelEvent) {
-        if channel.joining { channel.deferred.append(event) } else { actions.append(.event(channel, event)) }
-    }
-
-    /// Reports a connection state change of `state` at once (not held back while joining);
-    /// call with the lock held.
-    func setConnection(_ state: ChannelState, _ connection: ConnectionState, _ reason: ConnectionChangedReason) {
-        guard state.connection != connection else { return }
-        state.connection = connection
-        actions.append(.event(state, .connectionStateChanged(state: connection, reason: reason)))
-    }
-
-    /// Queues a transport call; call with the lock held.
-    func signal(_ command: TransportCommand) { actions.append(.transport(command)) }
-
-    /// Carries out the queued actions in order, outside the lock. Only one thread does so at a
-    /// time; actions queued meanwhile (by any thread, or by callbacks the transport makes) are
-    /// carried out by it, after the ones before them.
+    /// Carries out the control plane's queued actions in order, outside its lock. Only one thread
+    /// does so at a time; actions queued meanwhile (by any thread, or by callbacks the transport
+    /// makes) are carried out by it, after the ones before them.
     func flushActions() {
-        var batch: [EngineAction]? = lock.withLock {
-            queueSubscriptionChanges()
-            guard !delivering, !actions.isEmpty else { return nil }
-            delivering = true
-            defer { actions.removeAll(keepingCapacity: true) }
-            return actions
-        }
+        var batch = control.withLock { $0.takeActions(continuing: false) }
         while let current = batch {
             for action in current {
                 switch action {
                 case .transport(let command): command.run(on: transport)
-                case .event(let state, let event):
-                    log(event, channelId: state.id)
-                    state.handle?.deliver(event)
+                case .event(let ref, let event):
+                    log(event, channelId: ref.id)
+                    handles.withLock { $0[ref.serial]?.channel }?.deliver(event)
                 case .warning(let message, let channelId):
                     configuration.logger.warning("\(message)", metadata: ["channel": "\(channelId)"])
                 }
             }
-            batch = lock.withLock {
-                queueSubscriptionChanges()
-                guard !actions.isEmpty else {
-                    delivering = false
-                    return nil
-                }
-                defer { actions.removeAll(keepingCapacity: true) }
-                return actions
-            }
+            batch = control.withLock { $0.takeActions(continuing: true) }
         }
-    }
-
-    /// Queues the subscription decisions of joined channels for the transport, so unsubscribed
-    /// streams are not even forwarded; those of a channel still joining wait for its uid. Call
-    /// with the lock held.
-    private func queueSubscriptionChanges() {
-        guard !subscriptionChanges.isEmpty else { return }
-        var waiting: [(state: ChannelState, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
-        for change in subscriptionChanges {
-            if change.state.joining {
-                waiting.append(change)
-            } else if change.state.joined {
-                signal(
-                    .setSubscribed(
-                        change.subscribed, channelId: change.state.id, subscriber: change.state.uid,
-                        publisher: change.publisher, kind: change.kind))
-            }
-        }
-        subscriptionChanges = waiting
     }
 
     var now: Int64 { clock.nowMicroseconds }
+}
 
-    /// The channel that publishes now, if any (at most one does).
-    func publishingChannel() -> ChannelState? {
-        for id in channelOrder { if let state = channels[id], !state.publishedMedia.isEmpty { return state } }
-        return nil
-    }
+/// A channel object held weakly.
+struct WeakChannel {
+    weak var channel: MediaChannel?
+    init(_ channel: MediaChannel) { self.channel = channel }
+}
 
-    /// Refuses (ERR_REFUSED) a change that would make `state` publish `media` while another channel publishes.
-    func checkSinglePublisher(_ state: ChannelState, wouldPublish media: PublishedMedia) throws {
-        guard !media.isEmpty, let other = publishingChannel(), other !== state else { return }
-        throw EngineError(
-            .refused,
-            "channel '\(state.id)' cannot publish while channel '\(other.id)' publishes: one publishing channel at a time"
-        )
-    }
+/// Where a decode round found a stream (to find it again after decoding, when users may have
+/// come and gone) and its receiver.
+struct StreamSlot<Receiver: AnyObject> {
+    let ref: ChannelRef
+    let uid: UInt32
+    /// The user's position in its channel when the round took it.
+    let hint: (channel: Int, user: Int)
+    let receiver: Receiver
 }

@@ -21,8 +21,11 @@ final class Publisher {
     var videoEncoder: VideoEncoding?
     /// The size ``videoEncoder`` was made for.
     var videoEncoderSize = (width: 0, height: 0)
-    /// Where the current frame goes: (channel, uid) pairs. Reused between frames.
-    var targets: [(channelId: String, uid: UInt32, state: ChannelState)] = []
+    /// Where the current frame goes: (channel, uid) pairs, the publishing channel first. Reused
+    /// between frames.
+    var targets: [(channelId: String, uid: UInt32)] = []
+    /// The publishing channel the current frame is counted in.
+    var targetChannel: ChannelRef?
 
     init(configuration: EngineConfiguration, identity: RTPIdentity) {
         self.configuration = configuration
@@ -59,16 +62,10 @@ final class Publisher {
 }
 
 extension MediaEngine {
-    /// Fills `publisher.targets` with where local `kind` goes now; call with both locks held.
-    func collectTargets(_ kind: MediaKind) {
-        publisher.targets.removeAll(keepingCapacity: true)
-        guard let state = publishingChannel(), !state.joining, state.publishedMedia.contains(kind) else { return }
-        publisher.targets.append((state.id, state.uid, state))
-        if state.relayState == .running && !state.relayPaused {
-            for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
-                publisher.targets.append((destination.channelId, uid, state))
-            }
-        }
+    /// Fills `publisher.targets` with where local `kind` goes now; call with the publish lock
+    /// held, inside a control input.
+    func collectTargets(_ kind: MediaKind, _ plane: inout ControlPlane) {
+        publisher.targetChannel = plane.collectTargets(kind, into: &publisher.targets)
     }
 
     /// Pushes 10 ms (or any whole number of samples) of local audio. It is encoded once into
@@ -85,7 +82,7 @@ extension MediaEngine {
             )
         }
         try publishLock.withLock {
-            lock.withLock { collectTargets(.audio) }
+            withControl { collectTargets(.audio, &$0) }
             guard !publisher.targets.isEmpty else {
                 publisher.pcmFill = 0
                 return
@@ -124,15 +121,9 @@ extension MediaEngine {
     /// ``EngineConfiguration/keyframeRequestIntervalMs``).
     public func pushVideo(_ picture: I420Buffer, timestampMicroseconds: Int64) throws {
         try publishLock.withLock {
-            let force: Bool = lock.withLock {
-                collectTargets(.video)
-                guard !publisher.targets.isEmpty, keyframePending else { return false }
-                let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-                if let last = lastForcedKeyframe, now - last < interval { return false }
-                keyframePending = false
-                lastForcedKeyframe = now
-                stats.keyframesForced += 1
-                return true
+            let force: Bool = withControl { plane in
+                collectTargets(.video, &plane)
+                return !publisher.targets.isEmpty && plane.takeKeyframeRequest()
             }
             guard !publisher.targets.isEmpty else { return }
             let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
@@ -149,7 +140,7 @@ extension MediaEngine {
     /// are counted but cannot be honoured.
     public func pushEncodedFrame(_ frame: EncodedFrame) {
         publishLock.withLock {
-            lock.withLock { collectTargets(frame.codec.kind) }
+            withControl { collectTargets(frame.codec.kind, &$0) }
             send(frame, encodedHere: false)
         }
         flushActions()
@@ -174,25 +165,11 @@ extension MediaEngine {
         }
         publisher.packetsSent[kind] += packets
         sendSenderReportIfDue(kind, frame: frame)
-        lock.withLock {
-            let state = publisher.targets[0].state
-            state.stats.txPackets += packets
-            if kind == .audio {
-                if encodedHere { stats.audioFramesEncoded += 1 }
-                stats.audioFramesSent += Int64(publisher.targets.count)
-                state.stats.txAudioFrames += 1
-                state.stats.txAudioBytes += Int64(frame.byteCount)
-            } else {
-                if encodedHere { stats.videoFramesEncoded += 1 }
-                stats.videoFramesSent += Int64(publisher.targets.count)
-                state.stats.txVideoFrames += 1
-                state.stats.txVideoBytes += Int64(frame.byteCount)
-            }
-            markPublished(state, kind)
-            if publisher.targets.count > 1 && !state.relaySentReported {
-                state.relaySentReported = true
-                emit(state, .channelMediaRelayEvent(.sentToDestinationChannel))
-            }
+        guard let ref = publisher.targetChannel else { return }
+        let (byteCount, targetCount) = (frame.byteCount, publisher.targets.count)
+        withControl {
+            $0.frameSent(
+                ref, kind, byteCount: byteCount, packets: packets, targetCount: targetCount, encodedHere: encodedHere)
         }
     }
 }

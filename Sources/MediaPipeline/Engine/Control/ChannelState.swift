@@ -15,8 +15,20 @@ struct PerMedia<Value> {
     }
 }
 
-/// One remote user as seen from one channel. Guarded by the engine's lock.
-final class RemoteUser {
+/// Names one channel object of an engine: its id, and a serial number that tells a channel
+/// destroyed and created again under the same id from the old one (answers and events of the
+/// old one are then recognised as stale).
+struct ChannelRef: Hashable, Sendable {
+    let id: String
+    let serial: Int
+}
+
+/// One remote user as seen from one channel: part of the control plane's value.
+///
+/// The receivers are the user's receive pipelines: objects with their own synchronisation
+/// (packets go into their inbox while a decode round runs). The control plane decides when
+/// they exist; holding them here does not make their insides control state.
+struct RemoteUser {
     let uid: UInt32
     let key: StreamKey
     /// What the user sends now.
@@ -32,6 +44,10 @@ final class RemoteUser {
     var reportedWidth = 0, reportedHeight = 0
     /// When the video last became FROZEN (clock microseconds), while it is.
     var videoFrozenSince: Int64?
+    /// Clock time of the last keyframe request sent for the video (microseconds), if any.
+    var lastKeyframeRequest: Int64?
+    /// Clock time of the last decoded video frame (microseconds).
+    var lastDecodedAt: Int64?
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
 
@@ -46,11 +62,10 @@ final class RemoteUser {
     func wants(_ kind: MediaKind) -> Bool { !muted[kind] && media.contains(kind) }
 }
 
-/// Everything the engine knows about one channel. Guarded by the engine's lock.
-final class ChannelState {
-    let id: String
-    /// The app's handle; events for a channel whose handle is gone are dropped.
-    weak var handle: MediaChannel?
+/// Everything the engine knows about one channel: part of the control plane's value.
+struct ChannelState {
+    let ref: ChannelRef
+    var id: String { ref.id }
     var joined = false
     /// Between join's start and the transport's answer: events wait in `deferred`.
     var joining = false
@@ -68,8 +83,8 @@ final class ChannelState {
     /// Local media the user stopped publishing here.
     var localMuted = PerMedia(false)
     var joinedAt: Int64 = 0
-    var users: [UInt32: RemoteUser] = [:]
-    var userOrder: [UInt32] = []
+    /// Remote broadcasters present, in the order they appeared.
+    var users: [RemoteUser] = []
     /// Explicit per-uid mutes, kept for users who are not (yet) in the channel.
     var explicitMute = PerMedia<[UInt32: Bool]>([:])
     var allMuted = PerMedia(false)
@@ -88,12 +103,12 @@ final class ChannelState {
     var volumeIntervalMs = 0
     var volumeElapsedMs = 0
     var mixEnabled = false
+    /// The channel's own mix (while enabled, or while volume indication runs) and its last frame.
     var mixer: AudioMixer?
     var mix: [Int16] = []
     var mixPeak: Int16 = 0
-    var destroyed = false
 
-    init(id: String) { self.id = id }
+    init(ref: ChannelRef) { self.ref = ref }
 
     /// Media this channel sends now.
     var publishedMedia: PublishedMedia {
@@ -116,5 +131,24 @@ final class ChannelState {
     /// Whether a newly seen user starts muted for `kind`.
     func startsMuted(_ uid: UInt32, _ kind: MediaKind) -> Bool {
         explicitMute[kind][uid] ?? (allMuted[kind] || defaultMuted[kind] || !options.autoSubscribes(kind))
+    }
+
+    /// The position of `uid` in ``users``, if present.
+    func userIndex(_ uid: UInt32) -> Int? { users.firstIndex { $0.uid == uid } }
+
+    /// The position of `uid` in ``users``, trying `hint` first (decode rounds remember where a
+    /// stream was; users may have come and gone since).
+    func userIndex(_ uid: UInt32, hint: Int) -> Int? {
+        users.indices.contains(hint) && users[hint].uid == uid ? hint : userIndex(uid)
+    }
+
+    /// The uids present, in the order they appeared.
+    var userOrder: [UInt32] { users.map(\.uid) }
+
+    /// Video frozen up to `now`: the sum of ended freezes plus the ones going on.
+    func videoFrozenMs(now: Int64) -> Int64 {
+        var total = stats.videoFrozenMs
+        for user in users { if let since = user.videoFrozenSince { total += (now - since) / 1000 } }
+        return total
     }
 }

@@ -1,18 +1,19 @@
 /// What the control plane decided and someone must now do outside the engine's lock: tell the
-/// transport, or tell the app. Actions are queued under the lock in the order they were
-/// decided and carried out in that order by one thread at a time (``MediaEngine/flushActions()``),
-/// so two threads' calls can never reach the transport, or the app, the other way round.
-enum EngineAction {
+/// transport, or tell the app. The control plane (``ControlPlane``) queues actions in the order
+/// it decided them; the engine carries them out in that order, one thread at a time
+/// (``MediaEngine/flushActions()``), so two threads' calls can never reach the transport, or the
+/// app, the other way round.
+enum EngineAction: Sendable {
     /// A transport signalling call.
     case transport(TransportCommand)
     /// An event for a channel's handler.
-    case event(ChannelState, ChannelEvent)
+    case event(ChannelRef, ChannelEvent)
     /// A warning for the log that no event carries (the cause of a failure).
     case warning(String, channelId: String)
 }
 
 /// A signalling call to the transport.
-enum TransportCommand {
+enum TransportCommand: Sendable, Equatable {
     case leave(channelId: String, uid: UInt32)
     case setRole(channelId: String, uid: UInt32, role: ClientRole)
     case setMedia(channelId: String, uid: UInt32, media: PublishedMedia)

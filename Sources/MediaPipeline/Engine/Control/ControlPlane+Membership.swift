@@ -1,0 +1,112 @@
+/// Joining, leaving and connection states.
+extension ControlPlane {
+    /// What a join asks the transport: the attempt it answers, and the role and media to announce.
+    struct JoinRequest {
+        let attempt: Int
+        let role: ClientRole
+        let media: PublishedMedia
+    }
+
+    /// Starts joining channel `ref`; the transport's answer comes in as
+    /// ``joinAnswered(_:attempt:result:)``.
+    mutating func join(_ ref: ChannelRef, options: ChannelMediaOptions) throws -> JoinRequest {
+        let c = try usable(ref)
+        guard !channels[c].joined && !channels[c].joining else {
+            throw EngineError(.joinChannelRejected, "already in channel '\(ref.id)' as uid \(channels[c].uid)")
+        }
+        let role = channels[c].role
+        if role == .audience && (options.publishLocalAudio || options.publishLocalVideo) {
+            throw EngineError(
+                .refused,
+                "an audience member cannot publish: join channel '\(ref.id)' with publishLocalAudio and publishLocalVideo off, or as broadcaster"
+            )
+        }
+        let media = channels[c].wouldPublish(options: options, role: role)
+        try checkSinglePublisher(c, wouldPublish: media)
+        channels[c].options = options
+        channels[c].joining = true
+        channels[c].joined = true
+        channels[c].joinedAt = now
+        channels[c].stats = ChannelStats()
+        channels[c].publish = PerMedia(.idle)
+        channels[c].joinAttempt += 1
+        setConnection(c, .connecting, .connecting)
+        return JoinRequest(attempt: channels[c].joinAttempt, role: role, media: media)
+    }
+
+    /// The transport answered join attempt `attempt` of channel `ref`.
+    mutating func joinAnswered(_ ref: ChannelRef, attempt: Int, result: Result<UInt32, EngineError>) {
+        guard let c = index(ref), channels[c].joining, channels[c].joinAttempt == attempt else {
+            // Left (or destroyed) before the answer: a membership granted meanwhile is given back.
+            if case .success(let uid) = result { signal(.leave(channelId: ref.id, uid: uid)) }
+            return
+        }
+        channels[c].joining = false
+        switch result {
+        case .success(let assigned):
+            channels[c].uid = assigned
+            setConnection(c, .connected, .joinSuccess)
+            emitNow(c, .joinSuccess(uid: assigned, elapsedMs: channels[c].elapsedMs(now)))
+            for event in channels[c].deferred { emitNow(c, event) }
+            channels[c].deferred.removeAll()
+            refreshPublishState(c)
+        case .failure(let error):
+            forgetJoin(c)
+            setConnection(c, .failed, .joinFailed)
+            emitNow(c, .error(code: error.code, message: error.message))
+        }
+    }
+
+    /// Undoes a join that did not happen (refused, or left before the answer): the users learnt
+    /// meanwhile, their receivers and the events held back go.
+    private mutating func forgetJoin(_ c: Int) {
+        channels[c].joining = false
+        channels[c].joined = false
+        channels[c].deferred.removeAll()
+        for user in channels[c].users { Self.releaseReceivers(user) }
+        channels[c].users.removeAll()
+        channels[c].publish = PerMedia(.idle)
+    }
+
+    /// Leaves channel `ref`.
+    mutating func leave(_ ref: ChannelRef) throws {
+        guard let c = index(ref), channels[c].joined else {
+            throw EngineError(.leaveChannelRejected, "not in channel '\(ref.id)'")
+        }
+        if channels[c].joining {
+            // Left before the transport answered: the answer will be ignored (a granted
+            // membership given back), and nothing was reported but the connecting state.
+            channels[c].joinAttempt += 1
+            forgetJoin(c)
+            setConnection(c, .disconnected, .leaveChannel)
+            return
+        }
+        relayTeardown(c)
+        for user in channels[c].users { Self.releaseReceivers(user) }
+        channels[c].stats.durationMs = channels[c].elapsedMs(now)
+        channels[c].stats.videoFrozenMs = channels[c].videoFrozenMs(now: now)
+        channels[c].stats.userCount = channels[c].users.count
+        channels[c].users.removeAll()
+        channels[c].joined = false
+        channels[c].publish = PerMedia(.idle)
+        emit(c, .leave(channels[c].stats))
+        setConnection(c, .disconnected, .leaveChannel)
+        signal(.leave(channelId: ref.id, uid: channels[c].uid))
+        channels[c].uid = 0
+    }
+
+    /// Leaves channel `ref` if joined and forgets it.
+    mutating func destroyChannel(_ ref: ChannelRef) {
+        guard let c = index(ref) else { return }
+        if channels[c].joined { try? leave(ref) }
+        removeChannel(ref)
+    }
+
+    /// The transport says the connection of `channelId` changed.
+    mutating func connectionChanged(
+        _ channelId: String, _ connection: ConnectionState, _ reason: ConnectionChangedReason
+    ) {
+        guard let c = joinedIndex(channelId), !channels[c].joining else { return }
+        setConnection(c, connection, reason)
+    }
+}

@@ -1,0 +1,203 @@
+/// Remote users: who is present and what they send, local decisions to receive, the receive
+/// pipelines, and the remote stream and subscribe state machines.
+extension ControlPlane {
+    // MARK: - Membership the transport reports
+
+    mutating func userJoined(_ channelId: String, _ uid: UInt32, _ media: PublishedMedia) {
+        guard let c = joinedIndex(channelId) else { return }
+        if channels[c].userIndex(uid) != nil {
+            applyRemoteMedia(c, uid, media)
+            return
+        }
+        var muted = PerMedia(false)
+        for kind in MediaKind.allCases { muted[kind] = channels[c].startsMuted(uid, kind) }
+        channels[c].users.append(RemoteUser(uid: uid, channelId: channelId, media: media, muted: muted))
+        let u = channels[c].users.count - 1
+        emit(c, .userJoined(uid: uid, elapsedMs: channels[c].elapsedMs(now)))
+        for kind in MediaKind.allCases { subscriptionChanged(c, publisher: uid, kind, subscribed: !muted[kind]) }
+        for kind in MediaKind.allCases where media.contains(kind) {
+            if muted[kind] {
+                setSubscribe(c, u, kind, .noSubscribe)
+            } else {
+                startReceiving(c, u, kind)
+            }
+        }
+    }
+
+    mutating func userOffline(_ channelId: String, _ uid: UInt32, _ reason: UserOfflineReason) {
+        guard let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) else { return }
+        channels[c].users[u].media = []
+        stopReceiving(c, u, .audio, reason: .remoteOffline)
+        stopReceiving(c, u, .video, reason: .remoteOffline)
+        channels[c].users.remove(at: u)
+        emit(c, .userOffline(uid: uid, reason: reason))
+    }
+
+    mutating func mediaChanged(_ channelId: String, _ uid: UInt32, _ media: PublishedMedia) {
+        guard let c = joinedIndex(channelId) else { return }
+        applyRemoteMedia(c, uid, media)
+    }
+
+    /// A remote user started or stopped sending audio or video.
+    private mutating func applyRemoteMedia(_ c: Int, _ uid: UInt32, _ media: PublishedMedia) {
+        guard let u = channels[c].userIndex(uid) else { return }
+        let old = channels[c].users[u].media
+        channels[c].users[u].media = media
+        for kind in MediaKind.allCases where old.contains(kind) != media.contains(kind) {
+            if media.contains(kind) {
+                channels[c].users[u].trackers[kind].resumeReason = .remoteUnmuted
+                startReceiving(c, u, kind)
+            } else {
+                stopReceiving(c, u, kind, reason: .remoteMuted)
+            }
+        }
+    }
+
+    // MARK: - Local decisions to receive
+
+    mutating func muteRemote(_ ref: ChannelRef, _ uid: UInt32, _ kind: MediaKind, _ mute: Bool) throws {
+        let c = try usable(ref)
+        channels[c].explicitMute[kind][uid] = mute
+        if let u = channels[c].userIndex(uid) { applyLocalMute(c, u, kind, mute) }
+    }
+
+    mutating func muteAll(_ ref: ChannelRef, _ kind: MediaKind, _ mute: Bool) throws {
+        let c = try usable(ref)
+        channels[c].allMuted[kind] = mute
+        channels[c].explicitMute[kind].removeAll()
+        for u in channels[c].users.indices { applyLocalMute(c, u, kind, mute) }
+    }
+
+    mutating func setDefaultMute(_ ref: ChannelRef, _ kind: MediaKind, _ mute: Bool) {
+        guard let c = index(ref) else { return }
+        channels[c].defaultMuted[kind] = mute
+    }
+
+    mutating func setVolume(_ ref: ChannelRef, _ uid: UInt32, _ volume: Int) throws {
+        let c = try usable(ref)
+        guard let u = channels[c].userIndex(uid) else {
+            throw EngineError(.invalidArgument, "uid \(uid) is not a broadcaster in channel '\(ref.id)'")
+        }
+        channels[c].users[u].volume = Float(volume) / 100
+    }
+
+    /// Starts or stops receiving `kind` from user `u` on the local user's decision.
+    private mutating func applyLocalMute(_ c: Int, _ u: Int, _ kind: MediaKind, _ mute: Bool) {
+        guard channels[c].users[u].muted[kind] != mute else { return }
+        channels[c].users[u].muted[kind] = mute
+        subscriptionChanged(c, publisher: channels[c].users[u].uid, kind, subscribed: !mute)
+        if mute {
+            stopReceiving(c, u, kind, reason: .localMuted)
+        } else {
+            channels[c].users[u].trackers[kind].resumeReason = .localUnmuted
+            startReceiving(c, u, kind)
+        }
+    }
+
+    // MARK: - Receive pipelines
+
+    /// Creates the receiver for `kind` if the user sends it and is not muted locally.
+    private mutating func startReceiving(_ c: Int, _ u: Int, _ kind: MediaKind) {
+        guard channels[c].users[u].wants(kind) else { return }
+        if kind == .audio {
+            guard channels[c].users[u].audio == nil else { return }
+            channels[c].users[u].audio = try? AudioReceiver(
+                sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
+                codecs: configuration.codecs)
+        } else {
+            guard channels[c].users[u].video == nil else { return }
+            channels[c].users[u].video = VideoReceiver(
+                threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
+                codecs: configuration.codecs)
+            channels[c].users[u].lastKeyframeRequest = nil
+            channels[c].users[u].lastDecodedAt = nil
+        }
+        setSubscribe(c, u, kind, .subscribing)
+    }
+
+    /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
+    private mutating func stopReceiving(_ c: Int, _ u: Int, _ kind: MediaKind, reason: RemoteStreamStateReason) {
+        if kind == .audio {
+            if let receiver = channels[c].users[u].audio {
+                fadingOut.append((channels[c].users[u].key, receiver))
+                channels[c].users[u].audio = nil
+            }
+        } else {
+            channels[c].users[u].video?.release()
+            channels[c].users[u].video = nil
+        }
+        report(c, u, kind, .stopped, reason)
+        // Stopping means the local user muted it, or the remote one stopped sending or left.
+        setSubscribe(c, u, kind, .noSubscribe)
+    }
+
+    /// Drops a user's receivers without events (the local user leaves).
+    static func releaseReceivers(_ user: RemoteUser) {
+        user.audio?.release()
+        user.video?.release()
+    }
+
+    // MARK: - State machines
+
+    /// Moves user `u`'s `kind` state machine and reports the transition if it is a real one.
+    mutating func report(
+        _ c: Int, _ u: Int, _ kind: MediaKind, _ new: RemoteStreamState, _ reason: RemoteStreamStateReason
+    ) {
+        let old = channels[c].users[u].trackers[kind].state
+        guard let (reported, why) = channels[c].users[u].trackers[kind].move(to: new, reason) else { return }
+        if kind == .video {
+            // Time frozen is summed per channel when a freeze ends.
+            if reported == .frozen { channels[c].users[u].videoFrozenSince = now }
+            if old == .frozen, reported != .frozen, let since = channels[c].users[u].videoFrozenSince {
+                channels[c].stats.videoFrozenMs += (now - since) / 1000
+                channels[c].users[u].videoFrozenSince = nil
+            }
+        }
+        let (uid, elapsed) = (channels[c].users[u].uid, channels[c].elapsedMs(now))
+        emit(
+            c,
+            kind == .audio
+                ? .remoteAudioStateChanged(uid: uid, state: reported, reason: why, elapsedMs: elapsed)
+                : .remoteVideoStateChanged(uid: uid, state: reported, reason: why, elapsedMs: elapsed))
+    }
+
+    /// Reports DECODING: after a freeze for NETWORK_RECOVERY, otherwise for the reason the
+    /// stream (re)started.
+    mutating func reportDecoding(_ c: Int, _ u: Int, _ kind: MediaKind) {
+        let tracker = channels[c].users[u].trackers[kind]
+        guard tracker.state != .decoding else { return }
+        report(c, u, kind, .decoding, tracker.state == .frozen ? .networkRecovery : tracker.resumeReason)
+    }
+
+    /// Media of `kind` arrived from user `u`: STARTING if stopped, and SUBSCRIBED.
+    mutating func mediaArrived(_ c: Int, _ u: Int, _ kind: MediaKind) {
+        if channels[c].users[u].trackers[kind].state == .stopped {
+            report(c, u, kind, .starting, channels[c].users[u].trackers[kind].resumeReason)
+        }
+        setSubscribe(c, u, kind, .subscribed)
+    }
+
+    private mutating func setSubscribe(_ c: Int, _ u: Int, _ kind: MediaKind, _ new: SubscribeState) {
+        let old = channels[c].users[u].subscribe[kind]
+        guard old != new else { return }
+        channels[c].users[u].subscribe[kind] = new
+        emit(
+            c,
+            .remoteSubscribeStateChanged(
+                uid: channels[c].users[u].uid, kind: kind, old: old, new: new, elapsedMs: channels[c].elapsedMs(now)))
+    }
+
+    /// The sender's SSRC when user `u`'s video receiver should ask its publisher for a keyframe
+    /// now: it is waiting for one, has dropped frames since its last request, and the request
+    /// interval has passed. Marks the request as made.
+    mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> UInt32? {
+        guard let receiver = channels[c].users[u].video, let ssrc = receiver.keyframeWanted else { return nil }
+        let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
+        if let last = channels[c].users[u].lastKeyframeRequest, now - last < interval { return nil }
+        channels[c].users[u].lastKeyframeRequest = now
+        receiver.keyframeRequested()
+        stats.keyframeRequestsSent += 1
+        channels[c].stats.keyframeRequestsSent += 1
+        return ssrc
+    }
+}

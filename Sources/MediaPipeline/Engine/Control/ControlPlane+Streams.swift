@@ -1,0 +1,138 @@
+/// What the media paths tell the control plane: packets arrived, what a playout or render round
+/// decoded, feedback on the local streams. Each returns what the engine must do outside the
+/// lock (a keyframe request to send), and queues events like any other input.
+extension ControlPlane {
+    /// A keyframe request to send: to `publisher` in `channelId`, from `localUid`, for `ssrc`.
+    struct PictureLossRequest {
+        let channelId: String
+        let localUid: UInt32
+        let publisher: UInt32
+        let ssrc: UInt32
+    }
+
+    /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now``; it goes into the
+    /// user's receiver, whose own lock is taken inside.
+    mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
+        -> PictureLossRequest?
+    {
+        guard let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) else { return nil }
+        channels[c].stats.rxPackets += 1
+        if kind == .audio {
+            channels[c].stats.rxAudioBytes += Int64(packet.payloadByteCount)
+            guard let receiver = channels[c].users[u].audio else { return nil }
+            let (frames, lost) = receiver.receive(packet, now: now)
+            channels[c].stats.rxAudioFrames += Int64(frames)
+            channels[c].stats.rxPacketsLost += lost
+            mediaArrived(c, u, .audio)
+            return nil
+        }
+        channels[c].stats.rxVideoBytes += Int64(packet.payloadByteCount)
+        guard let receiver = channels[c].users[u].video else { return nil }
+        count(receiver.receive(packet, now: now), c)
+        let ssrc = keyframeRequestDue(c, u)
+        mediaArrived(c, u, .video)
+        return ssrc.map {
+            PictureLossRequest(channelId: channelId, localUid: channels[c].uid, publisher: uid, ssrc: $0)
+        }
+    }
+
+    /// Adds what a video receiver's delivery or poll did to channel `c`'s counters.
+    mutating func count(_ progress: VideoReceiver.Progress, _ c: Int) {
+        channels[c].stats.rxVideoFrames += Int64(progress.frames)
+        channels[c].stats.rxPacketsLost += progress.packetsLost
+        channels[c].stats.videoFramesDroppedBeforeDecode += progress.framesDropped
+    }
+
+    /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or
+    /// FROZEN. Returns true when the stream has a frame to mix.
+    mutating func audioDecoded(_ c: Int, _ u: Int, _ receiver: AudioReceiver, freezeMicroseconds: Int64) -> Bool {
+        switch receiver.lastOutput {
+        case .audio:
+            channels[c].stats.audioFramesDecoded += 1
+            reportDecoding(c, u, .audio)
+            return true
+        case .concealed:
+            return true
+        case .none:
+            let state = channels[c].users[u].trackers.audio.state
+            if receiver.failed {
+                if state != .failed, let failure = receiver.failure {
+                    // Once per failure, with its cause: the event only says INTERNAL.
+                    warn("user \(channels[c].users[u].uid) audio: \(failure)", channelId: channels[c].id)
+                }
+                report(c, u, .audio, .failed, .internal)
+            } else if receiver.starvedMicroseconds > freezeMicroseconds && state == .decoding {
+                report(c, u, .audio, .frozen, .networkCongestion)
+            }
+            return false
+        }
+    }
+
+    /// What a render round's decoding of user `u`'s video gave (`decodedNow` frames): reports
+    /// DECODING, FROZEN, FAILED and size changes. Returns a keyframe request to send, if due.
+    mutating func videoDecoded(
+        _ c: Int, _ u: Int, _ receiver: VideoReceiver, decodedNow: Int, freezeMicroseconds: Int64
+    ) -> PictureLossRequest? {
+        let awaitingKeyframe = receiver.awaitingKeyframe
+        let uid = channels[c].users[u].uid
+        if decodedNow > 0 {
+            channels[c].stats.videoFramesDecoded += Int64(decodedNow)
+            channels[c].stats.videoFramesRendered += canvases[channels[c].users[u].key] == nil ? 0 : 1
+            channels[c].users[u].lastDecodedAt = now
+            if !awaitingKeyframe { reportDecoding(c, u, .video) }
+            let (width, height) = (receiver.width, receiver.height)
+            if width != channels[c].users[u].reportedWidth || height != channels[c].users[u].reportedHeight {
+                channels[c].users[u].reportedWidth = width
+                channels[c].users[u].reportedHeight = height
+                emit(c, .videoSizeChanged(uid: uid, width: width, height: height))
+            }
+        }
+        let state = channels[c].users[u].trackers.video.state
+        if awaitingKeyframe {
+            // Packets were lost: the canvas keeps the last correct picture until a keyframe.
+            if state == .decoding { report(c, u, .video, .frozen, .networkCongestion) }
+        } else if decodedNow == 0 {
+            if receiver.failed {
+                if state != .failed, let failure = receiver.failure {
+                    // Once per failure, with its cause: the event only says INTERNAL.
+                    warn("user \(uid) video: \(failure)", channelId: channels[c].id)
+                }
+                report(c, u, .video, .failed, .internal)
+            } else if state == .decoding, let last = channels[c].users[u].lastDecodedAt, now - last > freezeMicroseconds
+            {
+                report(c, u, .video, .frozen, .networkCongestion)
+            }
+        }
+        return keyframeRequestDue(c, u).map {
+            PictureLossRequest(channelId: channels[c].id, localUid: channels[c].uid, publisher: uid, ssrc: $0)
+        }
+    }
+
+    /// RTCP from `uid` in `channelId`, read by `reader`: the remote user's sender reports go
+    /// to its receivers; reports on the local streams update the round trip and loss; keyframe
+    /// requests for the local video are honoured on the next picture.
+    mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) {
+        if let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) {
+            // A remote user's clock, for the round trip our reports let it measure.
+            Self.note(reader.senderReports.first, channels[c].users[u], now)
+            Self.note(reader.senderReports.second, channels[c].users[u], now)
+        }
+        // Reports on our own streams: in our channel, or in one we relay to.
+        if reader.roundTripMicroseconds != nil || reader.fractionLost != nil,
+            let c = channels.firstIndex(where: { $0.id == channelId }) ?? publishingChannel()
+        {
+            if let roundTrip = reader.roundTripMicroseconds { channels[c].stats.roundTripTimeMs = roundTrip / 1000 }
+            if let fraction = reader.fractionLost { channels[c].stats.txPacketLossPercent = Int(fraction) * 100 / 256 }
+        }
+        guard reader.keyframeWanted else { return }
+        stats.keyframeRequestsReceived += 1
+        if relays(to: channelId) { keyframePending = true }
+    }
+
+    /// Hands a remote sender report (SSRC, NTP time) to `user`'s receivers.
+    private static func note(_ report: (UInt32, UInt64)?, _ user: RemoteUser, _ now: Int64) {
+        guard let (ssrc, ntp) = report else { return }
+        user.audio?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
+        user.video?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
+    }
+}

@@ -1,0 +1,184 @@
+/// The engine's control plane as one value: channels, roles, local and remote mutes, the
+/// one-publishing-channel rule, relays, the remote stream state machines, canvases bound and the
+/// engine's counters.
+///
+/// It is a state machine: each input (an API call, a transport answer or callback, what a
+/// packet or a decode round showed) is a `mutating` method; what must happen outside (transport
+/// signalling, events for the app, warnings for the log) is appended to ``actions`` in the
+/// order decided. It touches neither the transport nor the app and reads no clock: time comes in
+/// as ``now``. The engine owns the value in one `LockedValue` (its serial owner): an input runs
+/// with the value locked, and the engine carries the actions out afterwards, in order, one thread
+/// at a time. So two threads' inputs are decided one after the other and reach the transport in
+/// that order, and no input sees another half-done.
+struct ControlPlane {
+    let configuration: EngineConfiguration
+    /// Clock time of the input being handled (microseconds); set by the engine before each input.
+    var now: Int64 = 0
+    /// Channel objects in creation order.
+    var channels: [ChannelState] = []
+    private var nextSerial = 0
+    var destroyed = false
+    var canvases: [StreamKey: CanvasBuffer] = [:]
+    var stats = EngineStatistics()
+    var observer: AudioFrameObserver?
+    /// Receivers playing one last frame at gain 0 before release (taken by the next playout round).
+    var fadingOut: [(StreamKey, AudioReceiver)] = []
+    /// A subscriber asked for a keyframe; the next local picture is forced to one.
+    var keyframePending = false
+    var lastForcedKeyframe: Int64?
+
+    /// Decided and not yet carried out, in decision order.
+    private(set) var actions: [EngineAction] = []
+    /// True while a thread carries out actions.
+    private var delivering = false
+    /// Subscription decisions not yet told to the transport; those of a channel still joining
+    /// wait for its uid.
+    private var subscriptionChanges: [(ref: ChannelRef, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
+
+    init(configuration: EngineConfiguration) { self.configuration = configuration }
+
+    // MARK: - Channels
+
+    /// Adds a channel object for `channelId`.
+    mutating func createChannel(_ channelId: String) throws -> ChannelRef {
+        guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+        guard !channels.contains(where: { $0.id == channelId }) else {
+            throw EngineError(.invalidArgument, "channel '\(channelId)' already exists in this engine")
+        }
+        nextSerial += 1
+        let ref = ChannelRef(id: channelId, serial: nextSerial)
+        channels.append(ChannelState(ref: ref))
+        return ref
+    }
+
+    /// Forgets a channel object (after leaving it).
+    mutating func removeChannel(_ ref: ChannelRef) {
+        channels.removeAll { $0.ref == ref }
+    }
+
+    /// The position of the channel object `ref`, if it still exists.
+    func index(_ ref: ChannelRef) -> Int? { channels.firstIndex { $0.ref.serial == ref.serial } }
+
+    /// The position of the joined channel `channelId` (the transport names channels by id).
+    func joinedIndex(_ channelId: String) -> Int? { channels.firstIndex { $0.id == channelId && $0.joined } }
+
+    /// The position of `ref`, trying `hint` first (where a decode round saw it).
+    func index(_ ref: ChannelRef, hint: Int) -> Int? {
+        channels.indices.contains(hint) && channels[hint].ref == ref ? hint : index(ref)
+    }
+
+    /// Whether channel object `ref` exists and is joined.
+    func isJoined(_ ref: ChannelRef) -> Bool { index(ref).map { channels[$0].joined } ?? false }
+
+    /// The position of `ref`, or the error an API call on it gets.
+    func usable(_ ref: ChannelRef) throws -> Int {
+        guard !destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+        guard let c = index(ref) else { throw EngineError(.notReady, "channel '\(ref.id)' is destroyed") }
+        return c
+    }
+
+    /// A copy of channel `ref`'s state, if it exists (for the app's reads).
+    func channel(_ ref: ChannelRef) -> ChannelState? { index(ref).map { channels[$0] } }
+
+    // MARK: - Actions
+
+    /// Queues `event` for channel `c`. Events of a channel that is still joining wait until
+    /// its join success has been reported.
+    mutating func emit(_ c: Int, _ event: ChannelEvent) {
+        if channels[c].joining {
+            channels[c].deferred.append(event)
+        } else {
+            actions.append(.event(channels[c].ref, event))
+        }
+    }
+
+    /// Queues `event` for channel `c` now, even while it joins.
+    mutating func emitNow(_ c: Int, _ event: ChannelEvent) { actions.append(.event(channels[c].ref, event)) }
+
+    /// Reports a connection state change of channel `c` at once (not held back while joining).
+    mutating func setConnection(_ c: Int, _ connection: ConnectionState, _ reason: ConnectionChangedReason) {
+        guard channels[c].connection != connection else { return }
+        channels[c].connection = connection
+        emitNow(c, .connectionStateChanged(state: connection, reason: reason))
+    }
+
+    /// Queues a transport call.
+    mutating func signal(_ command: TransportCommand) { actions.append(.transport(command)) }
+
+    /// Queues a line for the log that no event carries.
+    mutating func warn(_ message: String, channelId: String) { actions.append(.warning(message, channelId: channelId)) }
+
+    /// Queues a subscription decision for the transport.
+    mutating func subscriptionChanged(_ c: Int, publisher: UInt32, _ kind: MediaKind, subscribed: Bool) {
+        subscriptionChanges.append((channels[c].ref, publisher, kind, subscribed))
+    }
+
+    /// The number of actions queued so far (an input compares it before and after to learn
+    /// whether it decided anything).
+    var actionCount: Int { actions.count + channels.reduce(0) { $0 + $1.deferred.count } }
+
+    /// Hands the queued actions to the calling thread if no other thread is carrying actions out
+    /// (it must then call again when done, until this returns nil); nil otherwise, or when
+    /// nothing is queued (the delivering thread is released).
+    mutating func takeActions(continuing: Bool) -> [EngineAction]? {
+        queueSubscriptionChanges()
+        if !continuing && delivering { return nil }
+        guard !actions.isEmpty else {
+            if continuing { delivering = false }
+            return nil
+        }
+        delivering = true
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+
+    /// Turns the subscription decisions of joined channels into transport calls, so unsubscribed
+    /// streams are not even forwarded; those of a channel still joining wait for its uid.
+    private mutating func queueSubscriptionChanges() {
+        guard !subscriptionChanges.isEmpty else { return }
+        var waiting: [(ref: ChannelRef, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
+        for change in subscriptionChanges {
+            guard let c = index(change.ref) else { continue }
+            if channels[c].joining {
+                waiting.append(change)
+            } else if channels[c].joined {
+                signal(
+                    .setSubscribed(
+                        change.subscribed, channelId: change.ref.id, subscriber: channels[c].uid,
+                        publisher: change.publisher, kind: change.kind))
+            }
+        }
+        subscriptionChanges = waiting
+    }
+
+    // MARK: - The publishing rule
+
+    /// The channel that publishes now, if any (at most one does).
+    func publishingChannel() -> Int? { channels.firstIndex { !$0.publishedMedia.isEmpty } }
+
+    /// Refuses (ERR_REFUSED) a change that would make channel `c` publish `media` while another
+    /// channel publishes.
+    func checkSinglePublisher(_ c: Int, wouldPublish media: PublishedMedia) throws {
+        guard !media.isEmpty, let other = publishingChannel(), other != c else { return }
+        throw EngineError(
+            .refused,
+            "channel '\(channels[c].id)' cannot publish while channel '\(channels[other].id)' publishes: one publishing channel at a time"
+        )
+    }
+
+    // MARK: - Reads
+
+    /// The engine's counters, with the live decoders counted now.
+    var statistics: EngineStatistics {
+        var copy = stats
+        copy.liveAudioDecoders = 0
+        copy.liveVideoDecoders = 0
+        for channel in channels {
+            for user in channel.users {
+                if user.audio?.isLive == true { copy.liveAudioDecoders += 1 }
+                if user.video?.isLive == true { copy.liveVideoDecoders += 1 }
+            }
+        }
+        return copy
+    }
+}
