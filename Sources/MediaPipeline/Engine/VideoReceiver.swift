@@ -5,13 +5,13 @@
 /// unless it is a keyframe (libvpx would decode it against a stale reference and return a wrong
 /// picture), and neither is any frame after it until a keyframe comes.
 ///
-/// Three owners, so packet arrival never waits for a decode:
+/// Two owners, so packet arrival never waits for a decode:
 /// - ``inbox`` (packets in, frames queued, the keyframe bookkeeping both sides need) is a
 ///   ``LockedValue``, taken for a queue operation at a time.
 /// - The decoder and what it reports (size, counts, failure) belong to the engine's render
 ///   round, which ``MediaEngine`` runs one at a time (its render lock).
-/// - ``lastKeyframeRequest`` and ``lastDecodedAt`` belong to the engine's control lock.
-/// Hence `@unchecked Sendable`: the compiler cannot see the two locks outside the class.
+/// Hence `@unchecked Sendable`: the compiler cannot see the render round's lock, which is the
+/// engine's. (The keyframe request and freeze timing are the control plane's, in ``RemoteUser``.)
 final class VideoReceiver: @unchecked Sendable {
     /// The packet side, shared by arrival and decoding.
     struct Inbox {
@@ -114,13 +114,6 @@ final class VideoReceiver: @unchecked Sendable {
 
     /// The packet side.
     let inbox: LockedValue<Inbox>
-
-    // MARK: Owned by the engine's control lock
-
-    /// Clock time of the last keyframe request sent (microseconds), if any.
-    var lastKeyframeRequest: Int64?
-    /// Clock time of the last decoded frame (microseconds).
-    var lastDecodedAt: Int64?
 
     // MARK: Owned by the render round
 
