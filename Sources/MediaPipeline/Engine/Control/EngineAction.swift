@@ -3,7 +3,7 @@
 /// it decided them; the engine carries them out in that order, one thread at a time
 /// (``MediaEngine/flushActions()``), so two threads' calls can never reach the transport, or the
 /// app, the other way round.
-enum EngineAction: Sendable {
+enum EngineAction: Sendable, Equatable {
     /// A transport signalling call.
     case transport(TransportCommand)
     /// An event for a channel's handler.

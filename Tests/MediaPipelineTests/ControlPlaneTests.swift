@@ -1,0 +1,137 @@
+import Testing
+
+@testable import MediaPipeline
+
+/// The control plane alone: inputs in, actions out, no engine, transport or thread.
+@Suite("Control plane as a value: inputs in, actions out")
+struct ControlPlaneTests {
+    /// A plane with `channelIds` created; each joined (answered with uid 10, 11, ...) when `join`.
+    private func plane(_ channelIds: [String], join: Bool = true) throws -> (ControlPlane, [ChannelRef]) {
+        var plane = ControlPlane(configuration: EngineConfiguration())
+        var refs: [ChannelRef] = []
+        for (index, id) in channelIds.enumerated() {
+            let ref = try plane.createChannel(id)
+            refs.append(ref)
+            guard join else { continue }
+            let options = index == 0 ? ChannelMediaOptions() : .subscribeOnly
+            let request = try plane.join(ref, options: options)
+            plane.joinAnswered(ref, attempt: request.attempt, result: .success(UInt32(10 + index)))
+        }
+        _ = plane.drain()
+        return (plane, refs)
+    }
+
+    @Test("every sequence of local mutes tells the transport the media last decided, in order")
+    func muteSequences() throws {
+        var (plane, refs) = try plane(["a"])
+        var random = SplitMix64(seed: 7)
+        for step in 0..<2000 {
+            let kind: MediaKind = random.next() & 1 == 0 ? .audio : .video
+            let mute = random.next() & 2 == 0
+            try plane.muteLocal(refs[0], kind, mute)
+            plane.now += 10_000
+            let announced = plane.drain().compactMap { action -> PublishedMedia? in
+                guard case .transport(.setMedia(let channelId, let uid, let media)) = action else { return nil }
+                #expect(channelId == "a" && uid == 10)
+                return media
+            }
+            // One announcement per input, saying what the channel publishes after it.
+            #expect(announced == [plane.channels[0].publishedMedia], "step \(step)")
+        }
+    }
+
+    @Test("a second publishing channel is refused and the refused input decides nothing")
+    func singlePublisher() throws {
+        var (plane, refs) = try plane(["a", "b"])
+        #expect(plane.publishingChannel() == 0)
+        #expect(throws: EngineError.self) { try plane.muteLocal(refs[1], .audio, false) }
+        #expect(plane.drain().isEmpty)
+        #expect(plane.channels[1].publishedMedia.isEmpty)
+        // Once the first channel stops publishing, the second may.
+        try plane.muteLocal(refs[0], .audio, true)
+        try plane.muteLocal(refs[0], .video, true)
+        try plane.muteLocal(refs[1], .audio, false)
+        #expect(plane.channels[1].publishedMedia == .audio)
+        let last = plane.drain().last
+        #expect(last == .transport(.setMedia(channelId: "b", uid: 11, media: .audio)))
+    }
+
+    @Test("events decided while joining wait for the join's success and follow it in order")
+    func deferredEvents() throws {
+        var (plane, refs) = try plane(["a"], join: false)
+        let request = try plane.join(refs[0], options: .subscribeOnly)
+        plane.userJoined("a", 42, [])
+        let early = plane.drain()
+        #expect(early == [.event(refs[0], .connectionStateChanged(state: .connecting, reason: .connecting))])
+        plane.joinAnswered(refs[0], attempt: request.attempt, result: .success(7))
+        let events = plane.drain().compactMap { action -> ChannelEvent? in
+            guard case .event(_, let event) = action else { return nil }
+            return event
+        }
+        // Then the publish states the join settles (NO_PUBLISH for an audience member's options).
+        #expect(
+            events == [
+                .connectionStateChanged(state: .connected, reason: .joinSuccess), .joinSuccess(uid: 7, elapsedMs: 0),
+                .userJoined(uid: 42, elapsedMs: 0),
+                .localPublishStateChanged(kind: .audio, old: .idle, new: .noPublish, elapsedMs: 0),
+                .localPublishStateChanged(kind: .video, old: .idle, new: .noPublish, elapsedMs: 0),
+            ])
+    }
+
+    @Test("an answer to a join abandoned by leaving gives the granted membership back")
+    func abandonedJoin() throws {
+        var (plane, refs) = try plane(["a"], join: false)
+        let request = try plane.join(refs[0], options: .subscribeOnly)
+        try plane.leave(refs[0])
+        _ = plane.drain()
+        plane.joinAnswered(refs[0], attempt: request.attempt, result: .success(9))
+        #expect(plane.drain() == [.transport(.leave(channelId: "a", uid: 9))])
+        #expect(!plane.channels[0].joined)
+    }
+
+    @Test("a channel destroyed and created again under its id ignores the old one's answers")
+    func recreatedChannel() throws {
+        var (plane, refs) = try plane(["a"], join: false)
+        let old = try plane.join(refs[0], options: .subscribeOnly)
+        plane.destroyChannel(refs[0])
+        let again = try plane.createChannel("a")
+        #expect(again != refs[0])
+        _ = plane.drain()
+        plane.joinAnswered(refs[0], attempt: old.attempt, result: .success(5))
+        #expect(plane.drain() == [.transport(.leave(channelId: "a", uid: 5))])
+        #expect(throws: EngineError.self) { try plane.muteLocal(refs[0], .audio, true) }
+    }
+
+    @Test("remote mutes: the stream stops with LOCAL_MUTED, the transport stops forwarding it, and resumes")
+    func remoteMute() throws {
+        var (plane, refs) = try plane(["a"])
+        plane.userJoined("a", 42, [.audio])
+        #expect(plane.channels[0].users[0].audio != nil)
+        _ = plane.drain()
+        try plane.muteRemote(refs[0], 42, .audio, true)
+        #expect(plane.channels[0].users[0].audio == nil)
+        #expect(plane.fadingOut.count == 1)  // played out at gain 0 by the next playout round
+        let muted = plane.drain()
+        #expect(
+            muted.contains(
+                .transport(.setSubscribed(false, channelId: "a", subscriber: 10, publisher: 42, kind: .audio))))
+        #expect(
+            muted.contains(
+                .event(
+                    refs[0],
+                    .remoteSubscribeStateChanged(
+                        uid: 42, kind: .audio, old: .subscribing, new: .noSubscribe, elapsedMs: 0))))
+        try plane.muteRemote(refs[0], 42, .audio, false)
+        #expect(plane.channels[0].users[0].audio != nil)
+        #expect(plane.channels[0].users[0].trackers.audio.resumeReason == .localUnmuted)
+    }
+}
+
+extension ControlPlane {
+    /// Every action decided so far, as the engine's delivering thread would take them.
+    mutating func drain() -> [EngineAction] {
+        let taken = takeActions(continuing: false) ?? []
+        _ = takeActions(continuing: true)
+        return taken
+    }
+}
