@@ -2,16 +2,19 @@
 /// set the role, mute, subscribe, relay, and receive its events.
 ///
 /// Keep the object while you want the channel's events; ``destroy()`` leaves and forgets it.
-public final class MediaChannel: @unchecked Sendable {
+public final class MediaChannel: Sendable {
     /// The channel's id.
     public let channelId: String
     let engine: MediaEngine
     /// The channel object's name in the engine's control plane.
     let ref: ChannelRef
-    private let handlerLock = Lock()
-    private var handler: (@Sendable (ChannelEvent) -> Void)?
-    private var continuations: [Int: AsyncStream<ChannelEvent>.Continuation] = [:]
-    private var nextContinuation = 0
+    /// Who hears the channel's events.
+    private struct Listeners {
+        var handler: (@Sendable (ChannelEvent) -> Void)?
+        var continuations: [Int: AsyncStream<ChannelEvent>.Continuation] = [:]
+        var nextContinuation = 0
+    }
+    private let listeners = LockedValue(Listeners())
 
     init(engine: MediaEngine, ref: ChannelRef) {
         self.engine = engine
@@ -24,33 +27,33 @@ public final class MediaChannel: @unchecked Sendable {
     /// Calls `handler` with every event of this channel, in order, on the thread whose call
     /// caused it. The handler may call back into the engine.
     public func setEventHandler(_ handler: (@Sendable (ChannelEvent) -> Void)?) {
-        handlerLock.withLock { self.handler = handler }
+        listeners.withLock { $0.handler = handler }
     }
 
     /// The channel's events from now on, as an async sequence (buffered without limit). The
     /// sequence ends when the channel is destroyed; dropping its iterator stops the buffering.
     public var events: AsyncStream<ChannelEvent> {
         let (stream, continuation) = AsyncStream<ChannelEvent>.makeStream()
-        let id = handlerLock.withLock {
-            nextContinuation += 1
-            continuations[nextContinuation] = continuation
-            return nextContinuation
+        let id = listeners.withLock { listeners in
+            listeners.nextContinuation += 1
+            listeners.continuations[listeners.nextContinuation] = continuation
+            return listeners.nextContinuation
         }
         continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            _ = self.handlerLock.withLock { self.continuations.removeValue(forKey: id) }
+            _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) }
         }
         return stream
     }
 
     /// Ends every event sequence (the channel is destroyed).
     func finishEvents() {
-        let all = handlerLock.withLock { continuations.values }
+        let all = listeners.withLock { $0.continuations.values }
         for continuation in all { continuation.finish() }
     }
 
+    /// Hands `event` to the handler and the event sequences, without a lock held.
     func deliver(_ event: ChannelEvent) {
-        let (handler, continuations) = handlerLock.withLock { (self.handler, self.continuations) }
+        let (handler, continuations) = listeners.withLock { ($0.handler, $0.continuations) }
         handler?(event)
         for continuation in continuations.values { continuation.yield(event) }
     }

@@ -10,8 +10,9 @@
 /// simulation that advances a virtual clock calls ``deliverDue()`` after each step.
 ///
 /// Thread-safe. Endpoints are called outside the hub's lock.
-public final class LocalHub: MediaTransport, @unchecked Sendable {
-    private final class Member {
+public final class LocalHub: MediaTransport, Sendable {
+    /// One member of a channel.
+    private struct Member {
         let uid: UInt32
         /// Weak: an engine that goes away without leaving is simply gone (its deinit leaves).
         weak var endpoint: TransportEndpoint?
@@ -25,20 +26,14 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         static func streamKey(_ publisher: UInt32, _ kind: MediaKind) -> UInt64 {
             UInt64(publisher) * 2 + (kind == .audio ? 0 : 1)
         }
-        init(uid: UInt32, endpoint: TransportEndpoint, role: ClientRole, media: PublishedMedia, receivesMedia: Bool) {
-            self.uid = uid
-            self.endpoint = endpoint
-            self.role = role
-            self.media = media
-            self.receivesMedia = receivesMedia
-        }
         var isBroadcaster: Bool { role == .broadcaster }
     }
 
     private struct Room {
         var members: [UInt32: Member] = [:]
         var order: [UInt32] = []
-        /// Members that receive media, rebuilt on membership change so sending never allocates.
+        /// Members that receive media, in join order: a snapshot rebuilt whenever membership or
+        /// a subscription changes, so sending takes it in one lock hold and never allocates.
         var receivers: [Member] = []
 
         mutating func rebuildReceivers() { receivers = order.compactMap { members[$0] }.filter(\.receivesMedia) }
@@ -50,15 +45,18 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         var receiver: UInt32
     }
 
-    private let lock = Lock()
+    /// Everything the hub knows, as one value in one lock.
+    private struct Network {
+        var rooms: [String: Room] = [:]
+        var links: [LinkKey: SimulatedLink] = [:]
+        var held = DeliveryQueue()
+        var nextAssignedUid: UInt32 = 10_000
+        var packetsForwarded: Int64 = 0
+    }
+
+    private let network = LockedValue(Network())
     private let clock: MediaClock?
     private let seed: UInt64
-    // Guarded by `lock`.
-    private var rooms: [String: Room] = [:]
-    private var links: [LinkKey: SimulatedLink] = [:]
-    private var held = DeliveryQueue()
-    private var nextAssignedUid: UInt32 = 10_000
-    private var packetsForwarded: Int64 = 0
 
     /// An empty hub. Links that delay packets need `clock` (the session's); `seed` fixes every
     /// link's random choices.
@@ -96,13 +94,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         endpoint: TransportEndpoint
     ) throws -> UInt32 {
         var notifications: [() -> Void] = []
-        let assigned: UInt32 = try lock.withLock {
-            var room = rooms[channelId] ?? Room()
+        let assigned: UInt32 = try network.withLock { network in
+            var room = network.rooms[channelId] ?? Room()
             var chosen = uid
             if chosen == 0 {
                 repeat {
-                    nextAssignedUid &+= 1
-                    chosen = nextAssignedUid
+                    network.nextAssignedUid &+= 1
+                    chosen = network.nextAssignedUid
                 } while room.members[chosen] != nil || chosen == 0
             }
             guard room.members[chosen] == nil else {
@@ -127,7 +125,7 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
             room.members[chosen] = member
             room.order.append(chosen)
             room.rebuildReceivers()
-            rooms[channelId] = room
+            network.rooms[channelId] = room
             return chosen
         }
         for notify in notifications { notify() }
@@ -141,11 +139,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     public func drop(channelId: String, uid: UInt32) { remove(channelId: channelId, uid: uid, reason: .dropped) }
 
     private func remove(channelId: String, uid: UInt32, reason: UserOfflineReason) {
-        let notifications: [() -> Void] = lock.withLock {
-            guard var room = rooms[channelId], let member = room.members.removeValue(forKey: uid) else { return [] }
+        let notifications: [() -> Void] = network.withLock { network in
+            guard var room = network.rooms[channelId], let member = room.members.removeValue(forKey: uid) else {
+                return []
+            }
             room.order.removeAll { $0 == uid }
             room.rebuildReceivers()
-            rooms[channelId] = room.members.isEmpty ? nil : room
+            network.rooms[channelId] = room.members.isEmpty ? nil : room
             guard member.isBroadcaster else { return [] }
             return announce(room, except: member.endpoint) {
                 $0.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
@@ -155,9 +155,14 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     }
 
     public func setRole(channelId: String, uid: UInt32, role: ClientRole) {
-        let notifications: [() -> Void] = lock.withLock {
-            guard let room = rooms[channelId], let member = room.members[uid], member.role != role else { return [] }
+        let notifications: [() -> Void] = network.withLock { network in
+            guard var room = network.rooms[channelId], var member = room.members[uid], member.role != role else {
+                return []
+            }
             member.role = role
+            room.members[uid] = member
+            room.rebuildReceivers()
+            network.rooms[channelId] = room
             let media = member.media
             return announce(room, except: member.endpoint) { endpoint in
                 if role == .broadcaster {
@@ -171,9 +176,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     }
 
     public func setMedia(channelId: String, uid: UInt32, media: PublishedMedia) {
-        let notifications: [() -> Void] = lock.withLock {
-            guard let room = rooms[channelId], let member = room.members[uid], member.media != media else { return [] }
+        let notifications: [() -> Void] = network.withLock { network in
+            guard var room = network.rooms[channelId], var member = room.members[uid], member.media != media else {
+                return []
+            }
             member.media = media
+            room.members[uid] = member
+            network.rooms[channelId] = room
             guard member.isBroadcaster else { return [] }
             return announce(room, except: member.endpoint) {
                 $0.transportMediaChanged(channelId: channelId, uid: uid, media: media)
@@ -198,11 +207,12 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let (receivers, sender, hasLinks, hasHeld) = lock.withLock { () -> ([Member], Member?, Bool, Bool) in
-            guard let room = rooms[channelId], let sender = room.members[uid], sender.isBroadcaster else {
-                return ([], nil, false, !held.isEmpty)
+        // One lock hold: the room's receivers as they are now (subscriptions included).
+        let (receivers, sender, hasLinks, hasHeld) = network.withLock { network -> ([Member], Member?, Bool, Bool) in
+            guard let room = network.rooms[channelId], let sender = room.members[uid], sender.isBroadcaster else {
+                return ([], nil, false, !network.held.isEmpty)
             }
-            return (room.receivers, sender, !links.isEmpty, !held.isEmpty)
+            return (room.receivers, sender, !network.links.isEmpty, !network.held.isEmpty)
         }
         if hasHeld { deliverDue() }
         guard let sender else { return }
@@ -210,8 +220,9 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         var delivered: Int64 = 0
         let senderEndpoint = sender.endpoint
         for receiver in receivers {
-            guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint else { continue }
-            if lock.withLock({ receiver.unsubscribed.contains(stream) }) { continue }
+            guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
+                !receiver.unsubscribed.contains(stream)
+            else { continue }
             var copies = 1
             if hasLinks {
                 let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver.uid)
@@ -220,18 +231,18 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
             for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
             delivered += Int64(copies)
         }
-        lock.withLock { packetsForwarded += delivered }
+        network.withLock { $0.packetsForwarded += delivered }
     }
 
     /// Carries RTCP from `uid` to `recipient`; recipient 0 means every other member receiving
     /// media in the channel (a sender report). Feedback to a publisher crosses the link of the
     /// media it is about the other way; a sender report goes the media's way.
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let (target, receivers, sender, hasLinks, hasHeld) = lock.withLock {
-            let room = rooms[channelId]
+        let (target, receivers, sender, hasLinks, hasHeld) = network.withLock { network in
+            let room = network.rooms[channelId]
             return (
                 room?.members[recipient]?.endpoint, recipient == 0 ? room?.receivers ?? [] : [],
-                room?.members[uid], !links.isEmpty, !held.isEmpty
+                room?.members[uid], !network.links.isEmpty, !network.held.isEmpty
             )
         }
         if hasHeld { deliverDue() }
@@ -265,18 +276,18 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
         _ payload: DeliveryQueue.Payload, byteCount: Int, key: LinkKey, to endpoint: TransportEndpoint,
         from uid: UInt32
     ) -> Int {
-        lock.withLock {
-            guard var link = links[key] else { return 1 }
-            let now = clock?.nowMicroseconds ?? 0
-            let fate = link.fate(byteCount: byteCount, now: now)
-            links[key] = link
-            guard let fate else { return 0 }
+        let now = clock?.nowMicroseconds ?? 0
+        return network.withLock { network in
+            guard let fate = network.links[key]?.fate(byteCount: byteCount, now: now) else {
+                return network.links[key] == nil ? 1 : 0
+            }
             var immediate = 0
             func place(_ delay: Int64) {
                 if delay <= 0 {
                     immediate += 1
                 } else {
-                    held.push(payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + delay)
+                    network.held.push(
+                        payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + delay)
                 }
             }
             place(fate.first)
@@ -288,11 +299,11 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     /// Delivers every held packet whose time has come on the hub's clock, in arrival order.
     public func deliverDue() {
         let now = clock?.nowMicroseconds ?? .max
-        while let delivery = lock.withLock({ held.popDue(now: now) }) {
+        while let delivery = network.withLock({ $0.held.popDue(now: now) }) {
             guard let endpoint = delivery.endpoint else { continue }
             switch delivery.payload {
             case .rtp(let packet):
-                lock.withLock { packetsForwarded += 1 }
+                network.withLock { $0.packetsForwarded += 1 }
                 endpoint.transportReceive(packet, channelId: delivery.channelId, from: delivery.from)
             case .rtcp(let bytes):
                 endpoint.transportReceiveRTCP(bytes, channelId: delivery.channelId, from: delivery.from)
@@ -303,10 +314,13 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     public func setSubscribed(
         _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
     ) {
-        lock.withLock {
-            guard let member = rooms[channelId]?.members[subscriber] else { return }
+        network.withLock { network in
+            guard var room = network.rooms[channelId], var member = room.members[subscriber] else { return }
             let stream = Member.streamKey(publisher, kind)
             if subscribed { member.unsubscribed.remove(stream) } else { member.unsubscribed.insert(stream) }
+            room.members[subscriber] = member
+            room.rebuildReceivers()
+            network.rooms[channelId] = room
         }
     }
 
@@ -326,16 +340,16 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
                 "link delay, jitter, reordering or bandwidth needs a hub made with a clock")
         }
         let key = LinkKey(channelId: channelId, publisher: publisher, receiver: receiver)
-        lock.withLock {
-            if links[key] != nil {
-                links[key]!.conditions = conditions
+        network.withLock { network in
+            if network.links[key] != nil {
+                network.links[key]!.conditions = conditions
                 return
             }
             // The link's random stream depends on the hub's seed and the link's names only.
             var mix = SplitMix64(seed: seed ^ UInt64(publisher) << 32 ^ UInt64(receiver))
             var linkSeed = mix.next()
             for byte in channelId.utf8 { linkSeed = (linkSeed ^ UInt64(byte)) &* 0x100_0000_01B3 }
-            links[key] = SimulatedLink(conditions: conditions, seed: linkSeed)
+            network.links[key] = SimulatedLink(conditions: conditions, seed: linkSeed)
         }
     }
 
@@ -343,18 +357,18 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
     /// was never given conditions).
     public func linkStatistics(channelId: String, publisher: UInt32, receiver: UInt32) -> LinkStatistics? {
         let key = LinkKey(channelId: channelId, publisher: publisher, receiver: receiver)
-        return lock.withLock { links[key]?.statistics }
+        return network.withLock { $0.links[key]?.statistics }
     }
 
     /// Packets held back by links, not yet delivered.
-    public var packetsInFlight: Int { lock.withLock { held.count } }
+    public var packetsInFlight: Int { network.withLock { $0.held.count } }
 
     /// Tells member `uid` of `channelId` that its connection changed (a simulated interruption,
     /// recovery or loss).
     public func notifyConnectionState(
         _ state: ConnectionState, reason: ConnectionChangedReason, channelId: String, uid: UInt32
     ) {
-        let endpoint = lock.withLock { rooms[channelId]?.members[uid]?.endpoint }
+        let endpoint = network.withLock { $0.rooms[channelId]?.members[uid]?.endpoint }
         endpoint?.transportConnectionStateChanged(channelId: channelId, state: state, reason: reason)
     }
 
@@ -362,12 +376,12 @@ public final class LocalHub: MediaTransport, @unchecked Sendable {
 
     /// Members of `channelId` in join order, with their roles.
     public func members(of channelId: String) -> [(uid: UInt32, role: ClientRole)] {
-        lock.withLock {
-            guard let room = rooms[channelId] else { return [] }
+        network.withLock { network in
+            guard let room = network.rooms[channelId] else { return [] }
             return room.order.compactMap { room.members[$0] }.map { ($0.uid, $0.role) }
         }
     }
 
     /// RTP packet deliveries made so far (one per copy delivered to a receiving endpoint).
-    public var deliveries: Int64 { lock.withLock { packetsForwarded } }
+    public var deliveries: Int64 { network.withLock { $0.packetsForwarded } }
 }
