@@ -278,20 +278,23 @@ public final class LocalHub: MediaTransport, Sendable {
     ) -> Int {
         let now = clock?.nowMicroseconds ?? 0
         return network.withLock { network in
-            guard let fate = network.links[key]?.fate(byteCount: byteCount, now: now) else {
-                return network.links[key] == nil ? 1 : 0
+            guard var link = network.links[key] else { return 1 }
+            let fate = link.fate(byteCount: byteCount, now: now)
+            network.links[key] = link
+            guard let fate else { return 0 }
+            var immediate = fate.first <= 0 ? 1 : 0
+            if fate.first > 0 {
+                network.held.push(
+                    payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + fate.first)
             }
-            var immediate = 0
-            func place(_ delay: Int64) {
-                if delay <= 0 {
+            if let second = fate.second {
+                if second <= 0 {
                     immediate += 1
                 } else {
                     network.held.push(
-                        payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + delay)
+                        payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + second)
                 }
             }
-            place(fate.first)
-            if let second = fate.second { place(second) }
             return immediate
         }
     }
