@@ -56,7 +56,7 @@ extension MediaEngine {
                         let slot = audioReports[index]
                         index += 1
                         // A stream released meanwhile plays nothing more.
-                        guard let u = plane.channels[c].userIndex(slot.uid, hint: slot.hint.user),
+                        guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
                             plane.channels[c].users[u].audio === slot.receiver,
                             plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze)
                         else { continue }

@@ -46,11 +46,7 @@ extension MediaEngine {
 
     func receive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let (request, decided): (ControlPlane.PictureLossRequest?, Bool) = withControl { plane in
-            let before = plane.actionCount
-            let request = plane.packetArrived(packet, codec.kind, channelId: channelId, from: uid)
-            return (request, plane.actionCount != before)
-        }
+        let (request, decided) = withControl { $0.packetArrived(packet, codec.kind, channelId: channelId, from: uid) }
         if let request { sendPictureLoss(request) }
         if decided { flushActions() }
     }

@@ -89,7 +89,7 @@ extension MediaEngine {
                     let decodedNow = slot.receiver.takeBatchCount()
                     // A stream released or a channel left meanwhile reports nothing more.
                     guard let c = plane.index(slot.ref, hint: slot.hint.channel), plane.channels[c].joined,
-                        let u = plane.channels[c].userIndex(slot.uid, hint: slot.hint.user),
+                        let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
                         plane.channels[c].users[u].video === slot.receiver
                     else { continue }
                     if let request = plane.videoDecoded(

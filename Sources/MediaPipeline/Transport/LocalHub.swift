@@ -29,14 +29,31 @@ public final class LocalHub: MediaTransport, Sendable {
         var isBroadcaster: Bool { role == .broadcaster }
     }
 
+    /// A member that receives media, as the send path sees it: immutable, so a snapshot of
+    /// them can be used outside the lock.
+    private final class Recipient: Sendable {
+        let uid: UInt32
+        weak let endpoint: TransportEndpoint?
+        /// Streams this member does not want, as ``Member/streamKey(_:_:)``s.
+        let unsubscribed: Set<UInt64>
+
+        init(_ member: Member) {
+            uid = member.uid
+            endpoint = member.endpoint
+            unsubscribed = member.unsubscribed
+        }
+    }
+
     private struct Room {
         var members: [UInt32: Member] = [:]
         var order: [UInt32] = []
         /// Members that receive media, in join order: a snapshot rebuilt whenever membership or
         /// a subscription changes, so sending takes it in one lock hold and never allocates.
-        var receivers: [Member] = []
+        var receivers: [Recipient] = []
 
-        mutating func rebuildReceivers() { receivers = order.compactMap { members[$0] }.filter(\.receivesMedia) }
+        mutating func rebuildReceivers() {
+            receivers = order.compactMap { members[$0] }.filter(\.receivesMedia).map(Recipient.init)
+        }
     }
 
     private struct LinkKey: Hashable {
@@ -208,17 +225,19 @@ public final class LocalHub: MediaTransport, Sendable {
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
         // One lock hold: the room's receivers as they are now (subscriptions included).
-        let (receivers, sender, hasLinks, hasHeld) = network.withLock { network -> ([Member], Member?, Bool, Bool) in
-            guard let room = network.rooms[channelId], let sender = room.members[uid], sender.isBroadcaster else {
+        let (receivers, sender, hasLinks, hasHeld) = network.withLock {
+            network -> ([Recipient], TransportEndpoint?, Bool, Bool) in
+            guard let room = network.rooms[channelId], let sender = room.members[uid], sender.isBroadcaster,
+                let endpoint = sender.endpoint
+            else {
                 return ([], nil, false, !network.held.isEmpty)
             }
-            return (room.receivers, sender, !network.links.isEmpty, !network.held.isEmpty)
+            return (room.receivers, endpoint, !network.links.isEmpty, !network.held.isEmpty)
         }
         if hasHeld { deliverDue() }
-        guard let sender else { return }
+        guard let senderEndpoint = sender else { return }
         let stream = Member.streamKey(uid, codec.kind)
         var delivered: Int64 = 0
-        let senderEndpoint = sender.endpoint
         for receiver in receivers {
             guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
                 !receiver.unsubscribed.contains(stream)
@@ -238,16 +257,15 @@ public final class LocalHub: MediaTransport, Sendable {
     /// media in the channel (a sender report). Feedback to a publisher crosses the link of the
     /// media it is about the other way; a sender report goes the media's way.
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let (target, receivers, sender, hasLinks, hasHeld) = network.withLock { network in
+        let (target, receivers, senderEndpoint, hasLinks, hasHeld) = network.withLock { network in
             let room = network.rooms[channelId]
             return (
                 room?.members[recipient]?.endpoint, recipient == 0 ? room?.receivers ?? [] : [],
-                room?.members[uid], !network.links.isEmpty, !network.held.isEmpty
+                room?.members[uid]?.endpoint, !network.links.isEmpty, !network.held.isEmpty
             )
         }
         if hasHeld { deliverDue() }
         if recipient == 0 {
-            let senderEndpoint = sender?.endpoint
             for receiver in receivers {
                 guard receiver.uid != uid, let endpoint = receiver.endpoint, endpoint !== senderEndpoint else {
                     continue

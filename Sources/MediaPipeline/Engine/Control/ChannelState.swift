@@ -60,6 +60,50 @@ struct RemoteUser {
 
     /// Whether the user sends `kind` and the local user wants it.
     func wants(_ kind: MediaKind) -> Bool { !muted[kind] && media.contains(kind) }
+
+    /// What one packet's arrival means for the control plane.
+    struct Arrival {
+        /// The stream's state or subscribe state must move (STARTING, SUBSCRIBED).
+        var changesState = false
+        /// A keyframe request to send to the publisher's video stream (already counted as made).
+        var keyframeRequestSSRC: UInt32?
+    }
+
+    /// Hands an RTP packet of `kind` to the user's receiver (if subscribed) and counts it in
+    /// `stats`. `mutating` so the packet path runs on the user in place.
+    mutating func receive(
+        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, keyframeRequestIntervalMicroseconds: Int64,
+        stats: inout ChannelStats
+    ) -> Arrival {
+        var arrival = Arrival()
+        if kind == .audio {
+            guard let audio else { return arrival }
+            let (frames, lost) = audio.receive(packet, now: now)
+            stats.rxAudioFrames += Int64(frames)
+            stats.rxPacketsLost += lost
+        } else {
+            guard let video else { return arrival }
+            let progress = video.receive(packet, now: now)
+            stats.rxVideoFrames += Int64(progress.frames)
+            stats.rxPacketsLost += progress.packetsLost
+            stats.videoFramesDroppedBeforeDecode += progress.framesDropped
+            arrival.keyframeRequestSSRC = keyframeRequestDue(now: now, interval: keyframeRequestIntervalMicroseconds)
+            if arrival.keyframeRequestSSRC != nil { stats.keyframeRequestsSent += 1 }
+        }
+        arrival.changesState = trackers[kind].state == .stopped || subscribe[kind] != .subscribed
+        return arrival
+    }
+
+    /// The sender's SSRC when the video receiver should ask its publisher for a keyframe now:
+    /// it is waiting for one, has dropped frames since its last request, and `interval` has
+    /// passed since that request. Marks the request as made.
+    mutating func keyframeRequestDue(now: Int64, interval: Int64) -> UInt32? {
+        guard let video, let ssrc = video.keyframeWanted else { return nil }
+        if let last = lastKeyframeRequest, now - last < interval { return nil }
+        lastKeyframeRequest = now
+        video.keyframeRequested()
+        return ssrc
+    }
 }
 
 /// Everything the engine knows about one channel: part of the control plane's value.
@@ -128,6 +172,22 @@ struct ChannelState {
 
     func elapsedMs(_ now: Int64) -> Int64 { (now - joinedAt) / 1000 }
 
+    /// An RTP packet of `kind` from the user at `u` arrived: counted, and handed to the user's
+    /// receiver. `mutating` so the packet path runs on the channel in place.
+    mutating func packetArrived(
+        _ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64, keyframeRequestIntervalMicroseconds: Int64
+    ) -> RemoteUser.Arrival {
+        stats.rxPackets += 1
+        if kind == .audio {
+            stats.rxAudioBytes += Int64(packet.payloadByteCount)
+        } else {
+            stats.rxVideoBytes += Int64(packet.payloadByteCount)
+        }
+        return users[u].receive(
+            packet, kind, now: now, keyframeRequestIntervalMicroseconds: keyframeRequestIntervalMicroseconds,
+            stats: &stats)
+    }
+
     /// Whether a newly seen user starts muted for `kind`.
     func startsMuted(_ uid: UInt32, _ kind: MediaKind) -> Bool {
         explicitMute[kind][uid] ?? (allMuted[kind] || defaultMuted[kind] || !options.autoSubscribes(kind))
@@ -135,12 +195,6 @@ struct ChannelState {
 
     /// The position of `uid` in ``users``, if present.
     func userIndex(_ uid: UInt32) -> Int? { users.firstIndex { $0.uid == uid } }
-
-    /// The position of `uid` in ``users``, trying `hint` first (decode rounds remember where a
-    /// stream was; users may have come and gone since).
-    func userIndex(_ uid: UInt32, hint: Int) -> Int? {
-        users.indices.contains(hint) && users[hint].uid == uid ? hint : userIndex(uid)
-    }
 
     /// The uids present, in the order they appeared.
     var userOrder: [UInt32] { users.map(\.uid) }

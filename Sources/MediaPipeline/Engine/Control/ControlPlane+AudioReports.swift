@@ -51,7 +51,7 @@ extension ControlPlane {
         channels[c].mix.withUnsafeMutableBufferPointer { mixer.mix(inputs, into: $0) }
         guard channels[c].volumeIntervalMs > 0 else { return }
         for input in inputs {
-            if let u = channels[c].userIndex(input.key.uid) {
+            if let u = userIndex(c, input.key.uid) {
                 channels[c].users[u].peakLevel = max(channels[c].users[u].peakLevel, Self.peak(input.samples))
             }
         }

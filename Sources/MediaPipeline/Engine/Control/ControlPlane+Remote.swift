@@ -5,7 +5,7 @@ extension ControlPlane {
 
     mutating func userJoined(_ channelId: String, _ uid: UInt32, _ media: PublishedMedia) {
         guard let c = joinedIndex(channelId) else { return }
-        if channels[c].userIndex(uid) != nil {
+        if userIndex(c, uid) != nil {
             applyRemoteMedia(c, uid, media)
             return
         }
@@ -25,7 +25,7 @@ extension ControlPlane {
     }
 
     mutating func userOffline(_ channelId: String, _ uid: UInt32, _ reason: UserOfflineReason) {
-        guard let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) else { return }
+        guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return }
         channels[c].users[u].media = []
         stopReceiving(c, u, .audio, reason: .remoteOffline)
         stopReceiving(c, u, .video, reason: .remoteOffline)
@@ -40,7 +40,7 @@ extension ControlPlane {
 
     /// A remote user started or stopped sending audio or video.
     private mutating func applyRemoteMedia(_ c: Int, _ uid: UInt32, _ media: PublishedMedia) {
-        guard let u = channels[c].userIndex(uid) else { return }
+        guard let u = userIndex(c, uid) else { return }
         let old = channels[c].users[u].media
         channels[c].users[u].media = media
         for kind in MediaKind.allCases where old.contains(kind) != media.contains(kind) {
@@ -58,7 +58,7 @@ extension ControlPlane {
     mutating func muteRemote(_ ref: ChannelRef, _ uid: UInt32, _ kind: MediaKind, _ mute: Bool) throws {
         let c = try usable(ref)
         channels[c].explicitMute[kind][uid] = mute
-        if let u = channels[c].userIndex(uid) { applyLocalMute(c, u, kind, mute) }
+        if let u = userIndex(c, uid) { applyLocalMute(c, u, kind, mute) }
     }
 
     mutating func muteAll(_ ref: ChannelRef, _ kind: MediaKind, _ mute: Bool) throws {
@@ -75,7 +75,7 @@ extension ControlPlane {
 
     mutating func setVolume(_ ref: ChannelRef, _ uid: UInt32, _ volume: Int) throws {
         let c = try usable(ref)
-        guard let u = channels[c].userIndex(uid) else {
+        guard let u = userIndex(c, uid) else {
             throw EngineError(.invalidArgument, "uid \(uid) is not a broadcaster in channel '\(ref.id)'")
         }
         channels[c].users[u].volume = Float(volume) / 100
@@ -188,14 +188,10 @@ extension ControlPlane {
     }
 
     /// The sender's SSRC when user `u`'s video receiver should ask its publisher for a keyframe
-    /// now: it is waiting for one, has dropped frames since its last request, and the request
-    /// interval has passed. Marks the request as made.
+    /// now (see ``RemoteUser/keyframeRequestDue(now:interval:)``); counts the request.
     mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> UInt32? {
-        guard let receiver = channels[c].users[u].video, let ssrc = receiver.keyframeWanted else { return nil }
         let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-        if let last = channels[c].users[u].lastKeyframeRequest, now - last < interval { return nil }
-        channels[c].users[u].lastKeyframeRequest = now
-        receiver.keyframeRequested()
+        guard let ssrc = channels[c].users[u].keyframeRequestDue(now: now, interval: interval) else { return nil }
         stats.keyframeRequestsSent += 1
         channels[c].stats.keyframeRequestsSent += 1
         return ssrc

@@ -11,29 +11,21 @@ extension ControlPlane {
     }
 
     /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now``; it goes into the
-    /// user's receiver, whose own lock is taken inside.
+    /// user's receiver, whose own lock is taken inside. Returns a keyframe request to send, and
+    /// whether actions were queued.
     mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
-        -> PictureLossRequest?
+        -> (request: PictureLossRequest?, decided: Bool)
     {
-        guard let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) else { return nil }
-        channels[c].stats.rxPackets += 1
-        if kind == .audio {
-            channels[c].stats.rxAudioBytes += Int64(packet.payloadByteCount)
-            guard let receiver = channels[c].users[u].audio else { return nil }
-            let (frames, lost) = receiver.receive(packet, now: now)
-            channels[c].stats.rxAudioFrames += Int64(frames)
-            channels[c].stats.rxPacketsLost += lost
-            mediaArrived(c, u, .audio)
-            return nil
-        }
-        channels[c].stats.rxVideoBytes += Int64(packet.payloadByteCount)
-        guard let receiver = channels[c].users[u].video else { return nil }
-        count(receiver.receive(packet, now: now), c)
-        let ssrc = keyframeRequestDue(c, u)
-        mediaArrived(c, u, .video)
-        return ssrc.map {
-            PictureLossRequest(channelId: channelId, localUid: channels[c].uid, publisher: uid, ssrc: $0)
-        }
+        guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return (nil, false) }
+        // In place: the channel and the user are mutated where they lie, never copied.
+        let arrival = channels[c].packetArrived(
+            packet, kind, userAt: u, now: now,
+            keyframeRequestIntervalMicroseconds: Int64(configuration.keyframeRequestIntervalMs) * 1000)
+        if arrival.changesState { mediaArrived(c, u, kind) }
+        guard let ssrc = arrival.keyframeRequestSSRC else { return (nil, arrival.changesState) }
+        stats.keyframeRequestsSent += 1
+        let request = PictureLossRequest(channelId: channelId, localUid: channels[c].uid, publisher: uid, ssrc: ssrc)
+        return (request, arrival.changesState)
     }
 
     /// Adds what a video receiver's delivery or poll did to channel `c`'s counters.
@@ -112,7 +104,7 @@ extension ControlPlane {
     /// to its receivers; reports on the local streams update the round trip and loss; keyframe
     /// requests for the local video are honoured on the next picture.
     mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) {
-        if let c = joinedIndex(channelId), let u = channels[c].userIndex(uid) {
+        if let c = joinedIndex(channelId), let u = userIndex(c, uid) {
             // A remote user's clock, for the round trip our reports let it measure.
             Self.note(reader.senderReports.first, channels[c].users[u], now)
             Self.note(reader.senderReports.second, channels[c].users[u], now)

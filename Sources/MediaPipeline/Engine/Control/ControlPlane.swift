@@ -57,10 +57,34 @@ struct ControlPlane {
     }
 
     /// The position of the channel object `ref`, if it still exists.
-    func index(_ ref: ChannelRef) -> Int? { channels.firstIndex { $0.ref.serial == ref.serial } }
+    ///
+    /// Lookups on the packet and tick paths read elements through unsafe buffer pointers, which
+    /// read fields in place: reading through an array's subscript may copy the whole channel
+    /// (or user) value first.
+    func index(_ ref: ChannelRef) -> Int? {
+        channels.withUnsafeBufferPointer { all in all.indices.first { all[$0].ref.serial == ref.serial } }
+    }
 
     /// The position of the joined channel `channelId` (the transport names channels by id).
-    func joinedIndex(_ channelId: String) -> Int? { channels.firstIndex { $0.id == channelId && $0.joined } }
+    func joinedIndex(_ channelId: String) -> Int? {
+        channels.withUnsafeBufferPointer { all in all.indices.first { all[$0].joined && all[$0].ref.id == channelId } }
+    }
+
+    /// The position of user `uid` in channel `c`, if present.
+    func userIndex(_ c: Int, _ uid: UInt32) -> Int? {
+        channels.withUnsafeBufferPointer { all in
+            all[c].users.withUnsafeBufferPointer { users in users.indices.first { users[$0].uid == uid } }
+        }
+    }
+
+    /// The position of user `uid` in channel `c`, trying `hint` first (decode rounds remember
+    /// where a stream was; users may have come and gone since).
+    func userIndex(_ c: Int, _ uid: UInt32, hint: Int) -> Int? {
+        let hinted = channels.withUnsafeBufferPointer { all in
+            all[c].users.indices.contains(hint) && all[c].users[hint].uid == uid
+        }
+        return hinted ? hint : userIndex(c, uid)
+    }
 
     /// The position of `ref`, trying `hint` first (where a decode round saw it).
     func index(_ ref: ChannelRef, hint: Int) -> Int? {
