@@ -29,7 +29,12 @@ struct ChannelRef: Hashable, Sendable {
 /// (packets go into their inbox while a decode round runs). The control plane decides when
 /// they exist; holding them here does not make their insides control state.
 struct RemoteUser {
+    // The fields the packet path reads come first, so they share cache lines.
     let uid: UInt32
+    var audio: AudioReceiver?
+    var video: VideoReceiver?
+    var trackers = PerMedia(RemoteStreamTracker())
+    var subscribe = PerMedia(SubscribeState.idle)
     let key: StreamKey
     /// What the user sends now.
     var media: PublishedMedia
@@ -37,10 +42,6 @@ struct RemoteUser {
     var muted: PerMedia<Bool>
     /// Playback gain, 0...4.
     var volume: Float = 1
-    var audio: AudioReceiver?
-    var video: VideoReceiver?
-    var trackers = PerMedia(RemoteStreamTracker())
-    var subscribe = PerMedia(SubscribeState.idle)
     var reportedWidth = 0, reportedHeight = 0
     /// When the video last became FROZEN (clock microseconds), while it is.
     var videoFrozenSince: Int64?
@@ -108,11 +109,15 @@ struct RemoteUser {
 
 /// Everything the engine knows about one channel: part of the control plane's value.
 struct ChannelState {
+    // The fields the packet path reads come first, so they share cache lines.
     let ref: ChannelRef
     var id: String { ref.id }
     var joined = false
     /// Between join's start and the transport's answer: events wait in `deferred`.
     var joining = false
+    /// Remote broadcasters present, in the order they appeared.
+    var users: [RemoteUser] = []
+    var stats = ChannelStats()
     var deferred: [ChannelEvent] = []
     /// Counts join attempts, so an answer to an abandoned one (left before the transport
     /// answered) is recognised.
@@ -127,14 +132,11 @@ struct ChannelState {
     /// Local media the user stopped publishing here.
     var localMuted = PerMedia(false)
     var joinedAt: Int64 = 0
-    /// Remote broadcasters present, in the order they appeared.
-    var users: [RemoteUser] = []
     /// Explicit per-uid mutes, kept for users who are not (yet) in the channel.
     var explicitMute = PerMedia<[UInt32: Bool]>([:])
     var allMuted = PerMedia(false)
     var defaultMuted = PerMedia(false)
     var publish = PerMedia(PublishState.idle)
-    var stats = ChannelStats()
     var relayDestinations: [ChannelMediaRelayDestination] = []
     var relayUids: [UInt32] = []
     var relayState = ChannelMediaRelayState.idle

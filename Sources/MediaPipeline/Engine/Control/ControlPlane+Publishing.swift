@@ -107,8 +107,7 @@ extension ControlPlane {
     /// interval has passed); counts it as forced.
     mutating func takeKeyframeRequest() -> Bool {
         guard keyframePending else { return false }
-        let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-        if let last = lastForcedKeyframe, now - last < interval { return false }
+        if let last = lastForcedKeyframe, now - last < keyframeRequestIntervalMicroseconds { return false }
         keyframePending = false
         lastForcedKeyframe = now
         stats.keyframesForced += 1

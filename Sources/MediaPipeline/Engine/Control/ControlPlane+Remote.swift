@@ -190,8 +190,10 @@ extension ControlPlane {
     /// The sender's SSRC when user `u`'s video receiver should ask its publisher for a keyframe
     /// now (see ``RemoteUser/keyframeRequestDue(now:interval:)``); counts the request.
     mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> UInt32? {
-        let interval = Int64(configuration.keyframeRequestIntervalMs) * 1000
-        guard let ssrc = channels[c].users[u].keyframeRequestDue(now: now, interval: interval) else { return nil }
+        guard
+            let ssrc = channels[c].users[u].keyframeRequestDue(
+                now: now, interval: keyframeRequestIntervalMicroseconds)
+        else { return nil }
         stats.keyframeRequestsSent += 1
         channels[c].stats.keyframeRequestsSent += 1
         return ssrc

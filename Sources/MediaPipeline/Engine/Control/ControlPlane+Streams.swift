@@ -20,7 +20,7 @@ extension ControlPlane {
         // In place: the channel and the user are mutated where they lie, never copied.
         let arrival = channels[c].packetArrived(
             packet, kind, userAt: u, now: now,
-            keyframeRequestIntervalMicroseconds: Int64(configuration.keyframeRequestIntervalMs) * 1000)
+            keyframeRequestIntervalMicroseconds: keyframeRequestIntervalMicroseconds)
         if arrival.changesState { mediaArrived(c, u, kind) }
         guard let ssrc = arrival.keyframeRequestSSRC else { return (nil, arrival.changesState) }
         stats.keyframeRequestsSent += 1

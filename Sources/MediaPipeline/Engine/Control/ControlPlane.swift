@@ -11,11 +11,13 @@
 /// at a time. So two threads' inputs are decided one after the other and reach the transport in
 /// that order, and no input sees another half-done.
 struct ControlPlane {
-    let configuration: EngineConfiguration
+    // The fields the packet path reads come first, so they share cache lines.
     /// Clock time of the input being handled (microseconds); set by the engine before each input.
     var now: Int64 = 0
     /// Channel objects in creation order.
     var channels: [ChannelState] = []
+    /// ``EngineConfiguration/keyframeRequestIntervalMs`` in microseconds.
+    let keyframeRequestIntervalMicroseconds: Int64
     private var nextSerial = 0
     var destroyed = false
     var canvases: [StreamKey: CanvasBuffer] = [:]
@@ -35,7 +37,12 @@ struct ControlPlane {
     /// wait for its uid.
     private var subscriptionChanges: [(ref: ChannelRef, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
 
-    init(configuration: EngineConfiguration) { self.configuration = configuration }
+    let configuration: EngineConfiguration
+
+    init(configuration: EngineConfiguration) {
+        self.configuration = configuration
+        keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
+    }
 
     // MARK: - Channels
 
