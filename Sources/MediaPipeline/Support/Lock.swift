@@ -32,17 +32,44 @@ final class Lock: @unchecked Sendable {
 
 /// A value reached only while holding its lock (the shape of swift-nio's `NIOLockedValueBox`):
 /// who owns the state is visible in its type. A pthread mutex underneath, so ThreadSanitizer
-/// sees every hand-over (the standard library's `Mutex` is invisible to it on Linux).
-final class LockedValue<Value>: @unchecked Sendable {
-    private let lock = Lock()
-    private var value: Value
+/// sees every hand-over (the standard library's `Mutex` is invisible to it on Linux). The value
+/// and its mutex share one allocation, so taking the lock and reaching the value touch one object.
+struct LockedValue<Value>: @unchecked Sendable {
+    private let storage: LockedStorage<Value>
 
     /// A box holding `value`.
-    init(_ value: Value) { self.value = value }
+    init(_ value: Value) { storage = LockedStorage.make(value) }
 
     /// Runs `body` on the value, holding the lock.
     @inline(__always)
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try storage.withLock(body) }
+}
+
+/// The value (header) and its mutex (the one element) of a ``LockedValue``, in one allocation.
+final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+    static func make(_ value: Value) -> LockedStorage<Value> {
+        let buffer = create(minimumCapacity: 1) { _ in value }
+        let storage = unsafeDowncast(buffer, to: LockedStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+        }
+        return storage
+    }
+
+    deinit {
+        withUnsafeMutablePointerToElements { mutex in
+            pthread_mutex_destroy(mutex)
+            _ = mutex.deinitialize(count: 1)
+        }
+    }
+
+    @inline(__always)
     func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        try lock.withLock { try body(&value) }
+        try withUnsafeMutablePointers { value, mutex in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }
