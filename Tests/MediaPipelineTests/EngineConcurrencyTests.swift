@@ -234,6 +234,12 @@ struct EngineConcurrencyTests {
         let stats = channelB.statistics
         #expect(stats.audioFramesDecoded > before.audioFramesDecoded)
         #expect(stats.videoFramesDecoded > before.videoFramesDecoded)
-        #expect(local.statistics.audioFramesEncoded > 0)
+        // Likewise local audio: the storm may have ended muted (the control thread can finish
+        // first), so unmute and push 40 ms.
+        let encodedBefore = local.statistics.audioFramesEncoded
+        try channelA.setClientRole(.broadcaster)
+        try channelA.muteLocalAudioStream(false)
+        for index in 0..<4 { try local.pushAudio(audio[index]) }
+        #expect(local.statistics.audioFramesEncoded >= encodedBefore + 2)
     }
 }
