@@ -5,7 +5,7 @@
 /// - ``inbox`` (packets in, frames queued in timestamp order) is a ``LockedValue``: the thread that
 ///   delivers packets and the one that decodes meet there, for a queue operation each.
 /// - Everything else (the decoder, decoded samples, ``frame``, the last output) belongs to the
-///   engine's playout round, which ``MediaEngine`` runs one at a time (its playout lock): the
+///   engine's playout round, which ``MediaEngine`` runs one at a time (its `playout` value): the
 ///   reason this class is `@unchecked Sendable`.
 final class AudioReceiver: @unchecked Sendable {
     /// The packet side, shared by arrival and decoding.

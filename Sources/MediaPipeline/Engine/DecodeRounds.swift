@@ -1,3 +1,39 @@
+/// What one playout round owns: the final mixer, the round's decode jobs and scratch lists, the
+/// streams fading out, and the receiver reports written in it. Kept in a ``LockedValue``, so
+/// playout rounds run one at a time and nothing else touches these.
+struct PlayoutRound {
+    let mixer: AudioMixer
+    let decode = AudioDecodeRound()
+    var mixInputs: [MixerInput] = []
+    var channelMixInputs: [MixerInput] = []
+    /// This round's streams: where they were (for finding them again) and their receivers.
+    var streams: [StreamSlot<AudioReceiver>] = []
+    /// Streams that stopped, playing one last frame at gain 0.
+    var fading: [(StreamKey, AudioReceiver)] = []
+    /// Decoded frames for the audio observer.
+    var observed: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
+    /// Receiver reports written in the round, sent after the control lock is released.
+    var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
+    let reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
+}
+
+/// What one render round owns: its decode jobs and the streams it reports on. Kept in a
+/// ``LockedValue``, so render rounds run one at a time.
+struct RenderRound {
+    let decode = VideoDecodeRound()
+    var streams: [StreamSlot<VideoReceiver>] = []
+}
+
+/// Where a decode round found a stream (to find it again after decoding, when users may have
+/// come and gone) and its receiver.
+struct StreamSlot<Receiver: AnyObject> {
+    let ref: ChannelRef
+    let uid: UInt32
+    /// The user's position in its channel when the round took it.
+    let hint: (channel: Int, user: Int)
+    let receiver: Receiver
+}
+
 /// One playout tick's audio decoding: the next 10 ms of every subscribed stream, one job per
 /// stream, run on the engine's decode threads. Each job touches only its own receiver; the
 /// results are read afterwards from ``AudioReceiver/lastOutput``, in channel and join order.

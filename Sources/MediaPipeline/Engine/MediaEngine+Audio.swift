@@ -1,6 +1,6 @@
 extension MediaEngine {
     /// Samples in one playout frame (10 ms × channels).
-    public var playoutFrameSampleCount: Int { playoutMixer.samplesPerChannel * playoutMixer.channelCount }
+    public var playoutFrameSampleCount: Int { playoutSamplesPerChannel * configuration.playoutChannelCount }
 
     /// Produces the next 10 ms of playout: every subscribed, unmuted remote stream of every
     /// joined channel, decoded, gain-adjusted, mixed and limited. The local user's own stream is
@@ -11,32 +11,32 @@ extension MediaEngine {
     /// - Complexity: allocates nothing in steady state.
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
-        let decided: Bool = playoutLock.withLock {
+        let decided: Bool = playout.withLock { round in
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
             let observer: AudioFrameObserver? = control.withLock { plane in
-                audioRound.receivers.removeAll(keepingCapacity: true)
-                audioReports.removeAll(keepingCapacity: true)
-                audioRound.concealUpToMicroseconds = conceal
+                round.decode.receivers.removeAll(keepingCapacity: true)
+                round.streams.removeAll(keepingCapacity: true)
+                round.decode.concealUpToMicroseconds = conceal
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
-                        audioRound.receivers.append(receiver)
-                        audioReports.append(
+                        round.decode.receivers.append(receiver)
+                        round.streams.append(
                             StreamSlot(
                                 ref: plane.channels[c].ref, uid: plane.channels[c].users[u].uid, hint: (c, u),
                                 receiver: receiver))
                     }
                 }
-                fadingRound.append(contentsOf: plane.fadingOut)
+                round.fading.append(contentsOf: plane.fadingOut)
                 plane.fadingOut.removeAll(keepingCapacity: true)
                 return plane.observer
             }
             // Decode every stream's next 10 ms, independent streams in parallel ...
-            audioWorkers.run(audioRound.receivers.count, on: audioRound)
-            audioRound.receivers.removeAll(keepingCapacity: true)
-            mixInputs.removeAll(keepingCapacity: true)
-            observedFrames.removeAll(keepingCapacity: true)
+            audioWorkers.run(round.decode.receivers.count, on: round.decode)
+            round.decode.receivers.removeAll(keepingCapacity: true)
+            round.mixInputs.removeAll(keepingCapacity: true)
+            round.observed.removeAll(keepingCapacity: true)
             // ... then, as one input, report and gather the mix in channel and join order.
             let decided: Bool = withControl { plane in
                 let before = plane.actionCount
@@ -44,49 +44,49 @@ extension MediaEngine {
                 var index = 0
                 for c in plane.channels.indices where plane.channels[c].joined {
                     let ref = plane.channels[c].ref
-                    channelMixInputs.removeAll(keepingCapacity: true)
+                    round.channelMixInputs.removeAll(keepingCapacity: true)
                     // Streams of channels left meanwhile play nothing more.
-                    while index < audioReports.count, audioReports[index].ref != ref,
-                        !plane.isJoined(audioReports[index].ref)
+                    while index < round.streams.count, round.streams[index].ref != ref,
+                        !plane.isJoined(round.streams[index].ref)
                     {
                         index += 1
                     }
                     // This channel's streams, in the order they were taken.
-                    while index < audioReports.count, audioReports[index].ref == ref {
-                        let slot = audioReports[index]
+                    while index < round.streams.count, round.streams[index].ref == ref {
+                        let slot = round.streams[index]
                         index += 1
                         // A stream released meanwhile plays nothing more.
                         guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
                             plane.channels[c].users[u].audio === slot.receiver,
                             plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze)
                         else { continue }
-                        let user = plane.channels[c].users[u]
+                        let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
-                        if observer != nil { observedFrames.append((user.key, samples)) }
-                        let input = MixerInput(key: user.key, samples: samples, gain: user.volume)
-                        mixInputs.append(input)
-                        if plane.channels[c].mixer != nil { channelMixInputs.append(input) }
+                        if observer != nil { round.observed.append((key, samples)) }
+                        let input = MixerInput(key: key, samples: samples, gain: volume)
+                        round.mixInputs.append(input)
+                        if plane.channels[c].mixer != nil { round.channelMixInputs.append(input) }
                     }
-                    plane.mixChannel(c, channelMixInputs)
+                    plane.mixChannel(c, round.channelMixInputs)
                 }
                 plane.stats.playoutFrames += 1
-                queueReceiverReports(&plane)
+                queueReceiverReports(&plane, &round)
                 return plane.actionCount != before
             }
-            sendQueuedReports()
-            audioReports.removeAll(keepingCapacity: true)
+            sendQueuedReports(&round)
+            round.streams.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
-            for (key, receiver) in fadingRound where receiver.produce(concealUpToMicroseconds: conceal) != .none {
-                mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
+            for (key, receiver) in round.fading where receiver.produce(concealUpToMicroseconds: conceal) != .none {
+                round.mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
             }
-            playoutMixer.mix(mixInputs, into: output)
-            mixInputs.removeAll(keepingCapacity: true)
-            for (_, receiver) in fadingRound { receiver.release() }
-            fadingRound.removeAll(keepingCapacity: true)
+            round.mixer.mix(round.mixInputs, into: output)
+            round.mixInputs.removeAll(keepingCapacity: true)
+            for (_, receiver) in round.fading { receiver.release() }
+            round.fading.removeAll(keepingCapacity: true)
             if let observer {
-                for (key, samples) in observedFrames { observer.remoteAudioFrame(samples, stream: key) }
+                for (key, samples) in round.observed { observer.remoteAudioFrame(samples, stream: key) }
                 observer.mixedAudioFrame(UnsafeBufferPointer(output))
-                observedFrames.removeAll(keepingCapacity: true)
+                round.observed.removeAll(keepingCapacity: true)
             }
             return decided
         }
@@ -104,7 +104,7 @@ extension MediaEngine {
         frame.channelCount = configuration.playoutChannelCount
         frame.samples.withUnsafeMutableBufferPointer { pullPlayout(into: $0) }
         frame.timestampSamples = control.withLock {
-            ($0.stats.playoutFrames - 1) * Int64(playoutMixer.samplesPerChannel)
+            ($0.stats.playoutFrames - 1) * Int64(playoutSamplesPerChannel)
         }
     }
 }

@@ -8,7 +8,7 @@ extension MediaEngine {
 
     /// Queues, into the playout round's outbox, a receiver report to each remote user of each
     /// channel whose interval has passed. Call from the playout round, inside a control input.
-    func queueReceiverReports(_ plane: inout ControlPlane) {
+    func queueReceiverReports(_ plane: inout ControlPlane, _ round: inout PlayoutRound) {
         let now = plane.now
         for c in plane.channels.indices {
             guard plane.channels[c].joined, !plane.channels[c].joining,
@@ -20,24 +20,25 @@ extension MediaEngine {
                 let audio = user.audio?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 guard audio != nil || video != nil else { continue }
-                let report = RTCPCompound.receiverReport(ssrc: rtp.feedbackSSRC, audio, video, in: reportRecycler)
-                reportOutbox.append((report, channelId, localUid, user.uid))
+                let report = RTCPCompound.receiverReport(
+                    ssrc: rtp.feedbackSSRC, audio, video, in: round.reportRecycler)
+                round.reportOutbox.append((report, channelId, localUid, user.uid))
             }
         }
     }
 
     /// Sends what ``queueReceiverReports(now:)`` queued. Call from the playout round without
     /// the control lock.
-    func sendQueuedReports() {
-        for (bytes, channelId, from, to) in reportOutbox {
+    func sendQueuedReports(_ round: inout PlayoutRound) {
+        for (bytes, channelId, from, to) in round.reportOutbox {
             transport.sendRTCP(bytes, channelId: channelId, from: from, to: to)
         }
-        reportOutbox.removeAll(keepingCapacity: true)
+        round.reportOutbox.removeAll(keepingCapacity: true)
     }
 
     /// Sends a sender report for the local stream of `kind` to every target when its interval
-    /// has passed. Call with the publish lock held.
-    func sendSenderReportIfDue(_ kind: MediaKind, frame: EncodedFrame) {
+    /// has passed. Call from a push, with the publisher.
+    func sendSenderReportIfDue(_ kind: MediaKind, frame: EncodedFrame, _ publisher: Publisher) {
         let now = self.now
         guard let packetizer = kind == .audio ? publisher.audioPacketizer : publisher.videoPacketizer,
             now - publisher.lastSenderReportAt[kind] >= Self.reportIntervalMicroseconds

@@ -61,31 +61,31 @@ extension MediaEngine {
     /// packet arrival go on meanwhile. Concurrent calls render one after the other.
     public func renderVideo() {
         var requests: [ControlPlane.PictureLossRequest] = []
-        let decided: Bool = renderLock.withLock {
+        let decided: Bool = render.withLock { round in
             // Under the control lock: give up on overdue packets and take the streams to decode.
             withControl { plane in
-                videoRound.jobs.removeAll(keepingCapacity: true)
-                videoReports.removeAll(keepingCapacity: true)
+                round.decode.jobs.removeAll(keepingCapacity: true)
+                round.streams.removeAll(keepingCapacity: true)
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
                         let progress = receiver.poll(now: plane.now)
                         plane.count(progress, c)
                         let key = plane.channels[c].users[u].key
-                        videoReports.append(
+                        round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
-                        if progress.hasQueuedFrames { videoRound.jobs.append((receiver, plane.canvases[key])) }
+                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, plane.canvases[key])) }
                     }
                 }
             }
             // Independent streams decode in parallel; a stream's decoder is touched by one thread.
-            videoWorkers.run(videoRound.jobs.count, on: videoRound)
-            videoRound.jobs.removeAll(keepingCapacity: true)
+            videoWorkers.run(round.decode.jobs.count, on: round.decode)
+            round.decode.jobs.removeAll(keepingCapacity: true)
             // As one input again: report what the decoders did.
             return withControl { plane in
                 let before = plane.actionCount
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
-                for slot in videoReports {
+                for slot in round.streams {
                     let decodedNow = slot.receiver.takeBatchCount()
                     // A stream released or a channel left meanwhile reports nothing more.
                     guard let c = plane.index(slot.ref, hint: slot.hint.channel), plane.channels[c].joined,
@@ -98,7 +98,7 @@ extension MediaEngine {
                         requests.append(request)
                     }
                 }
-                videoReports.removeAll(keepingCapacity: true)
+                round.streams.removeAll(keepingCapacity: true)
                 return plane.actionCount != before
             }
         }

@@ -13,10 +13,16 @@
 /// Control calls may come from any thread. The per-frame calls allocate nothing in steady state,
 /// create no tasks and hop no actors. ``pullPlayout(into:)`` decodes the streams' audio and
 /// ``renderVideo()`` their video on up to ``EngineConfiguration/decodeThreads`` threads,
-/// independent streams in parallel. Transport signalling and events are carried out after the
+/// independent streams in parallel.
+///
+/// Every piece of state has one owner the type system sees: the control plane (channels,
+/// roles, mutes, relays, stream state machines) is one value in a lock; the local encoders, the
+/// playout round's and the render round's state are each a value in their own lock; each remote
+/// stream's receiver has its own inbox lock, so packets never wait for a decode, and decoding
+/// never holds the control lock. Transport signalling and events are carried out after the
 /// call that caused them releases its locks, in the order they were decided, by one thread at
 /// a time (the calling thread, or one already doing it).
-public final class MediaEngine: @unchecked Sendable {
+public final class MediaEngine: Sendable {
     /// The engine's settings.
     public let configuration: EngineConfiguration
     let transport: MediaTransport
@@ -26,43 +32,25 @@ public final class MediaEngine: @unchecked Sendable {
     /// What the transport calls back.
     let endpoint = EngineEndpoint()
     /// The control plane, a value in its lock: the engine is its one serial owner. Held briefly,
-    /// never across a decode, a transport call or an app callback. Lock order: `publishLock`,
-    /// `playoutLock` or `renderLock` before `control`, and `control` before a receiver's inbox.
+    /// never across a decode, a transport call or an app callback. Lock order: `local`,
+    /// `playout` or `render` before `control`, and `control` before a receiver's inbox.
     let control: LockedValue<ControlPlane>
     /// The app's channel objects by serial, for delivering events (held weakly: events of a
     /// channel the app dropped are dropped).
     let handles = LockedValue<[Int: WeakChannel]>([:])
-    /// Serialises the local-media calls (push*) so their scratch state needs no other lock.
-    let publishLock = Lock()
-    /// Serialises playout rounds: the audio decoders, mixer inputs and fading streams are theirs.
-    let playoutLock = Lock()
-    /// Serialises render rounds: the video decoders and their job lists are theirs.
-    let renderLock = Lock()
-
-    // Owned by the playout round (`playoutLock`).
-    let playoutMixer: AudioMixer
-    var mixInputs: [MixerInput] = []
-    var channelMixInputs: [MixerInput] = []
-    let audioRound = AudioDecodeRound()
-    /// This round's streams: where they were (for finding them again) and their receivers.
-    var audioReports: [StreamSlot<AudioReceiver>] = []
-    var fadingRound: [(StreamKey, AudioReceiver)] = []
-    var observedFrames: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
-    /// Receiver reports written in a playout round, sent after the control lock is released.
-    var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
-    let reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
-
-    // Owned by the render round (`renderLock`).
-    let videoRound = VideoDecodeRound()
-    var videoReports: [StreamSlot<VideoReceiver>] = []
+    /// The local media's encoders and packetizers: the push calls take turns on it.
+    let local: LockedValue<Publisher>
+    /// The playout round's state: playout rounds take turns on it.
+    let playout: LockedValue<PlayoutRound>
+    /// The render round's state: render rounds take turns on it.
+    let render = LockedValue(RenderRound())
+    /// Samples in one playout frame, per channel.
+    let playoutSamplesPerChannel: Int
 
     /// Threads that decode independent streams together: one pool for playout rounds and one for
     /// render rounds, so audio never waits for a video round.
     let audioWorkers: ParallelWorkers
     let videoWorkers: ParallelWorkers
-
-    // Guarded by `publishLock`.
-    var publisher: Publisher
 
     /// Creates an engine attached to `transport`, running on `clock`.
     public init(transport: MediaTransport, clock: MediaClock, configuration: EngineConfiguration = .init()) throws {
@@ -75,11 +63,13 @@ public final class MediaEngine: @unchecked Sendable {
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
-        playoutMixer = try AudioMixer(
+        let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
+        playout = LockedValue(PlayoutRound(mixer: mixer))
+        playoutSamplesPerChannel = mixer.samplesPerChannel
         control = LockedValue(ControlPlane(configuration: configuration))
         rtp = RTPIdentity(seed: configuration.randomSeed)
-        publisher = Publisher(configuration: configuration, identity: rtp)
+        local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         endpoint.engine = self
@@ -137,7 +127,7 @@ public final class MediaEngine: @unchecked Sendable {
             $0.destroyed = true
             $0.canvases.removeAll()
         }
-        publishLock.withLock { publisher = Publisher(configuration: configuration, identity: rtp) }
+        local.withLock { $0 = Publisher(configuration: configuration, identity: rtp) }
     }
 
     /// The engine's counters.
@@ -145,7 +135,9 @@ public final class MediaEngine: @unchecked Sendable {
         control.withLock { $0.statistics }
     }
 
-    /// Receives decoded audio before and after mixing (nil to stop).
+    /// Receives decoded audio before and after mixing (nil to stop). The observer is called on
+    /// the thread that pulls playout, inside its playout round (another ``pullPlayout(into:)``
+    /// waits for it; control calls, packets and rendering do not), with no other lock held.
     public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { control.withLock { $0.observer = observer } }
 
     // MARK: - Actions
@@ -177,14 +169,4 @@ public final class MediaEngine: @unchecked Sendable {
 struct WeakChannel {
     weak var channel: MediaChannel?
     init(_ channel: MediaChannel) { self.channel = channel }
-}
-
-/// Where a decode round found a stream (to find it again after decoding, when users may have
-/// come and gone) and its receiver.
-struct StreamSlot<Receiver: AnyObject> {
-    let ref: ChannelRef
-    let uid: UInt32
-    /// The user's position in its channel when the round took it.
-    let hint: (channel: Int, user: Int)
-    let receiver: Receiver
 }

@@ -1,6 +1,7 @@
 /// The local media's encoders, packetizers and their scratch state. Each local frame is encoded
 /// and packetized once, here, whatever the number of channels, subscribers and relays; the same
-/// packets go to every destination. Guarded by the engine's publish lock.
+/// packets go to every destination. Owned by the engine's `local` lock: the push calls take
+/// turns on it.
 final class Publisher {
     let configuration: EngineConfiguration
     let identity: RTPIdentity
@@ -62,10 +63,9 @@ final class Publisher {
 }
 
 extension MediaEngine {
-    /// Fills `publisher.targets` with where local `kind` goes now; call with the publish lock
-    /// held, inside a control input.
-    func collectTargets(_ kind: MediaKind, _ plane: inout ControlPlane) {
-        publisher.targetChannel = plane.collectTargets(kind, into: &publisher.targets)
+    /// Fills `publisher.targets` with where local `kind` goes now.
+    func collectTargets(_ kind: MediaKind, _ publisher: Publisher) {
+        withControl { publisher.targetChannel = $0.collectTargets(kind, into: &publisher.targets) }
     }
 
     /// Pushes 10 ms (or any whole number of samples) of local audio. It is encoded once into
@@ -81,8 +81,8 @@ extension MediaEngine {
                 "local audio is \(frame.sampleRate) Hz × \(frame.channelCount); the engine takes \(format.sampleRate) Hz × \(format.channelCount)"
             )
         }
-        try publishLock.withLock {
-            withControl { collectTargets(.audio, &$0) }
+        try local.withLock { publisher in
+            collectTargets(.audio, publisher)
             guard !publisher.targets.isEmpty else {
                 publisher.pcmFill = 0
                 return
@@ -95,14 +95,14 @@ extension MediaEngine {
                 consumed += take
                 if publisher.pcmFill == publisher.pcm.count {
                     publisher.pcmFill = 0
-                    try encodeAndSendAudio()
+                    try encodeAndSendAudio(publisher)
                 }
             }
         }
         flushActions()
     }
 
-    private func encodeAndSendAudio() throws {
+    private func encodeAndSendAudio(_ publisher: Publisher) throws {
         if publisher.audioEncoder == nil {
             publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
@@ -112,7 +112,7 @@ extension MediaEngine {
             try encoder.encode(pcm, timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate)
         }
         publisher.audioPosition += Int64(encoder.samplesPerFrame)
-        send(frame, encodedHere: true)
+        send(frame, encodedHere: true, publisher)
     }
 
     /// Pushes one local picture. It is encoded once and sent to the publishing channel and its
@@ -120,9 +120,9 @@ extension MediaEngine {
     /// forced when a subscriber asked for one (at most once per
     /// ``EngineConfiguration/keyframeRequestIntervalMs``).
     public func pushVideo(_ picture: I420Buffer, timestampMicroseconds: Int64) throws {
-        try publishLock.withLock {
+        try local.withLock { publisher in
             let force: Bool = withControl { plane in
-                collectTargets(.video, &plane)
+                publisher.targetChannel = plane.collectTargets(.video, into: &publisher.targets)
                 return !publisher.targets.isEmpty && plane.takeKeyframeRequest()
             }
             guard !publisher.targets.isEmpty else { return }
@@ -130,7 +130,7 @@ extension MediaEngine {
             let frame = try picture.withView {
                 try encoder.encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
             }
-            send(frame, encodedHere: true)
+            send(frame, encodedHere: true, publisher)
         }
         flushActions()
     }
@@ -139,16 +139,16 @@ extension MediaEngine {
     /// that arrive encoded (a file being replayed, a camera that encodes). Keyframe requests
     /// are counted but cannot be honoured.
     public func pushEncodedFrame(_ frame: EncodedFrame) {
-        publishLock.withLock {
-            withControl { collectTargets(frame.codec.kind, &$0) }
-            send(frame, encodedHere: false)
+        local.withLock { publisher in
+            collectTargets(frame.codec.kind, publisher)
+            send(frame, encodedHere: false, publisher)
         }
         flushActions()
     }
 
     /// Packetizes `frame` once and sends every packet to every target, counting it (and its
-    /// encoding, when `encodedHere`); call with the publish lock held.
-    private func send(_ frame: EncodedFrame, encodedHere: Bool) {
+    /// encoding, when `encodedHere`).
+    private func send(_ frame: EncodedFrame, encodedHere: Bool, _ publisher: Publisher) {
         guard !publisher.targets.isEmpty else { return }
         let kind = frame.codec.kind
         var packets: Int64 = 0
@@ -164,7 +164,7 @@ extension MediaEngine {
             return  // an empty frame: nothing to send
         }
         publisher.packetsSent[kind] += packets
-        sendSenderReportIfDue(kind, frame: frame)
+        sendSenderReportIfDue(kind, frame: frame, publisher)
         guard let ref = publisher.targetChannel else { return }
         let (byteCount, targetCount) = (frame.byteCount, publisher.targets.count)
         withControl {

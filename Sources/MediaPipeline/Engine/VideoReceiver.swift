@@ -9,7 +9,7 @@
 /// - ``inbox`` (packets in, frames queued, the keyframe bookkeeping both sides need) is a
 ///   ``LockedValue``, taken for a queue operation at a time.
 /// - The decoder and what it reports (size, counts, failure) belong to the engine's render
-///   round, which ``MediaEngine`` runs one at a time (its render lock).
+///   round, which ``MediaEngine`` runs one at a time (its `render` value).
 /// Hence `@unchecked Sendable`: the compiler cannot see the render round's lock, which is the
 /// engine's. (The keyframe request and freeze timing are the control plane's, in ``RemoteUser``.)
 final class VideoReceiver: @unchecked Sendable {
