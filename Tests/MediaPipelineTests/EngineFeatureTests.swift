@@ -2,12 +2,20 @@ import Testing
 
 @testable import MediaPipeline
 
-/// Collects what an audio observer sees.
+/// Collects what an audio observer sees (the last frames it was shown, and counts).
 private final class RecordingObserver: AudioFrameObserver, @unchecked Sendable {
     var remote: [StreamKey: Int] = [:]
     var mixed = 0
-    func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey) { remote[stream, default: 0] += 1 }
-    func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>) { mixed += 1 }
+    var lastRemote: [Int16] = []
+    var lastMixed: [Int16] = []
+    func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey) {
+        remote[stream, default: 0] += 1
+        lastRemote = Array(samples)
+    }
+    func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>) {
+        mixed += 1
+        lastMixed = Array(samples)
+    }
 }
 
 @Suite("Engine: relay, mixes, volume indication, canvases")
@@ -96,6 +104,28 @@ struct EngineFeatureTests {
             let row = (0..<view.width).map { view.y[64 * view.strideY + $0] }
             #expect(row.contains { $0 != CanvasBlack.y })
         }
+    }
+
+    @Test("the audio observer sees each stream's decoded frame and the mix; one stream alone is the mix")
+    func observerFrames() throws {
+        let session = TestSession()
+        let speaker = try session.user()
+        try speaker.join("a", uid: 5)
+        let listener = try session.user()
+        try listener.join("a", uid: 6, options: .subscribeOnly, role: .audience)
+        let observer = RecordingObserver()
+        listener.engine.setAudioFrameObserver(observer)
+        var equalTicks = 0
+        for tick in 0..<30 {
+            try session.run(ticks: 1, publishers: [speaker])
+            // After the fade-in, one stream passes through the mixer bit for bit.
+            guard tick >= 10 else { continue }
+            #expect(observer.lastRemote.count == listener.engine.playoutFrameSampleCount)
+            #expect(observer.lastRemote.contains { $0 != 0 }, "tick \(tick): the stream is silent")
+            if observer.lastRemote == observer.lastMixed { equalTicks += 1 }
+        }
+        #expect(equalTicks == 20)
+        #expect(observer.mixed == 30)
     }
 
     @Test("a channel mix holds that channel's users only; per-user volume scales it")

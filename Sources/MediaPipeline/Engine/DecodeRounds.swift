@@ -10,11 +10,41 @@ struct PlayoutRound {
     var streams: [StreamSlot<AudioReceiver>] = []
     /// Streams that stopped, playing one last frame at gain 0.
     var fading: [(StreamKey, AudioReceiver)] = []
-    /// Decoded frames for the audio observer.
-    var observed: [(StreamKey, UnsafeBufferPointer<Int16>)] = []
+    /// Batches of copies for the audio observer, reused (one per concurrent playout call).
+    var spareObserved: [ObservedAudio] = []
     /// Receiver reports written in the round, sent after the control lock is released.
     var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
     let reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
+}
+
+/// One playout tick's decoded frames, copied for the app's audio observer so that it can run
+/// after the playout round has released its lock. It belongs to the one pull that filled it,
+/// and goes back to the round's spares afterwards, so steady state allocates nothing.
+final class ObservedAudio {
+    private(set) var samples: [Int16] = []
+    private(set) var streams: [(key: StreamKey, range: Range<Int>)] = []
+
+    /// Empties the batch, keeping its storage.
+    func reset() {
+        samples.removeAll(keepingCapacity: true)
+        streams.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds a copy of one stream's frame.
+    func append(_ frame: UnsafeBufferPointer<Int16>, stream key: StreamKey) {
+        let start = samples.count
+        samples.append(contentsOf: frame)
+        streams.append((key, start..<samples.count))
+    }
+
+    /// Hands every stream's frame to `observer`.
+    func deliver(to observer: AudioFrameObserver) {
+        samples.withUnsafeBufferPointer { all in
+            for (key, range) in streams {
+                observer.remoteAudioFrame(UnsafeBufferPointer(rebasing: all[range]), stream: key)
+            }
+        }
+    }
 }
 
 /// What one render round owns: its decode jobs and the streams it reports on. Kept in a

@@ -4,14 +4,14 @@ extension MediaEngine {
 
     /// Produces the next 10 ms of playout: every subscribed, unmuted remote stream of every
     /// joined channel, decoded, gain-adjusted, mixed and limited. The local user's own stream is
-    /// never part of it. Channel mixes and volume indications advance with it. Decoding, the
-    /// final mix and the audio observer run without the engine's control lock; concurrent calls
-    /// play out one after the other.
+    /// never part of it. Channel mixes and volume indications advance with it. Decoding and the
+    /// final mix run without the engine's control lock; concurrent calls play out one after the
+    /// other. The audio observer is called afterwards, with no lock held, on copies.
     /// - Precondition: `output` holds ``playoutFrameSampleCount`` samples.
     /// - Complexity: allocates nothing in steady state.
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
-        let decided: Bool = playout.withLock { round in
+        let (decided, observer, observed) = playout.withLock { round in
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
             let observer: AudioFrameObserver? = control.withLock { plane in
@@ -36,7 +36,8 @@ extension MediaEngine {
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
             round.decode.receivers.removeAll(keepingCapacity: true)
             round.mixInputs.removeAll(keepingCapacity: true)
-            round.observed.removeAll(keepingCapacity: true)
+            let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
+            observed?.reset()
             // ... then, as one input, report and gather the mix in channel and join order.
             let decided: Bool = withControl { plane in
                 let before = plane.actionCount
@@ -62,7 +63,7 @@ extension MediaEngine {
                         else { continue }
                         let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
-                        if observer != nil { round.observed.append((key, samples)) }
+                        observed?.append(samples, stream: key)
                         let input = MixerInput(key: key, samples: samples, gain: volume)
                         round.mixInputs.append(input)
                         if plane.channels[c].mixer != nil { round.channelMixInputs.append(input) }
@@ -83,12 +84,13 @@ extension MediaEngine {
             round.mixInputs.removeAll(keepingCapacity: true)
             for (_, receiver) in round.fading { receiver.release() }
             round.fading.removeAll(keepingCapacity: true)
-            if let observer {
-                for (key, samples) in round.observed { observer.remoteAudioFrame(samples, stream: key) }
-                observer.mixedAudioFrame(UnsafeBufferPointer(output))
-                round.observed.removeAll(keepingCapacity: true)
-            }
-            return decided
+            return (decided, observer, observed)
+        }
+        // The observer runs with no lock held, on copies (another pull may already be decoding).
+        if let observer, let observed {
+            observed.deliver(to: observer)
+            observer.mixedAudioFrame(UnsafeBufferPointer(output))
+            playout.withLock { $0.spareObserved.append(observed) }
         }
         if decided { flushActions() }
     }

@@ -136,8 +136,9 @@ public final class MediaEngine: Sendable {
     }
 
     /// Receives decoded audio before and after mixing (nil to stop). The observer is called on
-    /// the thread that pulls playout, inside its playout round (another ``pullPlayout(into:)``
-    /// waits for it; control calls, packets and rendering do not), with no other lock held.
+    /// the thread that pulls playout, after its playout round, with no lock held: the remote
+    /// frames are copies, the mix is the caller's output. Two threads pulling at once call it
+    /// at once.
     public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { control.withLock { $0.observer = observer } }
 
     // MARK: - Actions
