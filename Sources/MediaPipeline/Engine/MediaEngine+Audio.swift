@@ -40,7 +40,7 @@ extension MediaEngine {
             observed?.reset()
             // ... then, as one input, report and gather the mix in channel and join order.
             let decided: Bool = withControl { plane in
-                let before = plane.actionCount
+                let before = plane.decisions
                 let freeze = Int64(configuration.audioFreezeMs) * 1000
                 var index = 0
                 for c in plane.channels.indices where plane.channels[c].joined {
@@ -72,7 +72,7 @@ extension MediaEngine {
                 }
                 plane.stats.playoutFrames += 1
                 queueReceiverReports(&plane, &round)
-                return plane.actionCount != before
+                return plane.decisions != before
             }
             sendQueuedReports(&round)
             round.streams.removeAll(keepingCapacity: true)

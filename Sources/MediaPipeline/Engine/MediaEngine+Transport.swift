@@ -46,7 +46,11 @@ extension MediaEngine {
 
     func receive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let (request, decided) = withControl { $0.packetArrived(packet, codec.kind, channelId: channelId, from: uid) }
+        let (request, decided) = withControl { plane in
+            let before = plane.decisions
+            let request = plane.packetArrived(packet, codec.kind, channelId: channelId, from: uid)
+            return (request, plane.decisions != before)
+        }
         if let request { sendPictureLoss(request) }
         if decided { flushActions() }
     }

@@ -70,7 +70,7 @@ extension MediaEngine {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
                         let progress = receiver.poll(now: plane.now)
-                        plane.count(progress, c)
+                        plane.channels[c].stats.add(progress)
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
@@ -83,7 +83,7 @@ extension MediaEngine {
             round.decode.jobs.removeAll(keepingCapacity: true)
             // As one input again: report what the decoders did.
             return withControl { plane in
-                let before = plane.actionCount
+                let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
                 for slot in round.streams {
                     let decodedNow = slot.receiver.takeBatchCount()
@@ -99,7 +99,7 @@ extension MediaEngine {
                     }
                 }
                 round.streams.removeAll(keepingCapacity: true)
-                return plane.actionCount != before
+                return plane.decisions != before
             }
         }
         for request in requests { sendPictureLoss(request) }

@@ -119,10 +119,14 @@ public final class MediaEngine: Sendable {
 
     /// Leaves and destroys every channel and releases all codecs. Later calls are refused.
     public func destroy() {
-        let all = control.withLock { $0.channels.map(\.ref) }
-        let objects = handles.withLock { handles in all.compactMap { handles[$0.serial]?.channel } }
-        for channel in objects { channel.destroy() }
-        for ref in all { destroyChannel(ref) }  // channels whose object the app dropped
+        for ref in control.withLock({ $0.channels.map(\.ref) }) {
+            // Through the app's object when it still has one, so its event sequences end too.
+            if let channel = handles.withLock({ $0[ref.serial]?.channel }) {
+                channel.destroy()
+            } else {
+                destroyChannel(ref)
+            }
+        }
         control.withLock {
             $0.destroyed = true
             $0.canvases.removeAll()

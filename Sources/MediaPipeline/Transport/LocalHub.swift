@@ -177,8 +177,7 @@ public final class LocalHub: MediaTransport, Sendable {
                 return []
             }
             member.role = role
-            room.members[uid] = member
-            room.rebuildReceivers()
+            room.members[uid] = member  // the receivers' snapshot holds no role: it stands
             network.rooms[channelId] = room
             let media = member.media
             return announce(room, except: member.endpoint) { endpoint in

@@ -62,37 +62,20 @@ struct RemoteUser {
     /// Whether the user sends `kind` and the local user wants it.
     func wants(_ kind: MediaKind) -> Bool { !muted[kind] && media.contains(kind) }
 
-    /// What one packet's arrival means for the control plane.
-    struct Arrival {
-        /// The stream's state or subscribe state must move (STARTING, SUBSCRIBED).
-        var changesState = false
-        /// A keyframe request to send to the publisher's video stream (already counted as made).
-        var keyframeRequestSSRC: UInt32?
-    }
-
     /// Hands an RTP packet of `kind` to the user's receiver (if subscribed) and counts it in
-    /// `stats`. `mutating` so the packet path runs on the user in place.
-    mutating func receive(
-        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, keyframeRequestIntervalMicroseconds: Int64,
-        stats: inout ChannelStats
-    ) -> Arrival {
-        var arrival = Arrival()
+    /// `stats`. Returns whether the stream's state or subscribe state must move (STARTING,
+    /// SUBSCRIBED). `mutating` so the packet path runs on the user in place.
+    mutating func receive(_ packet: RTPPacket, _ kind: MediaKind, now: Int64, stats: inout ChannelStats) -> Bool {
         if kind == .audio {
-            guard let audio else { return arrival }
+            guard let audio else { return false }
             let (frames, lost) = audio.receive(packet, now: now)
             stats.rxAudioFrames += Int64(frames)
             stats.rxPacketsLost += lost
         } else {
-            guard let video else { return arrival }
-            let progress = video.receive(packet, now: now)
-            stats.rxVideoFrames += Int64(progress.frames)
-            stats.rxPacketsLost += progress.packetsLost
-            stats.videoFramesDroppedBeforeDecode += progress.framesDropped
-            arrival.keyframeRequestSSRC = keyframeRequestDue(now: now, interval: keyframeRequestIntervalMicroseconds)
-            if arrival.keyframeRequestSSRC != nil { stats.keyframeRequestsSent += 1 }
+            guard let video else { return false }
+            stats.add(video.receive(packet, now: now))
         }
-        arrival.changesState = trackers[kind].state == .stopped || subscribe[kind] != .subscribed
-        return arrival
+        return trackers[kind].state == .stopped || subscribe[kind] != .subscribed
     }
 
     /// The sender's SSRC when the video receiver should ask its publisher for a keyframe now:
@@ -176,18 +159,14 @@ struct ChannelState {
 
     /// An RTP packet of `kind` from the user at `u` arrived: counted, and handed to the user's
     /// receiver. `mutating` so the packet path runs on the channel in place.
-    mutating func packetArrived(
-        _ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64, keyframeRequestIntervalMicroseconds: Int64
-    ) -> RemoteUser.Arrival {
+    mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64) -> Bool {
         stats.rxPackets += 1
         if kind == .audio {
             stats.rxAudioBytes += Int64(packet.payloadByteCount)
         } else {
             stats.rxVideoBytes += Int64(packet.payloadByteCount)
         }
-        return users[u].receive(
-            packet, kind, now: now, keyframeRequestIntervalMicroseconds: keyframeRequestIntervalMicroseconds,
-            stats: &stats)
+        return users[u].receive(packet, kind, now: now, stats: &stats)
     }
 
     /// Whether a newly seen user starts muted for `kind`.
@@ -195,8 +174,13 @@ struct ChannelState {
         explicitMute[kind][uid] ?? (allMuted[kind] || defaultMuted[kind] || !options.autoSubscribes(kind))
     }
 
-    /// The position of `uid` in ``users``, if present.
-    func userIndex(_ uid: UInt32) -> Int? { users.firstIndex { $0.uid == uid } }
+    /// The position of `uid` in ``users``, trying `hint` first. Reads the users in place.
+    func userIndex(_ uid: UInt32, hint: Int? = nil) -> Int? {
+        users.withUnsafeBufferPointer { users in
+            if let hint, users.indices.contains(hint), users[hint].uid == uid { return hint }
+            return users.indices.first { users[$0].uid == uid }
+        }
+    }
 
     /// The uids present, in the order they appeared.
     var userOrder: [UInt32] { users.map(\.uid) }
@@ -206,5 +190,14 @@ struct ChannelState {
         var total = stats.videoFrozenMs
         for user in users { if let since = user.videoFrozenSince { total += (now - since) / 1000 } }
         return total
+    }
+}
+
+extension ChannelStats {
+    /// Adds what a video receiver's delivery or poll did.
+    mutating func add(_ progress: VideoReceiver.Progress) {
+        rxVideoFrames += Int64(progress.frames)
+        rxPacketsLost += progress.packetsLost
+        videoFramesDroppedBeforeDecode += progress.framesDropped
     }
 }

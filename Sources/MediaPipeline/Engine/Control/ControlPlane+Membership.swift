@@ -99,7 +99,7 @@ extension ControlPlane {
     mutating func destroyChannel(_ ref: ChannelRef) {
         guard let c = index(ref) else { return }
         if channels[c].joined { try? leave(ref) }
-        removeChannel(ref)
+        channels.remove(at: c)
     }
 
     /// The transport says the connection of `channelId` changed.

@@ -187,15 +187,16 @@ extension ControlPlane {
                 uid: channels[c].users[u].uid, kind: kind, old: old, new: new, elapsedMs: channels[c].elapsedMs(now)))
     }
 
-    /// The sender's SSRC when user `u`'s video receiver should ask its publisher for a keyframe
-    /// now (see ``RemoteUser/keyframeRequestDue(now:interval:)``); counts the request.
-    mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> UInt32? {
+    /// The keyframe request user `u`'s video receiver should send its publisher now, if any
+    /// (see ``RemoteUser/keyframeRequestDue(now:interval:)``); counts the request.
+    mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> PictureLossRequest? {
         guard
             let ssrc = channels[c].users[u].keyframeRequestDue(
                 now: now, interval: keyframeRequestIntervalMicroseconds)
         else { return nil }
         stats.keyframeRequestsSent += 1
         channels[c].stats.keyframeRequestsSent += 1
-        return ssrc
+        return PictureLossRequest(
+            channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid, ssrc: ssrc)
     }
 }

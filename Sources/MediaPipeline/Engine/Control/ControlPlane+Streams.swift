@@ -11,28 +11,14 @@ extension ControlPlane {
     }
 
     /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now``; it goes into the
-    /// user's receiver, whose own lock is taken inside. Returns a keyframe request to send, and
-    /// whether actions were queued.
+    /// user's receiver, whose own lock is taken inside. Returns a keyframe request to send.
     mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
-        -> (request: PictureLossRequest?, decided: Bool)
+        -> PictureLossRequest?
     {
-        guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return (nil, false) }
+        guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
         // In place: the channel and the user are mutated where they lie, never copied.
-        let arrival = channels[c].packetArrived(
-            packet, kind, userAt: u, now: now,
-            keyframeRequestIntervalMicroseconds: keyframeRequestIntervalMicroseconds)
-        if arrival.changesState { mediaArrived(c, u, kind) }
-        guard let ssrc = arrival.keyframeRequestSSRC else { return (nil, arrival.changesState) }
-        stats.keyframeRequestsSent += 1
-        let request = PictureLossRequest(channelId: channelId, localUid: channels[c].uid, publisher: uid, ssrc: ssrc)
-        return (request, arrival.changesState)
-    }
-
-    /// Adds what a video receiver's delivery or poll did to channel `c`'s counters.
-    mutating func count(_ progress: VideoReceiver.Progress, _ c: Int) {
-        channels[c].stats.rxVideoFrames += Int64(progress.frames)
-        channels[c].stats.rxPacketsLost += progress.packetsLost
-        channels[c].stats.videoFramesDroppedBeforeDecode += progress.framesDropped
+        if channels[c].packetArrived(packet, kind, userAt: u, now: now) { mediaArrived(c, u, kind) }
+        return kind == .video ? keyframeRequestDue(c, u) : nil
     }
 
     /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or
@@ -95,9 +81,7 @@ extension ControlPlane {
                 report(c, u, .video, .frozen, .networkCongestion)
             }
         }
-        return keyframeRequestDue(c, u).map {
-            PictureLossRequest(channelId: channels[c].id, localUid: channels[c].uid, publisher: uid, ssrc: $0)
-        }
+        return keyframeRequestDue(c, u)
     }
 
     /// RTCP from `uid` in `channelId`, read by `reader`: the remote user's sender reports go

@@ -31,6 +31,9 @@ struct ControlPlane {
 
     /// Decided and not yet carried out, in decision order.
     private(set) var actions: [EngineAction] = []
+    /// Actions decided so far, held back or not (an input compares it before and after to learn
+    /// whether it decided anything).
+    private(set) var decisions = 0
     /// True while a thread carries out actions.
     private var delivering = false
     /// Subscription decisions not yet told to the transport; those of a channel still joining
@@ -58,11 +61,6 @@ struct ControlPlane {
         return ref
     }
 
-    /// Forgets a channel object (after leaving it).
-    mutating func removeChannel(_ ref: ChannelRef) {
-        channels.removeAll { $0.ref == ref }
-    }
-
     /// The position of the channel object `ref`, if it still exists.
     ///
     /// Lookups on the packet and tick paths read elements through unsafe buffer pointers, which
@@ -77,29 +75,22 @@ struct ControlPlane {
         channels.withUnsafeBufferPointer { all in all.indices.first { all[$0].joined && all[$0].ref.id == channelId } }
     }
 
-    /// The position of user `uid` in channel `c`, if present.
-    func userIndex(_ c: Int, _ uid: UInt32) -> Int? {
-        channels.withUnsafeBufferPointer { all in
-            all[c].users.withUnsafeBufferPointer { users in users.indices.first { users[$0].uid == uid } }
-        }
-    }
-
     /// The position of user `uid` in channel `c`, trying `hint` first (decode rounds remember
     /// where a stream was; users may have come and gone since).
-    func userIndex(_ c: Int, _ uid: UInt32, hint: Int) -> Int? {
-        let hinted = channels.withUnsafeBufferPointer { all in
-            all[c].users.indices.contains(hint) && all[c].users[hint].uid == uid
-        }
-        return hinted ? hint : userIndex(c, uid)
+    func userIndex(_ c: Int, _ uid: UInt32, hint: Int? = nil) -> Int? {
+        channels.withUnsafeBufferPointer { $0[c].userIndex(uid, hint: hint) }
     }
 
     /// The position of `ref`, trying `hint` first (where a decode round saw it).
     func index(_ ref: ChannelRef, hint: Int) -> Int? {
-        channels.indices.contains(hint) && channels[hint].ref == ref ? hint : index(ref)
+        let hinted = channels.withUnsafeBufferPointer { all in all.indices.contains(hint) && all[hint].ref == ref }
+        return hinted ? hint : index(ref)
     }
 
     /// Whether channel object `ref` exists and is joined.
-    func isJoined(_ ref: ChannelRef) -> Bool { index(ref).map { channels[$0].joined } ?? false }
+    func isJoined(_ ref: ChannelRef) -> Bool {
+        channels.withUnsafeBufferPointer { all in all.contains { $0.ref.serial == ref.serial && $0.joined } }
+    }
 
     /// The position of `ref`, or the error an API call on it gets.
     func usable(_ ref: ChannelRef) throws -> Int {
@@ -108,14 +99,12 @@ struct ControlPlane {
         return c
     }
 
-    /// A copy of channel `ref`'s state, if it exists (for the app's reads).
-    func channel(_ ref: ChannelRef) -> ChannelState? { index(ref).map { channels[$0] } }
-
     // MARK: - Actions
 
     /// Queues `event` for channel `c`. Events of a channel that is still joining wait until
     /// its join success has been reported.
     mutating func emit(_ c: Int, _ event: ChannelEvent) {
+        decisions += 1
         if channels[c].joining {
             channels[c].deferred.append(event)
         } else {
@@ -124,7 +113,10 @@ struct ControlPlane {
     }
 
     /// Queues `event` for channel `c` now, even while it joins.
-    mutating func emitNow(_ c: Int, _ event: ChannelEvent) { actions.append(.event(channels[c].ref, event)) }
+    mutating func emitNow(_ c: Int, _ event: ChannelEvent) {
+        decisions += 1
+        actions.append(.event(channels[c].ref, event))
+    }
 
     /// Reports a connection state change of channel `c` at once (not held back while joining).
     mutating func setConnection(_ c: Int, _ connection: ConnectionState, _ reason: ConnectionChangedReason) {
@@ -134,19 +126,21 @@ struct ControlPlane {
     }
 
     /// Queues a transport call.
-    mutating func signal(_ command: TransportCommand) { actions.append(.transport(command)) }
+    mutating func signal(_ command: TransportCommand) {
+        decisions += 1
+        actions.append(.transport(command))
+    }
 
     /// Queues a line for the log that no event carries.
-    mutating func warn(_ message: String, channelId: String) { actions.append(.warning(message, channelId: channelId)) }
+    mutating func warn(_ message: String, channelId: String) {
+        decisions += 1
+        actions.append(.warning(message, channelId: channelId))
+    }
 
     /// Queues a subscription decision for the transport.
     mutating func subscriptionChanged(_ c: Int, publisher: UInt32, _ kind: MediaKind, subscribed: Bool) {
         subscriptionChanges.append((channels[c].ref, publisher, kind, subscribed))
     }
-
-    /// The number of actions queued so far (an input compares it before and after to learn
-    /// whether it decided anything).
-    var actionCount: Int { actions.count + channels.reduce(0) { $0 + $1.deferred.count } }
 
     /// Hands the queued actions to the calling thread if no other thread is carrying actions out
     /// (it must then call again when done, until this returns nil); nil otherwise, or when
