@@ -125,6 +125,10 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
         hub.sendRTCP(bytes, channelId: channelId, from: uid, to: recipient)
     }
 
+    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
+        hub.resend(packet, channelId: channelId, from: uid, to: recipient)
+    }
+
     public func setSubscribed(
         _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
     ) {

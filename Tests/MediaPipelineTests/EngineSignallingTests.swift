@@ -114,7 +114,8 @@ struct EngineSignallingTests {
         let reordered = try user.channel("a").statistics
         #expect(reordered.rxAudioFrames - doubled.rxAudioFrames == 4)
         #expect(reordered.rxPacketsLost == 0)
-        // Drop one video packet: the loss is seen and a keyframe asked for.
+        // Drop one video packet: the loss is seen, the packet asked for (NACK) and resent, and
+        // no keyframe is needed.
         let dropped = LockedValue(false)
         scripted.scriptPackets { packet, _, _ in
             guard packet.header.payloadType == RTPPayloadType.vp8 else { return .deliver }
@@ -126,8 +127,10 @@ struct EngineSignallingTests {
         try session.run(ticks: 40, video: true, publishers: [host])
         #expect(dropped.withLock { $0 })
         let after = try user.channel("a").statistics
-        #expect(after.rxPacketsLost >= 1)
-        #expect(after.keyframeRequestsSent >= 1)
+        #expect(after.nacksSent == 1)
+        #expect(host.engine.statistics.packetsRetransmitted == 1)
+        #expect(after.rxPacketsLost == 0 && after.videoFramesDroppedBeforeDecode == 0)
+        #expect(after.keyframeRequestsSent == 0)
         #expect(user.logs["a"]!.remoteStates(1, .video).last?.0 == .decoding)
     }
 }

@@ -179,6 +179,49 @@ struct RTCPTests {
             try (sdes + pli).withUnsafeBytes { try RTCPCompound.parse($0) }.first == .other(packetType: 202, format: 1))
     }
 
+    @Test("NACKs written in recycled storage match RFC 4585's layout; XR RRTR and DLRR follow RFC 3611")
+    func feedbackWriters() throws {
+        let recycler = ByteRecycler(slotCount: 2, capacity: 64)
+        // The same numbers as the hand-checked NACK above, in the order a tracker gives them.
+        let lost: [UInt16] = [65535, 0, 100, 101, 103, 117]
+        let nack = lost.withUnsafeBufferPointer {
+            RTCPCompound.nack(senderSSRC: 1, mediaSSRC: 2, lost: $0, in: recycler)
+        }
+        #expect(
+            nack == [0x81, 205, 0, 5, 0, 0, 0, 1, 0, 0, 0, 2, 0xFF, 0xFF, 0, 1, 0, 100, 0x00, 0x05, 0, 117, 0, 0])
+        #expect(
+            try nack.withUnsafeBytes { try RTCPCompound.parse($0) }
+                == [.nack(senderSSRC: 1, mediaSSRC: 2, lostSequenceNumbers: lost)])
+        // RRTR: BT 4, length 2, then the NTP time (RFC 3611 4.4), after the receiver report.
+        let report = RTCPCompound.receiverReport(
+            ssrc: 6, nil, nil, referenceTime: 0x0102_0304_0506_0708, in: recycler)
+        #expect(
+            report == [0x80, 201, 0, 1, 0, 0, 0, 6, 0x80, 207, 0, 4, 0, 0, 0, 6, 4, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8])
+        // DLRR: BT 5, length 3 per receiver, then SSRC, LRR, DLRR (RFC 3611 4.5).
+        let answer = RTCPCompound.delaySinceLastReceiverReport(
+            ssrc: 9, .init(ssrc: 6, lastReceiverReport: 0x0304_0506, delay: 0x10000), in: recycler)
+        #expect(answer == [0x80, 207, 0, 5, 0, 0, 0, 9, 5, 0, 0, 3, 0, 0, 0, 6, 3, 4, 5, 6, 0, 1, 0, 0])
+        let messages: [RTCPPacket] = [
+            .receiverReport(ssrc: 6, reports: []),
+            .extendedReport(
+                senderSSRC: 6, receiverReferenceTime: 0x0102_0304_0506_0708, delaySinceLastReceiverReports: []),
+        ]
+        #expect(try report.withUnsafeBytes { try RTCPCompound.parse($0) } == messages)
+        let both = RTCPPacket.extendedReport(
+            senderSSRC: 9, receiverReferenceTime: 7,
+            delaySinceLastReceiverReports: [
+                .init(ssrc: 6, lastReceiverReport: 1, delay: 2), .init(ssrc: 8, lastReceiverReport: 3, delay: 4),
+            ])
+        #expect(try RTCPCompound.serialize([both]).withUnsafeBytes { try RTCPCompound.parse($0) } == [both])
+        // An XR block of an unknown type is read past; one longer than its message is an error.
+        let unknown: [UInt8] = [0x80, 207, 0, 3, 0, 0, 0, 9, 42, 0, 0, 1, 0, 0, 0, 0]
+        #expect(
+            try unknown.withUnsafeBytes { try RTCPCompound.parse($0) }
+                == [.extendedReport(senderSSRC: 9, receiverReferenceTime: nil, delaySinceLastReceiverReports: [])])
+        let overlong: [UInt8] = [0x80, 207, 0, 2, 0, 0, 0, 9, 4, 0, 0, 2]
+        #expect(throws: MediaError.self) { try overlong.withUnsafeBytes { try RTCPCompound.parse($0) } }
+    }
+
     @Test("truncated or inconsistent RTCP is a typed error")
     func broken() {
         let report = RTCPCompound.serialize([

@@ -36,8 +36,14 @@ public struct EngineConfiguration: Sendable {
     /// Remote audio gaps up to this long are filled with Opus loss concealment.
     public var audioConcealMs = 100
     /// How long a missing video packet may hold later frames back before the frames behind it
-    /// are handed on as following a gap (a reordered packet arrives within this time).
+    /// are handed on as following a gap (a reordered packet arrives within this time). With
+    /// ``videoRetransmission`` the wait grows with the round trip and jitter (up to 1 s), so
+    /// that retransmissions can fill the gap.
     public var videoReorderWaitMs = 50
+    /// Whether lost video packets are asked for again (RTCP generic NACK, RFC 4585) and the
+    /// publisher resends them from its packet history; a keyframe is requested only when a gap
+    /// cannot be filled in time.
+    public var videoRetransmission = true
     /// Fixes the engine's random choices (SSRCs, first sequence numbers and timestamps) for a
     /// reproducible session; nil draws them from the system's generator.
     public var randomSeed: UInt64?
@@ -61,6 +67,8 @@ public struct EngineStatistics: Sendable, Equatable {
     public var audioFramesSent: Int64 = 0, videoFramesSent: Int64 = 0
     /// Keyframe requests (RTCP PLI or FIR) received as a publisher, and keyframes forced because of them.
     public var keyframeRequestsReceived: Int64 = 0, keyframesForced: Int64 = 0
+    /// Video packets sent again because a subscriber asked (RTCP NACK), and their payload bytes.
+    public var packetsRetransmitted: Int64 = 0, bytesRetransmitted: Int64 = 0
     /// Keyframe requests sent as a subscriber (RTCP PLI).
     public var keyframeRequestsSent: Int64 = 0
     /// Decoders alive now.

@@ -225,6 +225,9 @@ public struct ChannelStats: Sendable, Equatable {
     public var videoFramesDroppedBeforeDecode: Int64 = 0
     /// Keyframe requests (RTCP PLI) sent to remote users in this channel.
     public var keyframeRequestsSent: Int64 = 0
+    /// NACKs (RTCP generic NACK) sent to remote users in this channel, asking for lost video
+    /// packets again.
+    public var nacksSent: Int64 = 0
     /// Milliseconds remote video spent FROZEN, summed over users (a freeze still going counts up
     /// to the moment the statistics are read).
     public var videoFrozenMs: Int64 = 0

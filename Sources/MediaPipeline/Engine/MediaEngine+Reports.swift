@@ -20,8 +20,12 @@ extension MediaEngine {
                 let audio = user.audio?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 guard audio != nil || video != nil else { continue }
+                // With a reference time, so the publisher's answer tells this receiver the round
+                // trip its NACKs need.
                 let report = RTCPCompound.receiverReport(
-                    ssrc: rtp.feedbackSSRC, audio, video, in: round.reportRecycler)
+                    ssrc: rtp.feedbackSSRC, audio, video,
+                    referenceTime: video != nil && configuration.videoRetransmission
+                        ? NTPTime.timestamp(microseconds: now) : nil, in: round.reportRecycler)
                 round.reportOutbox.append((report, channelId, localUid, user.uid))
             }
         }
@@ -63,8 +67,19 @@ extension MediaEngine {
 struct FeedbackReader: RTCPVisitor {
     let audioSSRC: UInt32
     let videoSSRC: UInt32
+    /// The local user's RTCP SSRC as a receiver: DLRR answers addressed to it.
+    let feedbackSSRC: UInt32
     let nowMicroseconds: Int64
     var keyframeWanted = false
+    /// Whether a NACK asks for packets of the local video.
+    var nackForVideo = false
+    /// A receiver reference time (RRTR) to answer: the reporter's SSRC and NTP time.
+    var receiverReferenceTime: (UInt32, UInt64)?
+    /// The round trip to the sender of this feedback as a publisher, from its DLRR answer to
+    /// the local user's reference time.
+    var roundTripToPublisherMicroseconds: Int64?
+    /// The sender of the XR being read.
+    var extendedReportSSRC: UInt32 = 0
     /// Up to two sender reports (a user's audio and video): (SSRC, NTP time).
     var senderReports: (first: (UInt32, UInt64)?, second: (UInt32, UInt64)?) = (nil, nil)
     /// The last round trip reported on one of this engine's streams, and the worst loss fraction.
@@ -87,6 +102,25 @@ struct FeedbackReader: RTCPVisitor {
             roundTripMicroseconds = roundTrip
         }
         fractionLost = max(fractionLost ?? 0, block.fractionLost)  // the worse of the user's streams
+    }
+
+    mutating func nack(senderSSRC: UInt32, mediaSSRC: UInt32) {
+        if mediaSSRC == videoSSRC { nackForVideo = true }
+    }
+
+    mutating func extendedReport(ssrc: UInt32) { extendedReportSSRC = ssrc }
+
+    mutating func receiverReferenceTime(ntpTimestamp: UInt64) {
+        receiverReferenceTime = (extendedReportSSRC, ntpTimestamp)
+    }
+
+    mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) {
+        guard item.ssrc == feedbackSSRC, item.lastReceiverReport != 0 else { return }
+        let block = RTCPReportBlock(
+            ssrc: item.ssrc, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0, jitter: 0,
+            lastSenderReport: item.lastReceiverReport, delaySinceLastSenderReport: item.delay)
+        // The same arithmetic as a report block's: now - LRR - DLRR.
+        roundTripToPublisherMicroseconds = NTPTime.roundTripMicroseconds(block, nowMicroseconds: nowMicroseconds)
     }
 
     mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {

@@ -51,29 +51,54 @@ extension MediaEngine {
             let request = plane.packetArrived(packet, codec.kind, channelId: channelId, from: uid)
             return (request, plane.decisions != before)
         }
-        if let request { sendPictureLoss(request) }
+        if let request { sendFeedback(request) }
         if decided { flushActions() }
     }
 
-    /// Asks a publisher for a keyframe of its stream with an RTCP PLI.
-    func sendPictureLoss(_ request: ControlPlane.PictureLossRequest) {
+    /// Sends a receiver's feedback to a publisher: its NACK, and a keyframe request (RTCP PLI).
+    func sendFeedback(_ request: ControlPlane.FeedbackRequest) {
+        if let nack = request.nack {
+            transport.sendRTCP(nack, channelId: request.channelId, from: request.localUid, to: request.publisher)
+        }
+        guard let ssrc = request.pictureLossSSRC else { return }
         configuration.logger.debug(
             "keyframe request (PLI) to user \(request.publisher)",
-            metadata: ["channel": "\(request.channelId)", "ssrc": "\(request.ssrc)"])
-        let message = RTCPCompound.serialize([
-            .pictureLossIndication(senderSSRC: rtp.feedbackSSRC, mediaSSRC: request.ssrc)
-        ])
+            metadata: ["channel": "\(request.channelId)", "ssrc": "\(ssrc)"])
+        let message = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: rtp.feedbackSSRC, mediaSSRC: ssrc)])
         transport.sendRTCP(message, channelId: request.channelId, from: request.localUid, to: request.publisher)
     }
 
     func receiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
-        var reader = FeedbackReader(audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, nowMicroseconds: now)
+        let now = self.now
+        var reader = FeedbackReader(
+            audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, feedbackSSRC: rtp.feedbackSSRC, nowMicroseconds: now)
         // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
         guard (try? bytes.withUnsafeBytes({ try RTCPCompound.visit($0, &reader) })) != nil else { return }
         if reader.keyframeWanted {
             configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         }
-        withControl { $0.feedbackArrived(reader, channelId: channelId, from: uid) }
+        let localUid = withControl { plane in
+            plane.feedbackArrived(reader, channelId: channelId, from: uid)
+            return plane.localUid(in: channelId)
+        }
+        if let roundTrip = reader.roundTripMicroseconds {
+            retransmitter.withLock { $0.roundTripMicroseconds = max(1_000, roundTrip) }
+        }
+        guard let localUid else { return }
+        if let (ssrc, referenceTime) = reader.receiverReferenceTime {
+            // Answered at once (DLRR 0), so the receiver measures its round trip to us.
+            let item = RTCPPacket.DLRRItem(
+                ssrc: ssrc, lastReceiverReport: UInt32(truncatingIfNeeded: referenceTime >> 16), delay: 0)
+            let answer = retransmitter.withLock {
+                RTCPCompound.delaySinceLastReceiverReport(ssrc: rtp.videoSSRC, item, in: $0.replies)
+            }
+            transport.sendRTCP(answer, channelId: channelId, from: localUid, to: uid)
+        }
+        if reader.nackForVideo {
+            var responder = NackResponder(
+                engine: self, channelId: channelId, localUid: localUid, subscriber: uid, nowMicroseconds: now)
+            _ = try? bytes.withUnsafeBytes { try RTCPCompound.visit($0, &responder) }
+        }
     }
 
     /// The transport says the connection of `channelId` changed: reported as Agora's

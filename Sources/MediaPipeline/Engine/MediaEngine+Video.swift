@@ -60,7 +60,7 @@ extension MediaEngine {
     /// one. Decoding runs without the engine's control lock: control calls, statistics and
     /// packet arrival go on meanwhile. Concurrent calls render one after the other.
     public func renderVideo() {
-        var requests: [ControlPlane.PictureLossRequest] = []
+        var requests: [ControlPlane.FeedbackRequest] = []
         let decided: Bool = render.withLock { round in
             // Under the control lock: give up on overdue packets and take the streams to decode.
             withControl { plane in
@@ -71,6 +71,9 @@ extension MediaEngine {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
                         let progress = receiver.poll(now: plane.now)
                         plane.channels[c].stats.add(progress)
+                        if let nack = progress.nack, let request = plane.feedbackDue(c, u, nack: nack) {
+                            requests.append(request)
+                        }
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
@@ -102,7 +105,7 @@ extension MediaEngine {
                 return plane.decisions != before
             }
         }
-        for request in requests { sendPictureLoss(request) }
+        for request in requests { sendFeedback(request) }
         if decided { flushActions() }
     }
 }

@@ -44,6 +44,9 @@ public final class MediaEngine: Sendable {
     let playout: LockedValue<PlayoutRound>
     /// The render round's state: render rounds take turns on it.
     let render = LockedValue(RenderRound())
+    /// The local video's packet history and what answering NACKs needs. A leaf lock: nothing
+    /// is called while it is held.
+    let retransmitter = LockedValue(Retransmitter())
     /// Samples in one playout frame, per channel.
     let playoutSamplesPerChannel: Int
 
@@ -67,8 +70,8 @@ public final class MediaEngine: Sendable {
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
         playout = LockedValue(PlayoutRound(mixer: mixer))
         playoutSamplesPerChannel = mixer.samplesPerChannel
-        control = LockedValue(ControlPlane(configuration: configuration))
         rtp = RTPIdentity(seed: configuration.randomSeed)
+        control = LockedValue(ControlPlane(configuration: configuration, feedbackSSRC: rtp.feedbackSSRC))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
@@ -136,7 +139,12 @@ public final class MediaEngine: Sendable {
 
     /// The engine's counters.
     public var statistics: EngineStatistics {
-        control.withLock { $0.statistics }
+        var statistics = control.withLock { $0.statistics }
+        retransmitter.withLock {
+            statistics.packetsRetransmitted = $0.history.packetsRetransmitted
+            statistics.bytesRetransmitted = $0.history.bytesRetransmitted
+        }
+        return statistics
     }
 
     /// Receives decoded audio before and after mixing (nil to stop). The observer is called on

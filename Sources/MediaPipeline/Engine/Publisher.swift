@@ -152,10 +152,14 @@ extension MediaEngine {
         guard !publisher.targets.isEmpty else { return }
         let kind = frame.codec.kind
         var packets: Int64 = 0
+        let keepsHistory = kind == .video && configuration.videoRetransmission
+        let now = self.now
         do {
             try publisher.packetize(frame) { packet in
                 packets += 1
                 publisher.payloadBytesSent[kind] += Int64(packet.payloadByteCount)
+                // Kept before it leaves: a NACK may come back before the next packet is sent.
+                if keepsHistory { retransmitter.withLock { $0.history.store(packet, now: now) } }
                 for target in publisher.targets {
                     transport.send(packet, channelId: target.channelId, from: target.uid)
                 }

@@ -116,6 +116,40 @@ public enum RTCPCompound {
                 visitor.fullIntraRequestEntry(
                     RTCPPacket.FullIntraRequestEntry(ssrc: body.uint32(at: entry), sequenceNumber: body[entry + 4]))
             }
+        case RTCPPacket.PacketType.extendedReport:
+            try need(4, "extended report")
+            visitor.extendedReport(ssrc: body.uint32(at: 0))
+            var at = 4
+            while at < body.count {
+                try need(at + 4, "extended report block header at byte \(at)")
+                let blockType = body[at]
+                let blockBytes = 4 + Int(body.uint16(at: at + 2)) * 4
+                try need(
+                    at + blockBytes, "extended report block (type \(blockType)) of \(blockBytes) bytes at byte \(at)")
+                switch blockType {
+                case 4:
+                    guard blockBytes == 12 else {
+                        throw MediaError.invalidFormat(
+                            "XR receiver reference time block of \(blockBytes) bytes; it has 12")
+                    }
+                    visitor.receiverReferenceTime(
+                        ntpTimestamp: UInt64(body.uint32(at: at + 4)) << 32 | UInt64(body.uint32(at: at + 8)))
+                case 5:
+                    guard (blockBytes - 4) % 12 == 0 else {
+                        throw MediaError.invalidFormat(
+                            "XR DLRR block has \(blockBytes - 4) bytes of sub-blocks, not a multiple of 12")
+                    }
+                    for item in stride(from: at + 4, to: at + blockBytes, by: 12) {
+                        visitor.delaySinceLastReceiverReport(
+                            RTCPPacket.DLRRItem(
+                                ssrc: body.uint32(at: item), lastReceiverReport: body.uint32(at: item + 4),
+                                delay: body.uint32(at: item + 8)))
+                    }
+                default:
+                    break  // a block type this library does not use
+                }
+                at += blockBytes
+            }
         default:
             visitor.other(packetType: type, format: UInt8(count))
         }
@@ -129,6 +163,8 @@ public enum RTCPCompound {
         private var blocks: [RTCPReportBlock] = []
         private var lostNumbers: [UInt16] = []
         private var entries: [RTCPPacket.FullIntraRequestEntry] = []
+        private var referenceTime: UInt64?
+        private var dlrr: [RTCPPacket.DLRRItem] = []
 
         mutating func senderReport(
             ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32
@@ -151,6 +187,11 @@ public enum RTCPCompound {
             pending = .fullIntraRequest(senderSSRC: senderSSRC, entries: [])
         }
         mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) { entries.append(entry) }
+        mutating func extendedReport(ssrc: UInt32) {
+            pending = .extendedReport(senderSSRC: ssrc, receiverReferenceTime: nil, delaySinceLastReceiverReports: [])
+        }
+        mutating func receiverReferenceTime(ntpTimestamp: UInt64) { referenceTime = ntpTimestamp }
+        mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) { dlrr.append(item) }
         mutating func other(packetType: UInt8, format: UInt8) {
             pending = .other(packetType: packetType, format: format)
         }
@@ -168,12 +209,18 @@ public enum RTCPCompound {
                 packets.append(.nack(senderSSRC: sender, mediaSSRC: media, lostSequenceNumbers: lostNumbers))
             case .fullIntraRequest(let sender, _):
                 packets.append(.fullIntraRequest(senderSSRC: sender, entries: entries))
+            case .extendedReport(let sender, _, _):
+                packets.append(
+                    .extendedReport(
+                        senderSSRC: sender, receiverReferenceTime: referenceTime, delaySinceLastReceiverReports: dlrr))
             default: packets.append(message)
             }
             pending = nil
             blocks = []
             lostNumbers = []
             entries = []
+            referenceTime = nil
+            dlrr = []
         }
     }
 
@@ -230,6 +277,23 @@ public enum RTCPCompound {
                 appendUInt32(entry.ssrc, to: &out)
                 out.append(entry.sequenceNumber)
                 out.append(contentsOf: [0, 0, 0])
+            }
+        case .extendedReport(let sender, let referenceTime, let items):
+            let blockBytes = (referenceTime == nil ? 0 : 12) + (items.isEmpty ? 0 : 4 + items.count * 12)
+            header(0, RTCPPacket.PacketType.extendedReport, bodyBytes: 4 + blockBytes)
+            appendUInt32(sender, to: &out)
+            if let referenceTime {
+                appendUInt32(4 << 24 | 2, to: &out)  // BT 4, reserved, length 2
+                appendUInt32(UInt32(truncatingIfNeeded: referenceTime >> 32), to: &out)
+                appendUInt32(UInt32(truncatingIfNeeded: referenceTime), to: &out)
+            }
+            if !items.isEmpty {
+                appendUInt32(5 << 24 | UInt32(items.count * 3), to: &out)  // BT 5, reserved, length
+                for item in items {
+                    appendUInt32(item.ssrc, to: &out)
+                    appendUInt32(item.lastReceiverReport, to: &out)
+                    appendUInt32(item.delay, to: &out)
+                }
             }
         case .other:
             preconditionFailure("an RTCP message of an unknown type cannot be written")
@@ -297,12 +361,25 @@ extension RTCPCompound {
     }
 
     /// A receiver report from `ssrc` with up to two report blocks (a user's audio and video),
-    /// written into `recycler`'s storage.
+    /// followed by an XR receiver reference time (RFC 3611 4.4) of `ntpTimestamp` when one is
+    /// given (so that a receive-only endpoint learns its round trip), written into `recycler`'s
+    /// storage.
     static func receiverReport(
-        ssrc: UInt32, _ first: RTCPReportBlock?, _ second: RTCPReportBlock?, in recycler: ByteRecycler
+        ssrc: UInt32, _ first: RTCPReportBlock?, _ second: RTCPReportBlock?, referenceTime ntpTimestamp: UInt64? = nil,
+        in recycler: ByteRecycler
     ) -> [UInt8] {
         let count = (first == nil ? 0 : 1) + (second == nil ? 0 : 1)
-        return recycler.bytes(count: 8 + count * 24) { out in
+        let reportBytes = 8 + count * 24
+        return recycler.bytes(count: reportBytes + (ntpTimestamp == nil ? 0 : 20)) { out in
+            if let ntpTimestamp {
+                out[reportBytes] = 0x80
+                out[reportBytes + 1] = RTCPPacket.PacketType.extendedReport
+                out.put(UInt16(4), at: reportBytes + 2)
+                out.put(ssrc, at: reportBytes + 4)
+                out.put(UInt32(4 << 24 | 2), at: reportBytes + 8)
+                out.put(UInt32(truncatingIfNeeded: ntpTimestamp >> 32), at: reportBytes + 12)
+                out.put(UInt32(truncatingIfNeeded: ntpTimestamp), at: reportBytes + 16)
+            }
             out[0] = 0x80 | UInt8(count)
             out[1] = RTCPPacket.PacketType.receiverReport
             out.put(UInt16(1 + count * 6), at: 2)
@@ -321,6 +398,58 @@ extension RTCPCompound {
             }
             write(first)
             write(second)
+        }
+    }
+
+    /// An XR with one DLRR sub-block (RFC 3611 4.5) from `ssrc`: the answer to `item.ssrc`'s
+    /// receiver reference time, written into `recycler`'s storage.
+    static func delaySinceLastReceiverReport(ssrc: UInt32, _ item: RTCPPacket.DLRRItem, in recycler: ByteRecycler)
+        -> [UInt8]
+    {
+        recycler.bytes(count: 24) { out in
+            out[0] = 0x80
+            out[1] = RTCPPacket.PacketType.extendedReport
+            out.put(UInt16(5), at: 2)
+            out.put(ssrc, at: 4)
+            out.put(UInt32(5 << 24 | 3), at: 8)
+            out.put(item.ssrc, at: 12)
+            out.put(item.lastReceiverReport, at: 16)
+            out.put(item.delay, at: 20)
+        }
+    }
+
+    /// A generic NACK (RFC 4585 6.2.1) from `senderSSRC` for `mediaSSRC`'s packets `lost`
+    /// (in ascending wrap-aware order, as a ``NackTracker`` gives them), written into
+    /// `recycler`'s storage. Each 4-byte entry covers a packet and the 16 after it.
+    static func nack(
+        senderSSRC: UInt32, mediaSSRC: UInt32, lost: UnsafeBufferPointer<UInt16>, in recycler: ByteRecycler
+    ) -> [UInt8] {
+        var entries = 0
+        var base: UInt16 = 0
+        for (index, number) in lost.enumerated() where index == 0 || number &- base > 16 {
+            entries += 1
+            base = number
+        }
+        return recycler.bytes(count: 12 + entries * 4) { out in
+            out[0] = 0x81
+            out[1] = RTCPPacket.PacketType.transportFeedback
+            out.put(UInt16(2 + entries), at: 2)
+            out.put(senderSSRC, at: 4)
+            out.put(mediaSSRC, at: 8)
+            var offset = 8
+            var bitmask: UInt16 = 0
+            for (index, number) in lost.enumerated() {
+                if index > 0, number &- base <= 16 {
+                    if number != base { bitmask |= 1 << (number &- base &- 1) }
+                    continue
+                }
+                if index > 0 { out.put(bitmask, at: offset + 2) }
+                offset += 4
+                base = number
+                bitmask = 0
+                out.put(number, at: offset)
+            }
+            if !lost.isEmpty { out.put(bitmask, at: offset + 2) }
         }
     }
 }

@@ -50,8 +50,30 @@ public enum RTCPPacket: Sendable, Equatable {
     /// FIR (PSFB PT 206, FMT 4, RFC 5104 section 4.3.1): each entry asks `ssrc` for a keyframe;
     /// the sequence number tells a new request from a repeated one.
     case fullIntraRequest(senderSSRC: UInt32, entries: [FullIntraRequestEntry])
+    /// XR (PT 207, RFC 3611) with the blocks a receive-only endpoint needs for its round trip:
+    /// a receiver reference time (RRTR, block type 4: the reporter's NTP clock) and the
+    /// answers to earlier ones (DLRR, block type 5). Blocks of other types are read past.
+    case extendedReport(
+        senderSSRC: UInt32, receiverReferenceTime: UInt64?, delaySinceLastReceiverReports: [DLRRItem])
     /// A message this library reads past (SDES, APP, other feedback), kept by its type and format.
     case other(packetType: UInt8, format: UInt8)
+
+    /// One DLRR sub-block (RFC 3611 section 4.5): the answer to `ssrc`'s last receiver
+    /// reference time report.
+    public struct DLRRItem: Sendable, Equatable {
+        /// The receiver whose RRTR this answers.
+        public var ssrc: UInt32
+        /// LRR: the middle 32 bits of that RRTR's NTP timestamp.
+        public var lastReceiverReport: UInt32
+        /// DLRR: time between receiving it and sending this, in units of 1/65536 s.
+        public var delay: UInt32
+        /// A sub-block with every field given.
+        public init(ssrc: UInt32, lastReceiverReport: UInt32, delay: UInt32) {
+            self.ssrc = ssrc
+            self.lastReceiverReport = lastReceiverReport
+            self.delay = delay
+        }
+    }
 
     /// One FIR request.
     public struct FullIntraRequestEntry: Sendable, Equatable {
@@ -74,5 +96,6 @@ public enum RTCPPacket: Sendable, Equatable {
         static let bye: UInt8 = 203
         static let transportFeedback: UInt8 = 205
         static let payloadFeedback: UInt8 = 206
+        static let extendedReport: UInt8 = 207
     }
 }

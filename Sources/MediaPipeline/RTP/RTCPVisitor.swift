@@ -21,6 +21,12 @@ protocol RTCPVisitor {
     mutating func fullIntraRequest(senderSSRC: UInt32)
     /// One entry of the current full intra request.
     mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry)
+    /// An extended report (XR) from `ssrc`; its blocks follow.
+    mutating func extendedReport(ssrc: UInt32)
+    /// An RRTR block of the current XR: the reporter's NTP clock when it sent it.
+    mutating func receiverReferenceTime(ntpTimestamp: UInt64)
+    /// One DLRR sub-block of the current XR.
+    mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem)
     /// A message of another type.
     mutating func other(packetType: UInt8, format: UInt8)
     /// The current message is over.
@@ -39,6 +45,9 @@ extension RTCPVisitor {
     mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {}
     mutating func fullIntraRequest(senderSSRC: UInt32) {}
     mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) {}
+    mutating func extendedReport(ssrc: UInt32) {}
+    mutating func receiverReferenceTime(ntpTimestamp: UInt64) {}
+    mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) {}
     mutating func other(packetType: UInt8, format: UInt8) {}
     mutating func endOfMessage() {}
 }

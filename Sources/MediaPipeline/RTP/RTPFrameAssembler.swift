@@ -81,15 +81,24 @@ struct RTPFrameAssembler {
     }
 
     /// Takes `packet`, arrived at clock time `now`; the frames it completes come from
-    /// ``next(now:)``.
-    mutating func insert(_ packet: RTPPacket, now: Int64) {
+    /// ``next(now:)``. Returns the packet's unwrapped sequence number.
+    @discardableResult
+    mutating func insert(_ packet: RTPPacket, now: Int64) -> Int64 {
         let sequence = sequences.unwrap(packet.header.sequenceNumber)
         let timestamp = timestamps.unwrap(packet.header.timestamp)
         if firstTimestamp == nil { firstTimestamp = timestamp }
         if codec == .opus {
             insertAudio(packet, sequence: sequence, timestamp: timestamp)
-            return
+            return sequence
         }
+        insertVideo(packet, sequence: sequence, timestamp: timestamp)
+        return sequence
+    }
+
+    /// The first sequence number not yet handed out or given up (video), if any packet came.
+    var firstPending: Int64? { next }
+
+    private mutating func insertVideo(_ packet: RTPPacket, sequence: Int64, timestamp: Int64) {
         if let next, sequence < next {
             guard next - sequence > Int64(Self.capacity) else {
                 packetsLate += 1

@@ -252,6 +252,27 @@ public final class LocalHub: MediaTransport, Sendable {
         network.withLock { $0.packetsForwarded += delivered }
     }
 
+    /// Carries a retransmission from `uid` to `recipient` only, across their link, if the
+    /// recipient still receives that stream.
+    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+        let (target, hasLinks, hasHeld) = network.withLock { network -> (TransportEndpoint?, Bool, Bool) in
+            guard let room = network.rooms[channelId], let member = room.members[recipient], member.receivesMedia,
+                !member.unsubscribed.contains(Member.streamKey(uid, codec.kind))
+            else { return (nil, false, !network.held.isEmpty) }
+            return (member.endpoint, !network.links.isEmpty, !network.held.isEmpty)
+        }
+        if hasHeld { deliverDue() }
+        guard let target else { return }
+        var copies = 1
+        if hasLinks {
+            let key = LinkKey(channelId: channelId, publisher: uid, receiver: recipient)
+            copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: target, from: uid)
+        }
+        for _ in 0..<copies { target.transportReceive(packet, channelId: channelId, from: uid) }
+        network.withLock { $0.packetsForwarded += Int64(copies) }
+    }
+
     /// Carries RTCP from `uid` to `recipient`; recipient 0 means every other member receiving
     /// media in the channel (a sender report). Feedback to a publisher crosses the link of the
     /// media it is about the other way; a sender report goes the media's way.

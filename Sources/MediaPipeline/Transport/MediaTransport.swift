@@ -44,6 +44,9 @@ public protocol MediaTransport: AnyObject, Sendable {
     /// Forwards the RTP `packet` from `uid` to every other media-receiving member of
     /// `channelId` subscribed to it, except members behind the same endpoint as the sender.
     func send(_ packet: RTPPacket, channelId: String, from uid: UInt32)
+    /// Carries the RTP `packet` from `uid` to `recipient` alone in `channelId`: a
+    /// retransmission that `recipient` asked for with a NACK (the other subscribers have it).
+    func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32)
     /// Carries the RTCP compound packet `bytes` from `uid` to `recipient` in `channelId`;
     /// recipient 0 means every other member receiving media there (sender reports).
     func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32)

@@ -49,6 +49,8 @@ struct RemoteUser {
     var lastKeyframeRequest: Int64?
     /// Clock time of the last decoded video frame (microseconds).
     var lastDecodedAt: Int64?
+    /// The round trip to the user, from its answers to our reference times (RTCP XR), if measured.
+    var roundTripMicroseconds: Int64?
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
 
@@ -65,7 +67,9 @@ struct RemoteUser {
     /// Hands an RTP packet of `kind` to the user's receiver (if subscribed) and counts it in
     /// `stats`. Returns whether the stream's state or subscribe state must move (STARTING,
     /// SUBSCRIBED). `mutating` so the packet path runs on the user in place.
-    mutating func receive(_ packet: RTPPacket, _ kind: MediaKind, now: Int64, stats: inout ChannelStats) -> Bool {
+    mutating func receive(
+        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, stats: inout ChannelStats, nack: inout [UInt8]?
+    ) -> Bool {
         if kind == .audio {
             guard let audio else { return false }
             let (frames, lost) = audio.receive(packet, now: now)
@@ -73,7 +77,9 @@ struct RemoteUser {
             stats.rxPacketsLost += lost
         } else {
             guard let video else { return false }
-            stats.add(video.receive(packet, now: now))
+            let progress = video.receive(packet, now: now)
+            stats.add(progress)
+            nack = progress.nack
         }
         return trackers[kind].state == .stopped || subscribe[kind] != .subscribed
     }
@@ -159,14 +165,16 @@ struct ChannelState {
 
     /// An RTP packet of `kind` from the user at `u` arrived: counted, and handed to the user's
     /// receiver. `mutating` so the packet path runs on the channel in place.
-    mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64) -> Bool {
+    mutating func packetArrived(
+        _ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64, nack: inout [UInt8]?
+    ) -> Bool {
         stats.rxPackets += 1
         if kind == .audio {
             stats.rxAudioBytes += Int64(packet.payloadByteCount)
         } else {
             stats.rxVideoBytes += Int64(packet.payloadByteCount)
         }
-        return users[u].receive(packet, kind, now: now, stats: &stats)
+        return users[u].receive(packet, kind, now: now, stats: &stats, nack: &nack)
     }
 
     /// Whether a newly seen user starts muted for `kind`.

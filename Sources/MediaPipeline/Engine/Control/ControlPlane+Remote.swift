@@ -108,6 +108,7 @@ extension ControlPlane {
             guard channels[c].users[u].video == nil else { return }
             channels[c].users[u].video = VideoReceiver(
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
+                retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs)
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil
@@ -187,16 +188,19 @@ extension ControlPlane {
                 uid: channels[c].users[u].uid, kind: kind, old: old, new: new, elapsedMs: channels[c].elapsedMs(now)))
     }
 
-    /// The keyframe request user `u`'s video receiver should send its publisher now, if any
-    /// (see ``RemoteUser/keyframeRequestDue(now:interval:)``); counts the request.
-    mutating func keyframeRequestDue(_ c: Int, _ u: Int) -> PictureLossRequest? {
-        guard
-            let ssrc = channels[c].users[u].keyframeRequestDue(
-                now: now, interval: keyframeRequestIntervalMicroseconds)
-        else { return nil }
-        stats.keyframeRequestsSent += 1
-        channels[c].stats.keyframeRequestsSent += 1
-        return PictureLossRequest(
-            channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid, ssrc: ssrc)
+    /// The feedback user `u`'s video receiver should send its publisher now, if any: `nack`,
+    /// and a keyframe request when one is due (see
+    /// ``RemoteUser/keyframeRequestDue(now:interval:)``). Counts what it sends.
+    mutating func feedbackDue(_ c: Int, _ u: Int, nack: [UInt8]?) -> FeedbackRequest? {
+        let ssrc = channels[c].users[u].keyframeRequestDue(now: now, interval: keyframeRequestIntervalMicroseconds)
+        guard ssrc != nil || nack != nil else { return nil }
+        if ssrc != nil {
+            stats.keyframeRequestsSent += 1
+            channels[c].stats.keyframeRequestsSent += 1
+        }
+        if nack != nil { channels[c].stats.nacksSent += 1 }
+        return FeedbackRequest(
+            channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid,
+            pictureLossSSRC: ssrc, nack: nack)
     }
 }

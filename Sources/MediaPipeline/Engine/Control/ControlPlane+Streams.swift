@@ -2,23 +2,28 @@
 /// decoded, feedback on the local streams. Each returns what the engine must do outside the
 /// lock (a keyframe request to send), and queues events like any other input.
 extension ControlPlane {
-    /// A keyframe request to send: to `publisher` in `channelId`, from `localUid`, for `ssrc`.
-    struct PictureLossRequest {
+    /// Feedback for one publisher, to send outside the lock: from `localUid` to `publisher` in
+    /// `channelId`, a keyframe request (PLI) for `pictureLossSSRC`, a NACK, or both.
+    struct FeedbackRequest {
         let channelId: String
         let localUid: UInt32
         let publisher: UInt32
-        let ssrc: UInt32
+        var pictureLossSSRC: UInt32?
+        /// A NACK, written by the video receiver.
+        var nack: [UInt8]?
     }
 
     /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now``; it goes into the
-    /// user's receiver, whose own lock is taken inside. Returns a keyframe request to send.
+    /// user's receiver, whose own lock is taken inside. Returns the feedback to send (a NACK
+    /// for packets found missing, a keyframe request).
     mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
-        -> PictureLossRequest?
+        -> FeedbackRequest?
     {
         guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
         // In place: the channel and the user are mutated where they lie, never copied.
-        if channels[c].packetArrived(packet, kind, userAt: u, now: now) { mediaArrived(c, u, kind) }
-        return kind == .video ? keyframeRequestDue(c, u) : nil
+        var nack: [UInt8]?
+        if channels[c].packetArrived(packet, kind, userAt: u, now: now, nack: &nack) { mediaArrived(c, u, kind) }
+        return kind == .video ? feedbackDue(c, u, nack: nack) : nil
     }
 
     /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or
@@ -50,7 +55,7 @@ extension ControlPlane {
     /// DECODING, FROZEN, FAILED and size changes. Returns a keyframe request to send, if due.
     mutating func videoDecoded(
         _ c: Int, _ u: Int, _ receiver: VideoReceiver, decodedNow: Int, freezeMicroseconds: Int64
-    ) -> PictureLossRequest? {
+    ) -> FeedbackRequest? {
         let awaitingKeyframe = receiver.awaitingKeyframe
         let uid = channels[c].users[u].uid
         if decodedNow > 0 {
@@ -81,7 +86,7 @@ extension ControlPlane {
                 report(c, u, .video, .frozen, .networkCongestion)
             }
         }
-        return keyframeRequestDue(c, u)
+        return feedbackDue(c, u, nack: nil)
     }
 
     /// RTCP from `uid` in `channelId`, read by `reader`: the remote user's sender reports go
@@ -92,6 +97,10 @@ extension ControlPlane {
             // A remote user's clock, for the round trip our reports let it measure.
             Self.note(reader.senderReports.first, channels[c].users[u], now)
             Self.note(reader.senderReports.second, channels[c].users[u], now)
+            if let roundTrip = reader.roundTripToPublisherMicroseconds {
+                channels[c].users[u].roundTripMicroseconds = roundTrip
+                channels[c].users[u].video?.setRoundTrip(microseconds: roundTrip)
+            }
         }
         // Reports on our own streams: in our channel, or in one we relay to.
         if reader.roundTripMicroseconds != nil || reader.fractionLost != nil,
@@ -103,6 +112,18 @@ extension ControlPlane {
         guard reader.keyframeWanted else { return }
         stats.keyframeRequestsReceived += 1
         if relays(to: channelId) { keyframePending = true }
+    }
+
+    /// The local user's uid in `channelId`: its own membership, or the relay's there.
+    func localUid(in channelId: String) -> UInt32? {
+        if let c = joinedIndex(channelId) { return channels[c].uid }
+        for c in channels.indices {
+            guard let d = channels[c].relayDestinations.firstIndex(where: { $0.channelId == channelId }),
+                d < channels[c].relayUids.count
+            else { continue }
+            return channels[c].relayUids[d]
+        }
+        return nil
     }
 
     /// Hands a remote sender report (SSRC, NTP time) to `user`'s receivers.

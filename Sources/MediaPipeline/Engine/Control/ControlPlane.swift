@@ -41,9 +41,12 @@ struct ControlPlane {
     private var subscriptionChanges: [(ref: ChannelRef, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
 
     let configuration: EngineConfiguration
+    /// The local user's RTCP SSRC, which its video receivers' NACKs carry.
+    let feedbackSSRC: UInt32
 
-    init(configuration: EngineConfiguration) {
+    init(configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0) {
         self.configuration = configuration
+        self.feedbackSSRC = feedbackSSRC
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
     }
 

@@ -33,6 +33,42 @@ final class VideoReceiver: @unchecked Sendable {
         var released = false
         /// What this receiver's reception reports say.
         var statistics = ReceptionStatistics(clockRate: MediaCodec.vp8.rtpClockRate)
+        /// The packets still asked for (NACK), when ``retransmission`` is on.
+        var nack = NackTracker()
+        /// Whether missing packets are asked for again before the frames behind them are given up.
+        let retransmission: Bool
+        /// The shortest wait for a missing packet (a reordered one arrives in this time).
+        let reorderWaitMicroseconds: Int64
+        /// The local user's RTCP SSRC, the sender of its NACKs.
+        let feedbackSSRC: UInt32
+        /// When the last packet arrived (clock microseconds).
+        var lastArrival: Int64?
+        /// Scratch for the numbers of one NACK, and recycled storage for the messages.
+        private var nackBatch: [UInt16] = []
+        private let nackMessages = ByteRecycler(slotCount: 8, capacity: 12 + 4 * Self.nackLimit)
+        /// A stream silent this long (or longer than the retransmission wait) has been through an
+        /// outage: the packets missed in it are not asked for.
+        static let outageMicroseconds: Int64 = 300_000
+        /// The most numbers one NACK asks for (64 entries of up to 17 at most; one each when spread).
+        static let nackLimit = 64
+
+        init(retransmission: Bool, reorderWaitMicroseconds: Int64, feedbackSSRC: UInt32) {
+            self.retransmission = retransmission
+            self.reorderWaitMicroseconds = reorderWaitMicroseconds
+            self.feedbackSSRC = feedbackSSRC
+            assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)
+            nackBatch.reserveCapacity(Self.nackLimit)
+        }
+
+        /// How long a missing packet may hold the frames behind it back: long enough for two
+        /// requests and their retransmissions to cross the measured round trip and jitter,
+        /// never less than the reorder wait, never more than a second.
+        var retransmissionWaitMicroseconds: Int64 {
+            guard retransmission else { return reorderWaitMicroseconds }
+            let jitter = Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.vp8.rtpClockRate)
+            let wait = 2 * nack.roundTripMicroseconds + 3 * jitter + 20_000
+            return min(1_000_000, max(reorderWaitMicroseconds, wait))
+        }
 
         /// Sequence numbers never received, over every stream this receiver has seen.
         var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
@@ -50,11 +86,41 @@ final class VideoReceiver: @unchecked Sendable {
                 // A new stream (another sender or codec): nothing of the old one is a reference.
                 packetsLostInEarlierStreams += assembler.packetsLost
                 assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
+                nack.reset()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
                 remoteSSRC = packet.header.ssrc
             }
-            assembler.insert(packet, now: now)
+            let wait = retransmissionWaitMicroseconds
+            let silence = now - (lastArrival ?? now)
+            lastArrival = now
+            let sequence = assembler.insert(packet, now: now)
+            assembler.gapWaitMicroseconds = wait
+            if retransmission {
+                if silence > max(Self.outageMicroseconds, wait) {
+                    // After an outage, what is missing is too old to be worth resending: give
+                    // up on it at once and ask for a keyframe (once frames are dropped).
+                    nack.reset()
+                    _ = nack.received(sequence)
+                    assembler.gapWaitMicroseconds = 0
+                } else if !nack.received(sequence) {
+                    // Too much is missing to ask for: a keyframe is quicker.
+                    awaitingKeyframe = true
+                    droppedSinceRequest += 1
+                }
+            }
+            defer { assembler.gapWaitMicroseconds = wait }
             return collect(now: now)
+        }
+
+        /// The NACK to send at clock time `now`, if packets are due to be asked for.
+        mutating func takeNack(now: Int64) -> [UInt8]? {
+            guard retransmission, nack.count > 0, nack.hasDue(now: now) else { return nil }
+            nackBatch.removeAll(keepingCapacity: true)
+            nack.takeDue(now: now, into: &nackBatch, limit: Self.nackLimit)
+            guard !nackBatch.isEmpty else { return nil }
+            return nackBatch.withUnsafeBufferPointer {
+                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: remoteSSRC, lost: $0, in: nackMessages)
+            }
         }
 
         /// Gives up on missing packets whose wait is over; returns the frames handed on.
@@ -72,6 +138,8 @@ final class VideoReceiver: @unchecked Sendable {
                 enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
+            // Packets the assembler no longer waits for are not asked for any more.
+            if let pending = assembler.firstPending { nack.forget(before: pending) }
             return frames
         }
 
@@ -133,11 +201,24 @@ final class VideoReceiver: @unchecked Sendable {
     /// Frames decoded by the last ``decodeBatch(_:)`` not yet collected.
     private var batchCount = 0
 
-    init(threads: Int, reorderWaitMicroseconds: Int64, codecs: CodecFactory = .libraries) {
+    /// A receiver decoding on `threads` threads. With `retransmission`, missing packets are
+    /// asked for with NACKs (sent as `feedbackSSRC`) and waited for as long as a round trip
+    /// allows; without, a missing packet holds later frames back for `reorderWaitMicroseconds`.
+    init(
+        threads: Int, reorderWaitMicroseconds: Int64, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
+        codecs: CodecFactory = .libraries
+    ) {
         self.threads = threads
         self.codecs = codecs
         inbox = LockedValue(
-            Inbox(assembler: RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)))
+            Inbox(
+                retransmission: retransmission, reorderWaitMicroseconds: reorderWaitMicroseconds,
+                feedbackSSRC: feedbackSSRC))
+    }
+
+    /// Notes the round trip to the publisher (from RTCP XR), which paces the NACKs.
+    func setRoundTrip(microseconds: Int64) {
+        inbox.withLock { $0.nack.roundTripMicroseconds = max(1_000, microseconds) }
     }
 
     /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
@@ -159,22 +240,28 @@ final class VideoReceiver: @unchecked Sendable {
         var framesDropped: Int64 = 0
         /// Whether frames wait for decoding afterwards.
         var hasQueuedFrames = false
+        /// A NACK to send to the publisher.
+        var nack: [UInt8]?
     }
 
     /// Takes one RTP packet arrived at clock time `now`.
-    func receive(_ packet: RTPPacket, now: Int64) -> Progress { progress { $0.receive(packet, now: now) } }
+    func receive(_ packet: RTPPacket, now: Int64) -> Progress {
+        progress(now: now) { $0.receive(packet, now: now) }
+    }
 
-    /// Gives up on missing packets whose wait is over at clock time `now`.
-    func poll(now: Int64) -> Progress { progress { $0.poll(now: now) } }
+    /// Gives up on missing packets whose wait is over at clock time `now`, and asks again for
+    /// those due.
+    func poll(now: Int64) -> Progress { progress(now: now) { $0.poll(now: now) } }
 
     /// Runs `step` on the inbox, reporting what it changed, in one hold of the inbox lock.
-    private func progress(_ step: (inout Inbox) -> Int) -> Progress {
+    private func progress(now: Int64, _ step: (inout Inbox) -> Int) -> Progress {
         inbox.withLock { inbox in
             let (lost, dropped) = (inbox.packetsLost, inbox.framesDroppedBeforeDecode)
             let frames = step(&inbox)
             return Progress(
                 frames: frames, packetsLost: inbox.packetsLost - lost,
-                framesDropped: inbox.framesDroppedBeforeDecode - dropped, hasQueuedFrames: !inbox.queue.isEmpty)
+                framesDropped: inbox.framesDroppedBeforeDecode - dropped, hasQueuedFrames: !inbox.queue.isEmpty,
+                nack: inbox.takeNack(now: now))
         }
     }
 

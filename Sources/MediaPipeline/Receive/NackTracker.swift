@@ -1,0 +1,116 @@
+/// Which packets of one video stream a receiver still asks for, and when (generic NACK,
+/// RFC 4585 6.2.1), in the manner of libwebrtc's NackRequester:
+///
+/// - a gap in the sequence numbers puts every missing number on the list, asked for at once;
+/// - each is asked for again once a round trip has passed without it, at most
+///   ``maximumRetries`` times, then dropped (the frame buffer has given up on it by then);
+/// - a number that arrives (reordered, or retransmitted) leaves the list;
+/// - a list that would grow past ``maximumEntries`` is cleared and the caller asks for a
+///   keyframe instead (retransmitting that much would take longer than a new picture).
+///
+/// Sequence numbers are unwrapped (``SequenceUnwrapper``) by the caller. Storage is reserved
+/// up front: steady state allocates nothing.
+struct NackTracker {
+    static let maximumEntries = 1000
+    static let maximumRetries = 10
+    /// The round trip assumed until one is measured (libwebrtc's default).
+    static let defaultRoundTripMicroseconds: Int64 = 100_000
+
+    private struct Entry {
+        let sequence: Int64
+        /// When it was last asked for (clock microseconds); `.min` before the first time.
+        var askedAt: Int64
+        var retries: Int
+    }
+
+    /// Missing numbers in ascending order.
+    private var entries: [Entry] = []
+    private var newest: Int64?
+    /// The round trip to the publisher, which paces repeated requests.
+    var roundTripMicroseconds = defaultRoundTripMicroseconds
+    /// Numbers asked for (each request of each number counts).
+    private(set) var requests: Int64 = 0
+    /// Numbers that arrived after being asked for.
+    private(set) var recovered: Int64 = 0
+
+    init() { entries.reserveCapacity(Self.maximumEntries) }
+
+    /// Missing numbers waiting.
+    var count: Int { entries.count }
+
+    /// Notes the arrival of `sequence`. Returns false when the gap it opened is too large to
+    /// ask for (the list was cleared: ask for a keyframe).
+    mutating func received(_ sequence: Int64) -> Bool {
+        guard let last = newest else {
+            newest = sequence
+            return true
+        }
+        if sequence <= last {
+            // Reordered or retransmitted: no longer missing.
+            if let index = position(of: sequence) {
+                if entries[index].askedAt != .min { recovered += 1 }
+                entries.remove(at: index)
+            }
+            return true
+        }
+        newest = sequence
+        let missing = sequence - last - 1
+        guard missing > 0 else { return true }
+        guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
+            entries.removeAll(keepingCapacity: true)
+            return false
+        }
+        for number in (last + 1)..<sequence { entries.append(Entry(sequence: number, askedAt: .min, retries: 0)) }
+        return true
+    }
+
+    /// Forgets the numbers below `sequence` (the frame buffer gave up on them, or a keyframe
+    /// makes them useless).
+    mutating func forget(before sequence: Int64) {
+        var drop = 0
+        while drop < entries.count, entries[drop].sequence < sequence { drop += 1 }
+        if drop > 0 { entries.removeFirst(drop) }
+    }
+
+    /// Forgets everything (a new stream).
+    mutating func reset() {
+        entries.removeAll(keepingCapacity: true)
+        newest = nil
+    }
+
+    /// Appends to `batch` the numbers (16 bits, as on the wire) to ask for at clock time
+    /// `now`: never asked, or asked a round trip ago. Marks them asked; drops those asked
+    /// ``maximumRetries`` times. At most `limit` numbers.
+    mutating func takeDue(now: Int64, into batch: inout [UInt16], limit: Int) {
+        var index = 0
+        while index < entries.count, batch.count < limit {
+            if entries[index].askedAt == .min || now - entries[index].askedAt >= roundTripMicroseconds {
+                batch.append(UInt16(truncatingIfNeeded: entries[index].sequence))
+                requests += 1
+                entries[index].askedAt = now
+                entries[index].retries += 1
+                if entries[index].retries >= Self.maximumRetries {
+                    entries.remove(at: index)
+                    continue
+                }
+            }
+            index += 1
+        }
+    }
+
+    /// Whether any number is due at `now` (cheap: checks without taking).
+    func hasDue(now: Int64) -> Bool {
+        entries.contains { $0.askedAt == .min || now - $0.askedAt >= roundTripMicroseconds }
+    }
+
+    private func position(of sequence: Int64) -> Int? {
+        // Binary search: the list is ascending.
+        var low = 0
+        var high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].sequence < sequence { low = middle + 1 } else { high = middle }
+        }
+        return low < entries.count && entries[low].sequence == sequence ? low : nil
+    }
+}

@@ -1,0 +1,81 @@
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("Loss recovery parts: the NACK list and the packet history")
+struct LossRecoveryTests {
+    @Test("a gap is asked for at once, again after each round trip, at most 10 times; arrivals leave the list")
+    func nackTracker() {
+        var tracker = NackTracker()
+        tracker.roundTripMicroseconds = 50_000
+        var batch: [UInt16] = []
+        let first = tracker.received(65_534)
+        #expect(first)
+        let afterGap = tracker.received(65_538)
+        #expect(afterGap)  // 65535, 65536, 65537 missing (across the 16-bit wrap)
+        tracker.takeDue(now: 0, into: &batch, limit: 64)
+        #expect(batch == [65535, 0, 1])
+        batch.removeAll()
+        tracker.takeDue(now: 49_999, into: &batch, limit: 64)
+        #expect(batch.isEmpty)  // not before a round trip
+        let retransmitted = tracker.received(65_536)
+        #expect(retransmitted)  // a retransmission arrives
+        #expect(tracker.recovered == 1)
+        tracker.takeDue(now: 50_000, into: &batch, limit: 64)
+        #expect(batch == [65535, 1])
+        // Retried until 10 requests each, then dropped.
+        for round in 2...12 {
+            batch.removeAll()
+            tracker.takeDue(now: Int64(round) * 50_000, into: &batch, limit: 64)
+            #expect(batch.count == (round <= 9 ? 2 : 0), "round \(round)")
+        }
+        #expect(tracker.count == 0)
+        #expect(tracker.requests == 3 + 2 * 9)
+        // Forgetting what the frame buffer gave up on.
+        let later = tracker.received(65_548)
+        #expect(later)
+        tracker.forget(before: 65_545)
+        batch.removeAll()
+        tracker.takeDue(now: 1_000_000, into: &batch, limit: 2)
+        #expect(batch == [9, 10])  // 65545, 65546, limited to 2
+        // A gap too large to ask for clears the list: the caller asks for a keyframe.
+        let hugeGap = tracker.received(65_548 + 1_002)
+        #expect(!hugeGap)
+        #expect(tracker.count == 0)
+    }
+
+    @Test("the history resends a packet once per round trip to each subscriber, never when too old or unknown")
+    func packetHistory() throws {
+        var history = PacketHistory()
+        func resend(
+            ssrc: UInt32, sequenceNumber: UInt16, to subscriber: UInt32, now: Int64, roundTripMicroseconds: Int64
+        )
+            -> RTPPacket?
+        {
+            history.retransmission(
+                ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
+                roundTripMicroseconds: roundTripMicroseconds)
+        }
+        var packetizer = try RTPPacketizer(
+            codec: .vp8, ssrc: 77, payloadType: RTPPayloadType.vp8, firstSequenceNumber: 65_535)
+        var sent: [RTPPacket] = []
+        let frame = EncodedFrame(
+            bytes: [UInt8](repeating: 0x10, count: 3000), codec: .vp8, isKeyframe: false, timestampMicroseconds: 0,
+            durationMicroseconds: 0)
+        try packetizer.packetize(frame) { sent.append($0) }
+        for packet in sent { history.store(packet, now: 0) }
+        let second = sent[1].header.sequenceNumber
+        #expect(second == 0)
+        let resent = resend(ssrc: 77, sequenceNumber: second, to: 5, now: 10_000, roundTripMicroseconds: 50_000)
+        #expect(resent?.bytes == sent[1].bytes)
+        #expect(resend(ssrc: 77, sequenceNumber: second, to: 5, now: 40_000, roundTripMicroseconds: 50_000) == nil)
+        #expect(resend(ssrc: 77, sequenceNumber: second, to: 6, now: 40_000, roundTripMicroseconds: 50_000) != nil)
+        #expect(resend(ssrc: 77, sequenceNumber: second, to: 5, now: 60_000, roundTripMicroseconds: 50_000) != nil)
+        #expect(resend(ssrc: 78, sequenceNumber: second, to: 5, now: 200_000, roundTripMicroseconds: 50_000) == nil)
+        #expect(resend(ssrc: 77, sequenceNumber: 500, to: 5, now: 200_000, roundTripMicroseconds: 50_000) == nil)
+        #expect(resend(ssrc: 77, sequenceNumber: 65_535, to: 5, now: 2_000_001, roundTripMicroseconds: 50_000) == nil)
+        #expect(history.packetsRetransmitted == 3)
+        #expect(history.bytesRetransmitted == Int64(sent[1].payloadByteCount * 3))
+        #expect(history.requestsIgnored == 4)
+    }
+}
