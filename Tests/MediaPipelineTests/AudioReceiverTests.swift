@@ -1,11 +1,13 @@
+import Foundation
 import Testing
 
 @testable import MediaPipeline
 
-@Suite("Audio receiver")
+@Suite("Audio receiver: the jitter buffer")
 struct AudioReceiverTests {
-    private func packets(_ count: Int) throws -> [EncodedFrame] {
-        let encoder = try OpusEncoder()
+    /// `count` 20 ms Opus packets of speech-like audio (a tone with a changing pitch).
+    private func packets(_ count: Int, configuration: OpusEncoderConfiguration = .init()) throws -> [EncodedFrame] {
+        let encoder = try OpusEncoder(configuration: configuration)
         let pcm = testTone(samplesPerChannel: 960 * count)
         var result: [EncodedFrame] = []
         for index in 0..<count {
@@ -17,51 +19,188 @@ struct AudioReceiverTests {
         return result
     }
 
-    private func play(_ receiver: AudioReceiver, ticks: Int) -> [Int16] {
-        var out: [Int16] = []
-        for _ in 0..<ticks {
-            _ = receiver.produce(concealUpToMicroseconds: 100_000)
-            out += Array(receiver.frame)
+    /// Plays `ticks` × 10 ms, delivering each packet at its arrival time (microseconds on the
+    /// same clock as the packets' media time), and returns the output and what each tick gave.
+    private func play(
+        _ receiver: AudioReceiver, _ stream: [EncodedFrame], arrivals: [Int64?], ticks: Int
+    ) -> (samples: [Int16], outputs: [AudioReceiver.Output]) {
+        var samples: [Int16] = []
+        var outputs: [AudioReceiver.Output] = []
+        let order = arrivals.indices.filter { arrivals[$0] != nil }.sorted { arrivals[$0]! < arrivals[$1]! }
+        var next = 0
+        for tick in 0..<ticks {
+            let now = Int64(tick) * 10_000
+            while next < order.count, arrivals[order[next]]! <= now {
+                receiver.enqueue(stream[order[next]], arrival: arrivals[order[next]]!)
+                next += 1
+            }
+            outputs.append(receiver.produce(now: now, concealUpToMicroseconds: 100_000))
+            samples += Array(receiver.frame)
         }
-        return out
+        return (samples, outputs)
     }
 
     @Test("packets that overtake each other are put back in order; duplicates are dropped")
     func reordering() throws {
-        let stream = try packets(10)
-        let inOrder = try AudioReceiver(sampleRate: 48000, channelCount: 2)
-        for packet in stream { inOrder.enqueue(packet) }
+        let stream = try packets(20)
+        let onTime = stream.indices.map { Int64($0) * 20_000 }
+        let (inOrder, _) = play(
+            try AudioReceiver(sampleRate: 48000, channelCount: 2), stream, arrivals: onTime, ticks: 40)
+        // Odd packets come 15 ms late, overtaken by the next one; packet 4 comes twice.
         let shuffled = try AudioReceiver(sampleRate: 48000, channelCount: 2)
-        for index in [1, 0, 3, 2, 2, 5, 4, 7, 6, 9, 8] { shuffled.enqueue(stream[index]) }
+        shuffled.enqueue(stream[4], arrival: 80_000)
+        let late = stream.indices.map { Int64($0) * 20_000 + ($0 % 2 == 1 ? 15_000 : 0) }
+        let (reordered, outputs) = play(shuffled, stream, arrivals: late, ticks: 40)
         #expect(shuffled.latePackets == 1)
-        #expect(play(shuffled, ticks: 20) == play(inOrder, ticks: 20))
+        #expect(!outputs.contains(.concealed))
+        // The reordered stream plays the same audio, later by the delay its jitter asked for.
+        let lag = try #require(lagOfBestMatch(reordered, inOrder, maximumFrames: 4800))
+        #expect(lag >= 0)
+        #expect(SignalQuality.snr(reference: inOrder, test: Array(reordered[(lag * 2)...])) > 40)
     }
 
     @Test("a packet whose time was already concealed is late and dropped")
     func latePacket() throws {
-        let stream = try packets(6)
+        let stream = try packets(30)
         let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
-        receiver.enqueue(stream[0])
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
-        // Packet 1 is missing when its time comes: concealed.
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .concealed)
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .concealed)
-        receiver.enqueue(stream[1])  // too late now
+        var arrivals: [Int64?] = stream.indices.map { Int64($0) * 20_000 }
+        arrivals[12] = nil
+        _ = play(receiver, stream, arrivals: arrivals, ticks: 40)
+        // Packet 12 comes after its time was concealed: dropped, never played twice.
+        receiver.enqueue(stream[12], arrival: 400_000)
         #expect(receiver.latePackets == 1)
-        receiver.enqueue(stream[2])
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
+        #expect(receiver.counters.concealedTicks == 2)
     }
 
-    @Test("a sender whose clock jumps back by more than a second restarts the stream instead of being dropped")
+    @Test("a sender whose clock jumps restarts playout instead of having its packets dropped")
     func senderRestart() throws {
-        let stream = try packets(4)
+        let stream = try packets(40)
         let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
-        receiver.enqueue(stream[0])
-        receiver.enqueue(stream[1])
-        for _ in 0..<4 { #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio) }
-        receiver.enqueue(stream[2].restamped(-2_000_000))
+        // 20 packets, then the media clock jumps 10 s back while arrivals go on.
+        var outputs: [AudioReceiver.Output] = []
+        for tick in 0..<80 {
+            let now = Int64(tick) * 10_000
+            if tick % 2 == 0 {
+                let index = tick / 2
+                let frame = index < 20 ? stream[index] : stream[index].restamped(Int64(index) * 20_000 - 10_000_000)
+                receiver.enqueue(frame, arrival: now)
+            }
+            outputs.append(receiver.produce(now: now, concealUpToMicroseconds: 100_000))
+        }
         #expect(receiver.latePackets == 0)
-        #expect(receiver.produce(concealUpToMicroseconds: 100_000) == .audio)
+        #expect(receiver.inbox.withLock { $0.restarts } == 1)
+        #expect(outputs.suffix(20).allSatisfy { $0 == .audio })
     }
+
+    @Test("the target delay follows the arrival jitter, and steady jitter is never concealed")
+    func targetFollowsJitter() throws {
+        let stream = try packets(500)  // 10 s
+        var random = SplitMix64(seed: 3)
+        // Uniform jitter of 0...60 ms over a base delay of 30 ms.
+        let jittered = stream.indices.map { index -> Int64? in
+            Int64(index) * 20_000 + 30_000 + Int64(random.next() % 60_001)
+        }
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        let (_, outputs) = play(receiver, stream, arrivals: jittered, ticks: 1000)
+        let target = receiver.targetDelayMicroseconds
+        #expect((60_000...80_000).contains(target), "target \(target)")
+        // After the first two seconds (the estimate settling), nothing is concealed.
+        #expect(!outputs[200...].contains(.concealed))
+        let counters = receiver.counters
+        let meanDelay = counters.delaySumMicroseconds / max(1, counters.delayTicks)
+        #expect(meanDelay <= target + 25_000, "mean delay \(meanDelay) for target \(target)")
+        // A steady link afterwards brings the target down.
+        let steadyReceiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        let steady = stream.indices.map { Optional(Int64($0) * 20_000 + 30_000) }
+        let (_, steadyOutputs) = play(steadyReceiver, stream, arrivals: steady, ticks: 1000)
+        #expect(steadyReceiver.targetDelayMicroseconds <= 10_000)
+        #expect(!steadyOutputs.contains(.concealed))
+        #expect(steadyReceiver.counters.accelerations > 0)  // from the 60 ms start down to the target
+    }
+
+    @Test("a lost packet is rebuilt from the next one's in-band FEC; without FEC it is concealed")
+    func forwardErrorCorrection() throws {
+        var settings = OpusEncoderConfiguration()
+        settings.application = .voip
+        settings.bitrateBitsPerSecond = 32000
+        settings.inbandForwardErrorCorrection = true
+        settings.expectedPacketLossPercent = 20
+        let withFEC = try packets(60, configuration: settings)
+        settings.inbandForwardErrorCorrection = false
+        let withoutFEC = try packets(60, configuration: settings)
+        // LBRR follows voice activity: most packets carry it; none does when FEC is off.
+        let carrying = withFEC.filter { $0.withUnsafeBytes(OpusPacket.carriesRedundancy) }.count
+        #expect(carrying >= 40, "\(carrying) of 60 packets carry FEC")
+        #expect(!withoutFEC.contains { $0.withUnsafeBytes(OpusPacket.carriesRedundancy) })
+        #expect(withFEC[31].withUnsafeBytes(OpusPacket.carriesRedundancy))
+        for (stream, fec) in [(withFEC, true), (withoutFEC, false)] {
+            var arrivals: [Int64?] = stream.indices.map { Int64($0) * 20_000 }
+            arrivals[30] = nil
+            let lossy = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+            let (_, outputs) = play(lossy, stream, arrivals: arrivals, ticks: 100)
+            #expect(lossy.counters.packetsRecovered == (fec ? 1 : 0))
+            #expect(outputs.filter { $0 == .concealed }.count == (fec ? 0 : 2))
+            // What the buffer decides when packet 30's time comes: rebuild it from packet 31.
+            var inbox = AudioReceiver.Inbox()
+            inbox.enqueue(stream[29], arrival: 0)
+            inbox.enqueue(stream[31], arrival: 0)
+            inbox.decodedUntil = stream[29].timestampMicroseconds
+            guard case .decode = inbox.nextStep(now: 0) else {
+                Issue.record("packet 29 not decoded")
+                continue
+            }
+            inbox.decodedUntil = stream[30].timestampMicroseconds
+            switch inbox.nextStep(now: 0) {
+            case .recover(let next, let missing):
+                #expect(fec && next.timestampMicroseconds == stream[31].timestampMicroseconds && missing == 20_000)
+            case .conceal(let missing):
+                #expect(!fec && missing == 10_000)
+            default:
+                Issue.record("neither rebuilt nor concealed")
+            }
+        }
+    }
+
+    @Test("shortening and lengthening by a pitch period keep a tone continuous")
+    func timeStretch() {
+        // A 200 Hz tone (period 240 frames at 48 kHz), stereo, 60 ms.
+        let frames = 2880
+        var samples = [Int16](repeating: 0, count: (frames + 960) * 2)
+        for frame in 0..<frames {
+            let value = Int16(8000 * sin(2 * Double.pi * 200 * Double(frame) / 48000))
+            samples[frame * 2] = value
+            samples[frame * 2 + 1] = value
+        }
+        let maximumStep = 8000 * 2 * Double.pi * 200 / 48000 * 1.1  // the tone's steepest slope
+        func isSmooth(_ count: Int) -> Bool {
+            (1..<count).allSatisfy { abs(Double(samples[$0 * 2]) - Double(samples[($0 - 1) * 2])) <= maximumStep }
+        }
+        let removed = samples.withUnsafeMutableBufferPointer {
+            TimeStretcher.shorten($0, start: 0, frames: frames, channels: 2, sampleRate: 48000, minimumCorrelation: 0.9)
+        }
+        #expect(removed % 240 == 0 && removed > 0)
+        #expect(isSmooth(frames - removed))
+        let added = samples.withUnsafeMutableBufferPointer {
+            TimeStretcher.lengthen(
+                $0, start: 0, frames: frames - removed, channels: 2, sampleRate: 48000, minimumCorrelation: 0.9)
+        }
+        #expect(added % 240 == 0 && added > 0)
+        #expect(isSmooth(frames - removed + added))
+    }
+}
+
+/// The lag (in frames, 0...`maximumFrames`) at which `delayed` best matches `reference`.
+func lagOfBestMatch(_ delayed: [Int16], _ reference: [Int16], maximumFrames: Int) -> Int? {
+    var best: (lag: Int, error: Double)?
+    for lag in 0...maximumFrames {
+        let count = min(reference.count, delayed.count - lag * 2)
+        guard count > 4800 else { break }
+        var error = 0.0
+        for index in stride(from: 0, to: count, by: 7) {
+            let difference = Double(delayed[lag * 2 + index]) - Double(reference[index])
+            error += difference * difference
+        }
+        if best == nil || error < best!.error { best = (lag, error) }
+    }
+    return best?.lag
 }

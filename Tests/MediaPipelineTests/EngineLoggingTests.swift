@@ -42,7 +42,10 @@ struct EngineLoggingTests {
             EncodedFrame(
                 bytes: [0xFF, 0xFF, 0xFF, 0xFF], codec: .opus, isKeyframe: true,
                 timestampMicroseconds: session.clock.nowMicroseconds, durationMicroseconds: 20_000))
-        for _ in 0..<4 { viewer.pull() }
+        for _ in 0..<10 {
+            viewer.pull()
+            session.clock.advance(byMicroseconds: 10_000)
+        }
         try viewer.channel("a").leave()
         let lines = store.all
         #expect(lines.contains { $0.level == .info && $0.message == "joined as uid 2 after 0 ms" })
@@ -53,7 +56,7 @@ struct EngineLoggingTests {
                 $0.level == .warning && $0.message == "user 1 audio: opus_decode failed: corrupted stream (-4)"
             })
         #expect(lines.contains { $0.level == .warning && $0.message == "user 1 audio failed (internal)" })
-        #expect(lines.contains { $0.level == .info && $0.message.hasPrefix("left after 300 ms") })
+        #expect(lines.contains { $0.level == .info && $0.message.hasPrefix("left after 400 ms") })
         #expect(lines.allSatisfy { $0.metadata?["channel"] == "a" })
         // Nothing per frame: 30 ticks of media made a few dozen lines, not hundreds.
         #expect(lines.count < 40, "\(lines.count) lines")

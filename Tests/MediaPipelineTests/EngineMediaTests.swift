@@ -105,7 +105,7 @@ struct EngineMediaTests {
         #expect(try viewer.channel("a").statistics.rxAudioFrames == received.rxAudioFrames)
         #expect(try viewer.channel("a").statistics.rxVideoFrames == received.rxVideoFrames)
         try viewer.channel("a").muteRemoteAudioStream(1, mute: false)
-        try session.run(ticks: 5, publishers: [host])
+        try session.run(ticks: 10, publishers: [host])  // the jitter buffer's start delay included
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).suffix(2).map(\.1) == [.localUnmuted, .localUnmuted])
         #expect(viewer.engine.statistics.liveAudioDecoders == 1)
         // A publisher's local mute stops sending from the next frame.
@@ -258,7 +258,11 @@ struct EngineFailureTests {
             EncodedFrame(
                 bytes: [UInt8](repeating: 0x5A, count: 64), codec: .vp8, isKeyframe: true, timestampMicroseconds: 0,
                 durationMicroseconds: 66_000))
-        viewer.pull()
+        // The audio plays (and fails) once its jitter buffer's start delay has passed.
+        for _ in 0..<10 {
+            viewer.pull()
+            session.clock.advance(byMicroseconds: 10_000)
+        }
         viewer.engine.renderVideo()
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).map(\.0) == [.starting, .failed])
         #expect(viewer.logs["a"]!.remoteStates(1, .audio).last!.1 == .internal)

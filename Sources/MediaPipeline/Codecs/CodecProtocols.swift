@@ -22,6 +22,22 @@ public protocol AudioDecoding: AnyObject {
     func decode(_ packet: UnsafeRawBufferPointer, into pcm: UnsafeMutableBufferPointer<Int16>) throws -> Int
     /// Writes `samplesPerChannel` samples of loss concealment; returns the samples per channel written.
     func concealLoss(samplesPerChannel: Int, into pcm: UnsafeMutableBufferPointer<Int16>) throws -> Int
+    /// Rebuilds `samplesPerChannel` samples of a lost packet from the in-band FEC carried by
+    /// `nextPacket`; returns the samples per channel written. Decoders without FEC conceal.
+    func recoverLoss(
+        fromFECIn nextPacket: UnsafeRawBufferPointer, samplesPerChannel: Int,
+        into pcm: UnsafeMutableBufferPointer<Int16>
+    ) throws -> Int
+}
+
+extension AudioDecoding {
+    /// Conceals: a decoder that cannot read FEC.
+    public func recoverLoss(
+        fromFECIn nextPacket: UnsafeRawBufferPointer, samplesPerChannel: Int,
+        into pcm: UnsafeMutableBufferPointer<Int16>
+    ) throws -> Int {
+        try concealLoss(samplesPerChannel: samplesPerChannel, into: pcm)
+    }
 }
 
 /// What the engine needs of a video decoder: one frame in, the pictures it yields passed to

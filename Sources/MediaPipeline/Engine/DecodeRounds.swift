@@ -72,10 +72,12 @@ final class AudioDecodeRound: ParallelJobSource {
     var receivers: [AudioReceiver] = []
     /// Gaps up to this long are concealed.
     var concealUpToMicroseconds: Int64 = 0
+    /// The round's clock time.
+    var now: Int64 = 0
 
     func runJob(_ index: Int) {
         let receiver = receivers[index]
-        receiver.lastOutput = receiver.produce(concealUpToMicroseconds: concealUpToMicroseconds)
+        receiver.lastOutput = receiver.produce(now: now, concealUpToMicroseconds: concealUpToMicroseconds)
     }
 }
 

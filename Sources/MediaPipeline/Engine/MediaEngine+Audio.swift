@@ -14,10 +14,11 @@ extension MediaEngine {
         let (decided, observer, observed) = playout.withLock { round in
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
-            let observer: AudioFrameObserver? = control.withLock { plane in
+            let observer: AudioFrameObserver? = withControl { plane in
                 round.decode.receivers.removeAll(keepingCapacity: true)
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.concealUpToMicroseconds = conceal
+                round.decode.now = plane.now
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
@@ -77,7 +78,9 @@ extension MediaEngine {
             sendQueuedReports(&round)
             round.streams.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
-            for (key, receiver) in round.fading where receiver.produce(concealUpToMicroseconds: conceal) != .none {
+            let now = round.decode.now
+            for (key, receiver) in round.fading
+            where receiver.produce(now: now, concealUpToMicroseconds: conceal) != .none {
                 round.mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
             }
             round.mixer.mix(round.mixInputs, into: output)

@@ -1,71 +1,147 @@
-/// The receiving side of one remote audio stream: its RTP packets turned into Opus frames, a
-/// small jitter queue, an Opus decoder, and 10 ms frames for the mixer.
+/// The receiving side of one remote audio stream: a jitter buffer in the manner of libwebrtc's
+/// NetEq. RTP packets become Opus packets queued in media-time order; an
+/// ``ArrivalDelayEstimator`` sets how long they wait; each 10 ms tick decodes what the playout
+/// needs, rebuilding a lost packet from the in-band FEC of the one after it, concealing (Opus
+/// PLC) what cannot be rebuilt, and shortening or lengthening the audio by a pitch period
+/// (``TimeStretcher``) to bring the delay to its target without a click.
 ///
 /// Two owners, so packet arrival never waits for a decode:
-/// - ``inbox`` (packets in, frames queued in timestamp order) is a ``LockedValue``: the thread that
-///   delivers packets and the one that decodes meet there, for a queue operation each.
-/// - Everything else (the decoder, decoded samples, ``frame``, the last output) belongs to the
+/// - ``inbox`` (packets in, the queue, the delay estimate, how far playout has decoded) is a
+///   ``LockedValue``: the thread that delivers packets and the one that decodes meet there, for
+///   a queue operation each.
+/// - Everything else (the decoder, decoded samples, ``frame``, the counters) belongs to the
 ///   engine's playout round, which ``MediaEngine`` runs one at a time (its `playout` value): the
 ///   reason this class is `@unchecked Sendable`.
 final class AudioReceiver: @unchecked Sendable {
+    /// What the playout does next, as the inbox decides it.
+    enum Step {
+        /// Decode this packet: it continues the audio.
+        case decode(QueuedAudio)
+        /// The audio before this packet is missing (this many microseconds of it): rebuild it
+        /// from the packet's in-band FEC. The packet itself stays queued.
+        case recover(QueuedAudio, missingMicroseconds: Int64)
+        /// More is missing than FEC can rebuild: conceal this many microseconds.
+        case conceal(Int64)
+        /// Nothing is queued.
+        case starve
+        /// Playout has not started, or restarts: the first packet is not due yet.
+        case wait
+    }
+
     /// The packet side, shared by arrival and decoding.
     struct Inbox {
         var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
         var remoteSSRC: UInt32?
         var packetsLostInEarlierStreams: Int64 = 0
-        /// Where the current stream's time starts on this receiver's time line (microseconds),
-        /// so a new SSRC continues after the old one.
-        var streamOffsetMicroseconds: Int64 = 0
-        var queue = FrameQueue(capacity: 50)
-        /// The end of the last packet played (decoded or concealed), in stream microseconds.
-        var playedUntilMicroseconds: Int64?
-        /// Packets dropped because they came too late or twice.
+        var queue = AudioPacketQueue(capacity: 100)
+        var delays = ArrivalDelayEstimator()
+        /// The end of the audio decoded (or concealed) so far, in media microseconds; nil before
+        /// playout starts, and after a long gap until it starts again.
+        var decodedUntil: Int64?
+        /// Packets dropped because they came after their time was played, or twice.
         var latePackets = 0
+        /// Times playout started again: a sender whose clock jumped, a new stream, a long gap.
+        var restarts = 0
         /// Set when the stream is unsubscribed: nothing is queued any more.
         var released = false
         /// What this receiver's reception reports say.
         var statistics = ReceptionStatistics(clockRate: MediaCodec.opus.rtpClockRate)
 
+        /// A gap in the media this long is not concealed: playout starts again at the next packet.
+        static let restartGapMicroseconds: Int64 = 200_000
+        /// A transit that moves this far at once is a sender whose clock jumped.
+        static let clockJumpMicroseconds: Int64 = 1_000_000
+
         /// Sequence numbers never received, over every stream this receiver has seen.
         var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
 
-        /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1).
+        /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1).
         mutating func receive(_ packet: RTPPacket, now: Int64) -> Int {
             guard !released else { return 0 }
             statistics.count(packet.header, arrivalMicroseconds: now)
             if remoteSSRC != packet.header.ssrc {
                 if remoteSSRC != nil {
-                    // A new stream from this user: its time continues where the old one's ended.
+                    // A new stream from this user: its own time line, from the start.
                     packetsLostInEarlierStreams += assembler.packetsLost
                     assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
-                    streamOffsetMicroseconds = playedUntilMicroseconds ?? streamOffsetMicroseconds
+                    restart()
                 }
                 remoteSSRC = packet.header.ssrc
             }
             var frames = 0
             assembler.insert(packet, now: now)
             while let frame = assembler.next(now: now)?.frame {
-                frames += 1
-                enqueue(
-                    streamOffsetMicroseconds == 0
-                        ? frame : frame.restamped(frame.timestampMicroseconds + streamOffsetMicroseconds))
+                frames += enqueue(frame, arrival: now) ? 1 : 0
             }
             return frames
         }
 
-        /// Queues a frame in timestamp order. A frame whose time has already been played (or
-        /// concealed) is late and dropped, as is a duplicate. A jump back by more than a second
-        /// is the sender starting its clock again: the stream restarts from that frame.
-        mutating func enqueue(_ frame: EncodedFrame) {
-            if let played = playedUntilMicroseconds, frame.timestampMicroseconds < played {
-                guard played - frame.timestampMicroseconds > 1_000_000 else {
-                    latePackets += 1
-                    return
-                }
-                queue.removeAll()
-                playedUntilMicroseconds = nil
+        /// Queues an Opus packet arrived at `arrival`, in media-time order. A packet whose time
+        /// was already played (or concealed, or rebuilt) is late and dropped, as is a duplicate.
+        /// Returns whether it was queued.
+        @discardableResult
+        mutating func enqueue(_ frame: EncodedFrame, arrival: Int64) -> Bool {
+            let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
+            let duration = Int64(samples ?? 960) * 1_000_000 / 48_000
+            let transit = arrival - frame.timestampMicroseconds
+            if let minimum = delays.minimumTransitMicroseconds, abs(transit - minimum) > Self.clockJumpMicroseconds {
+                restart()  // the sender's clock jumped (or it paused): follow it from here
             }
-            if !queue.insertOrdered(frame) { latePackets += 1 }
+            delays.add(transitMicroseconds: transit, now: arrival)
+            if let until = decodedUntil, frame.timestampMicroseconds < until {
+                latePackets += 1
+                return false
+            }
+            let packet = QueuedAudio(frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival)
+            guard queue.insert(packet) else {
+                latePackets += 1
+                return false
+            }
+            return true
+        }
+
+        /// Forgets what is queued and where playout stood: it starts again like a new stream.
+        mutating func restart() {
+            queue.removeAll()
+            decodedUntil = nil
+            delays.reset()
+            restarts += 1
+        }
+
+        /// What the playout does next at clock time `now`.
+        mutating func nextStep(now: Int64) -> Step {
+            guard let until = decodedUntil else {
+                // Starting: the first packet plays once it has waited the target delay.
+                guard let head = queue.first, let minimum = delays.minimumTransitMicroseconds,
+                    now - head.timestampMicroseconds - minimum >= delays.targetDelayMicroseconds
+                else { return .wait }
+                queue.pop()
+                decodedUntil = head.timestampMicroseconds
+                return .decode(head)
+            }
+            guard let head = queue.first else { return .starve }
+            let gap = head.timestampMicroseconds - until
+            if gap < 1_000 {
+                queue.pop()
+                return .decode(head)
+            }
+            if gap > Self.restartGapMicroseconds {
+                decodedUntil = nil
+                restarts += 1
+                return nextStep(now: now)
+            }
+            if gap <= head.durationMicroseconds, head.frame.withUnsafeBytes(OpusPacket.carriesRedundancy) {
+                return .recover(head, missingMicroseconds: gap)
+            }
+            // Conceal up to the packet FEC can rebuild, or the whole gap, 10 ms at a time.
+            let beyondRedundancy = gap > head.durationMicroseconds ? gap - head.durationMicroseconds : gap
+            return .conceal(min(beyondRedundancy, 10_000))
+        }
+
+        /// The delay now, measured the way the target is: how long after its arrival on the
+        /// fastest path the audio at media time `position` plays at clock time `now`.
+        func delay(position: Int64, now: Int64) -> Int64? {
+            delays.minimumTransitMicroseconds.map { now - position - $0 }
         }
     }
 
@@ -77,8 +153,8 @@ final class AudioReceiver: @unchecked Sendable {
     private var decoder: AudioDecoding?
     private let sampleRate: Int
     private let channelCount: Int
-    /// Decoded samples not yet handed out, interleaved: room for 10 ms left over plus the
-    /// longest packet (120 ms), allocated once.
+    /// Decoded samples not yet handed out, interleaved: room for the longest packet (120 ms)
+    /// after 30 ms kept for time stretching, and a stretch's period, allocated once.
     private let decoded: UnsafeMutableBufferPointer<Int16>
     private var decodedStart = 0
     private var decodedEnd = 0
@@ -87,18 +163,18 @@ final class AudioReceiver: @unchecked Sendable {
     let frame: UnsafeMutableBufferPointer<Int16>
     /// Microseconds of consecutive 10 ms ticks without a packet.
     private(set) var starvedMicroseconds: Int64 = 0
-    /// Packets decoded since creation.
-    private(set) var packetsDecoded: Int64 = 0
     /// True after a packet failed to decode, until one decodes again.
     private(set) var failed = false
     /// Why the last packet failed to decode.
     private(set) var failure: String?
+    /// What the playout did so far.
+    private(set) var counters = AudioPlayoutCounters()
 
     init(sampleRate: Int, channelCount: Int, codecs: CodecFactory = .libraries) throws {
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
-        decoded = .allocate(capacity: sampleRate * 130 / 1000 * channelCount)
+        decoded = .allocate(capacity: sampleRate * 200 / 1000 * channelCount)
         decoded.initialize(repeating: 0)
         frame = .allocate(capacity: sampleRate / 100 * channelCount)
         frame.initialize(repeating: 0)
@@ -109,7 +185,7 @@ final class AudioReceiver: @unchecked Sendable {
         decoded.deallocate()
     }
 
-    /// Takes one RTP packet arrived at clock time `now`; returns the frames queued (0 or 1)
+    /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1)
     /// and the packets it showed to be lost.
     func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64) {
         inbox.withLock { inbox in
@@ -119,14 +195,17 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// Queues a frame (see ``Inbox/enqueue(_:)``).
-    func enqueue(_ frame: EncodedFrame) { inbox.withLock { $0.enqueue(frame) } }
+    /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:)``).
+    func enqueue(_ frame: EncodedFrame, arrival: Int64) { inbox.withLock { $0.enqueue(frame, arrival: arrival) } }
 
     /// Sequence numbers never received.
     var packetsLost: Int64 { inbox.withLock { $0.packetsLost } }
 
-    /// Frames dropped because they came too late or twice.
+    /// Packets dropped because they came too late or twice.
     var latePackets: Int { inbox.withLock { $0.latePackets } }
+
+    /// The jitter buffer's target delay now, in microseconds.
+    var targetDelayMicroseconds: Int64 { inbox.withLock { $0.delays.targetDelayMicroseconds } }
 
     /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
     func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, arrivalMicroseconds: Int64) {
@@ -149,60 +228,172 @@ final class AudioReceiver: @unchecked Sendable {
     }
 
     /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
-    /// audio, `.concealed` for loss concealment right after a gap, `.none` when starved longer.
+    /// audio (FEC-rebuilt audio included), `.concealed` when some of it is loss concealment,
+    /// `.none` when there is nothing to play (not started, or starved longer than concealment
+    /// goes).
     enum Output { case audio, concealed, none }
-    /// What the last ``produce(concealUpToMicroseconds:)`` of a decode round gave.
+    /// What the last ``produce(now:concealUpToMicroseconds:)`` of a decode round gave.
     var lastOutput = Output.none
 
-    /// Decodes the next 10 ms. Call from the playout round only.
-    func produce(concealUpToMicroseconds: Int64) -> Output {
+    /// Decoded frames buffered, per channel.
+    private var bufferedFrames: Int { (decodedEnd - decodedStart) / channelCount }
+
+    private func microseconds(frames: Int) -> Int64 { Int64(frames) * 1_000_000 / Int64(sampleRate) }
+    private func frames(microseconds: Int64) -> Int { Int(microseconds * Int64(sampleRate) / 1_000_000) }
+
+    /// Decodes the next 10 ms at clock time `now`. Call from the playout round only.
+    func produce(now: Int64, concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
-        let needed = frame.count
-        var concealed = false
-        if decodedEnd - decodedStart < needed {
-            // Keep what is left, then decode packets until a whole 10 ms is there (packets of
-            // 2.5 or 5 ms take several; 20, 40, 60 ms ones leave samples for later ticks).
-            let left = decodedEnd - decodedStart
+        let needed = frame.count / channelCount
+        // Keep what is left at the front, then decode until a whole 10 ms is there.
+        let left = decodedEnd - decodedStart
+        if decodedStart > 0 {
             for i in 0..<left { decoded[i] = decoded[decodedStart + i] }
             decodedStart = 0
             decodedEnd = left
-            while decodedEnd < needed {
-                let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
-                guard let packet = inbox.withLock({ $0.queue.pop() }) else {
-                    starvedMicroseconds += 10_000
-                    guard packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds else { return .none }
-                    // Opus loss concealment for what is missing (whole 2.5 ms steps).
-                    let missing = (needed - decodedEnd) / channelCount
-                    guard let count = try? decoder.concealLoss(samplesPerChannel: missing, into: room) else {
-                        return .none
-                    }
-                    decodedEnd += count * channelCount
-                    concealed = true
-                    // The concealed time is played: a packet for it arriving now would be late.
-                    let concealedMicroseconds = Int64(count) * 1_000_000 / Int64(sampleRate)
+        }
+        var concealed = false
+        var starved = false
+        while bufferedFrames < needed {
+            switch decode(next: inbox.withLock { $0.nextStep(now: now) }, decoder, concealed: &concealed) {
+            case .decoded: continue
+            case .starved:
+                starved = true
+                starvedMicroseconds += 10_000
+                guard counters.packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds,
+                    conceal(microseconds(frames: needed - bufferedFrames), decoder)
+                else {
+                    // Silent from here: playout starts again when packets come back.
+                    decodedStart = 0
+                    decodedEnd = 0
                     inbox.withLock { inbox in
-                        inbox.playedUntilMicroseconds = inbox.playedUntilMicroseconds.map { $0 + concealedMicroseconds }
+                        if inbox.decodedUntil != nil { inbox.restarts += 1 }
+                        inbox.decodedUntil = nil
                     }
-                    break
-                }
-                do {
-                    let count = try packet.withUnsafeBytes { try decoder.decode($0, into: room) }
-                    decodedEnd += count * channelCount
-                    packetsDecoded += 1
-                    failed = false
-                    // The decoder tells the packet's duration (received frames leave it 0).
-                    let end = packet.timestampMicroseconds + Int64(count) * 1_000_000 / Int64(sampleRate)
-                    inbox.withLock { $0.playedUntilMicroseconds = end }
-                } catch {
-                    failed = true
-                    failure = "\(error)"
                     return .none
                 }
+                concealed = true
+            case .stopped:
+                // Waiting for packets after having played counts as starving.
+                if counters.packetsDecoded > 0 && !starved { starvedMicroseconds += 10_000 }
+                return .none
             }
         }
-        if !concealed { starvedMicroseconds = 0 }
-        for i in 0..<needed { frame[i] = decoded[decodedStart + i] }
-        decodedStart += needed
+        if !starved { starvedMicroseconds = 0 }
+        stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
+        for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
+        decodedStart += frame.count
+        counters.ticks += 1
+        if concealed { counters.concealedTicks += 1 }
         return concealed ? .concealed : .audio
     }
+
+    private enum StepResult { case decoded, starved, stopped }
+
+    /// Carries out one step of the inbox's, appending to the decoded samples.
+    private func decode(next step: Step, _ decoder: AudioDecoding, concealed: inout Bool) -> StepResult {
+        let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
+        switch step {
+        case .wait:
+            return .stopped
+        case .starve:
+            return .starved
+        case .decode(let packet):
+            do {
+                let count = try packet.frame.withUnsafeBytes { try decoder.decode($0, into: room) }
+                decodedEnd += count * channelCount
+                counters.packetsDecoded += 1
+                failed = false
+                let end = packet.timestampMicroseconds + microseconds(frames: count)
+                inbox.withLock { $0.decodedUntil = end }
+                return .decoded
+            } catch {
+                failed = true
+                failure = "\(error)"
+                return .stopped
+            }
+        case .recover(let next, let missing):
+            let count = next.frame.withUnsafeBytes { bytes in
+                try? decoder.recoverLoss(fromFECIn: bytes, samplesPerChannel: frames(microseconds: missing), into: room)
+            }
+            guard let count else { return conceal(missing, decoder) ? .decoded : .stopped }
+            decodedEnd += count * channelCount
+            counters.packetsRecovered += 1
+            let recovered = microseconds(frames: count)
+            inbox.withLock { $0.decodedUntil = $0.decodedUntil.map { $0 + recovered } }
+            return .decoded
+        case .conceal(let missing):
+            concealed = true
+            return conceal(missing, decoder) ? .decoded : .stopped
+        }
+    }
+
+    /// Appends `missing` microseconds (whole 2.5 ms steps, at least one) of Opus loss
+    /// concealment; the concealed time counts as played, so its packet would now be late.
+    private func conceal(_ missing: Int64, _ decoder: AudioDecoding) -> Bool {
+        let step = sampleRate / 400
+        let wanted = max(step, (frames(microseconds: missing) + step - 1) / step * step)
+        let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
+        guard let count = try? decoder.concealLoss(samplesPerChannel: wanted, into: room) else { return false }
+        decodedEnd += count * channelCount
+        let concealedTime = microseconds(frames: count)
+        inbox.withLock { $0.decodedUntil = $0.decodedUntil.map { $0 + concealedTime } }
+        return true
+    }
+
+    /// Shortens or lengthens the buffered audio by a pitch period when the delay strays from
+    /// the target: above it by more than 20 ms, or below it.
+    private func stretchTowardTarget(now: Int64, decoder: AudioDecoding, concealed: inout Bool) {
+        let (delay, target) = inbox.withLock { inbox -> (Int64?, Int64) in
+            let position = inbox.decodedUntil.map { $0 - microseconds(frames: bufferedFrames) }
+            return (position.flatMap { inbox.delay(position: $0, now: now) }, inbox.delays.targetDelayMicroseconds)
+        }
+        guard let delay else { return }
+        counters.delaySumMicroseconds += delay
+        counters.delayTicks += 1
+        guard delay > target + 20_000 || delay < target else { return }
+        let needed = TimeStretcher.framesNeeded(sampleRate: sampleRate)
+        // Decode ahead when the next packet continues the audio (never conceal for this).
+        while bufferedFrames < needed {
+            let step = inbox.withLock { inbox -> Step in
+                guard let until = inbox.decodedUntil, let head = inbox.queue.first,
+                    head.timestampMicroseconds - until < 1_000
+                else { return .wait }
+                inbox.queue.pop()
+                return .decode(head)
+            }
+            guard case .decoded = decode(next: step, decoder, concealed: &concealed) else { break }
+        }
+        let distance = abs(delay - target)
+        let correlation = distance > 60_000 ? 0.5 : 0.9
+        if delay > target + 20_000 {
+            let removed = TimeStretcher.shorten(
+                decoded, start: decodedStart / channelCount, frames: bufferedFrames, channels: channelCount,
+                sampleRate: sampleRate, minimumCorrelation: correlation)
+            if removed > 0 {
+                decodedEnd -= removed * channelCount
+                counters.accelerations += 1
+            }
+        } else {
+            let added = TimeStretcher.lengthen(
+                decoded, start: decodedStart / channelCount, frames: bufferedFrames, channels: channelCount,
+                sampleRate: sampleRate, minimumCorrelation: correlation)
+            if added > 0 {
+                decodedEnd += added * channelCount
+                counters.expansions += 1
+            }
+        }
+    }
+}
+
+/// What one audio receiver's playout did, counted by the playout round.
+struct AudioPlayoutCounters {
+    /// 10 ms frames produced, and those holding loss concealment.
+    var ticks: Int64 = 0, concealedTicks: Int64 = 0
+    /// Packets decoded, and lost packets rebuilt from the next one's in-band FEC.
+    var packetsDecoded: Int64 = 0, packetsRecovered: Int64 = 0
+    /// Pitch periods removed (delay above target) and inserted (below).
+    var accelerations: Int64 = 0, expansions: Int64 = 0
+    /// The playout delay summed over the ticks it was measured on.
+    var delaySumMicroseconds: Int64 = 0, delayTicks: Int64 = 0
 }
