@@ -78,4 +78,33 @@ struct LossRecoveryTests {
         #expect(history.bytesRetransmitted == Int64(sent[1].payloadByteCount * 3))
         #expect(history.requestsIgnored == 4)
     }
+
+    @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, and sets Opus FEC from the loss")
+    func lossController() {
+        var controller = LossBasedRateController(
+            startBitsPerSecond: 500_000, minimumBitsPerSecond: 100_000, maximumBitsPerSecond: 500_000)
+        // 20 % loss reported every second: -10 % each time (one cut per 300 ms + RTT at most).
+        var now: Int64 = 0
+        controller.report(fractionLost: 0.2, roundTripMicroseconds: 50_000, now: now)
+        #expect(controller.videoBitsPerSecond == 450_000)
+        controller.report(fractionLost: 0.2, roundTripMicroseconds: 50_000, now: 100_000)
+        #expect(controller.videoBitsPerSecond == 450_000)  // too soon after the last cut
+        for _ in 0..<30 {
+            now += 1_000_000
+            controller.report(fractionLost: 0.2, roundTripMicroseconds: 50_000, now: now)
+        }
+        #expect(controller.videoBitsPerSecond == 100_000)  // bounded below
+        #expect(controller.audioExpectedLossPercent == 20)
+        // 5 % loss: held.
+        now += 1_000_000
+        controller.report(fractionLost: 0.05, roundTripMicroseconds: 50_000, now: now)
+        #expect(controller.videoBitsPerSecond == 100_000)
+        // No loss: +8 % + 1 kbit/s per second, up to the maximum; FEC off once the loss fades.
+        for _ in 0..<40 {
+            now += 1_000_000
+            controller.report(fractionLost: 0, roundTripMicroseconds: 50_000, now: now)
+        }
+        #expect(controller.videoBitsPerSecond == 500_000)
+        #expect(controller.audioExpectedLossPercent == 0)
+    }
 }

@@ -6,6 +6,14 @@ public protocol AudioEncoding: AnyObject {
     var samplesPerFrame: Int { get }
     /// Encodes one frame of interleaved PCM.
     func encode(_ pcm: UnsafeBufferPointer<Int16>, timestampMicroseconds: Int64) throws -> EncodedFrame
+    /// Prepares for `percent` packet loss: in-band FEC on (above 0) or off, and as much
+    /// redundancy as that loss needs. Encoders without FEC ignore it.
+    func protect(expectedLossPercent percent: Int) throws
+}
+
+extension AudioEncoding {
+    /// Ignores it: an encoder without FEC.
+    public func protect(expectedLossPercent percent: Int) throws {}
 }
 
 /// What the engine needs of a video encoder: one picture in, one encoded frame out, a
@@ -13,6 +21,13 @@ public protocol AudioEncoding: AnyObject {
 public protocol VideoEncoding: AnyObject {
     /// Encodes one picture, a keyframe when `forceKeyframe`.
     func encode(_ picture: I420View, timestampMicroseconds: Int64?, forceKeyframe: Bool) throws -> EncodedFrame
+    /// Changes the target bitrate from the next picture on.
+    func setBitrate(_ bitsPerSecond: Int) throws
+}
+
+extension VideoEncoding {
+    /// Ignores it: an encoder with a fixed rate.
+    public func setBitrate(_ bitsPerSecond: Int) throws {}
 }
 
 /// What the engine needs of an audio decoder: packets to PCM, and concealment for a packet
@@ -48,7 +63,13 @@ public protocol VideoDecoding: AnyObject {
     func decode(_ packet: UnsafeRawBufferPointer, _ body: (I420View) throws -> Void) throws -> Int
 }
 
-extension OpusEncoder: AudioEncoding {}
+extension OpusEncoder: AudioEncoding {
+    /// In-band FEC on above 0 %, and libopus's expected loss set to `percent`.
+    public func protect(expectedLossPercent percent: Int) throws {
+        try setInbandForwardErrorCorrection(percent > 0)
+        try setExpectedPacketLossPercent(min(100, max(0, percent)))
+    }
+}
 extension VPXEncoder: VideoEncoding {}
 extension OpusDecoder: AudioDecoding {}
 extension VPXDecoder: VideoDecoding {}

@@ -16,8 +16,13 @@ public struct EngineConfiguration: Sendable {
     public var audio: OpusEncoderConfiguration
     /// Local video codec.
     public var videoCodec: VideoCodec = .vp8
-    /// Local video bitrate in bits per second.
+    /// Local video bitrate in bits per second: where it starts, and the most it rises to.
     public var videoBitrateBitsPerSecond = 500_000
+    /// The least the video bitrate drops to under loss, in bits per second.
+    public var videoMinimumBitrateBitsPerSecond = 100_000
+    /// Whether the encoders follow the loss subscribers report: the video bitrate (down above
+    /// 10 %, up below 2 %) and Opus in-band FEC with its expected loss.
+    public var adaptsToLoss = true
     /// Local video frame rate (frames per second), for rate control.
     public var videoFrameRate = 15
     /// libvpx speed for the local encoder (negative: fixed speed).

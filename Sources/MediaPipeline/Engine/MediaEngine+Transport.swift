@@ -84,6 +84,12 @@ extension MediaEngine {
         if let roundTrip = reader.roundTripMicroseconds {
             retransmitter.withLock { $0.roundTripMicroseconds = max(1_000, roundTrip) }
         }
+        if let fraction = reader.fractionLost, configuration.adaptsToLoss {
+            let roundTrip = retransmitter.withLock { $0.roundTripMicroseconds }
+            rateControl.withLock {
+                $0.report(fractionLost: Double(fraction) / 256, roundTripMicroseconds: roundTrip, now: now)
+            }
+        }
         guard let localUid else { return }
         if let (ssrc, referenceTime) = reader.receiverReferenceTime {
             // Answered at once (DLRR 0), so the receiver measures its round trip to us.

@@ -47,6 +47,8 @@ public final class MediaEngine: Sendable {
     /// The local video's packet history and what answering NACKs needs. A leaf lock: nothing
     /// is called while it is held.
     let retransmitter = LockedValue(Retransmitter())
+    /// What the subscribers' loss reports decided for the encoders. A leaf lock.
+    let rateControl: LockedValue<LossBasedRateController>
     /// Samples in one playout frame, per channel.
     let playoutSamplesPerChannel: Int
 
@@ -73,6 +75,11 @@ public final class MediaEngine: Sendable {
         rtp = RTPIdentity(seed: configuration.randomSeed)
         control = LockedValue(ControlPlane(configuration: configuration, feedbackSSRC: rtp.feedbackSSRC))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
+        rateControl = LockedValue(
+            LossBasedRateController(
+                startBitsPerSecond: configuration.videoBitrateBitsPerSecond,
+                minimumBitsPerSecond: configuration.videoMinimumBitrateBitsPerSecond,
+                maximumBitsPerSecond: configuration.videoBitrateBitsPerSecond))
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         endpoint.engine = self

@@ -22,6 +22,9 @@ final class Publisher {
     var videoEncoder: VideoEncoding?
     /// The size ``videoEncoder`` was made for.
     var videoEncoderSize = (width: 0, height: 0)
+    /// The video bitrate and the audio expected loss the encoders have now.
+    var videoBitrate = 0
+    var audioExpectedLossPercent = 0
     /// Where the current frame goes: (channel, uid) pairs, the publishing channel first. Reused
     /// between frames.
     var targets: [(channelId: String, uid: UInt32)] = []
@@ -38,7 +41,7 @@ final class Publisher {
     func videoEncoder(width: Int, height: Int) throws -> VideoEncoding {
         if let encoder = videoEncoder, videoEncoderSize == (width, height) { return encoder }
         var settings = VPXEncoderConfiguration(codec: configuration.videoCodec, width: width, height: height)
-        settings.bitrateBitsPerSecond = configuration.videoBitrateBitsPerSecond
+        settings.bitrateBitsPerSecond = videoBitrate > 0 ? videoBitrate : configuration.videoBitrateBitsPerSecond
         settings.frameRateNumerator = configuration.videoFrameRate
         settings.speed = configuration.videoSpeed
         settings.keyframeIntervalFrames = configuration.videoKeyframeIntervalFrames
@@ -107,6 +110,11 @@ extension MediaEngine {
             publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
         guard let encoder = publisher.audioEncoder else { return }
+        let loss = rateControl.withLock { $0.audioExpectedLossPercent }
+        if loss != publisher.audioExpectedLossPercent {
+            try encoder.protect(expectedLossPercent: loss)
+            publisher.audioExpectedLossPercent = loss
+        }
         let rate = Int64(configuration.audio.sampleRate)
         let frame = try publisher.pcm.withUnsafeBufferPointer { pcm in
             try encoder.encode(pcm, timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate)
@@ -127,6 +135,11 @@ extension MediaEngine {
             }
             guard !publisher.targets.isEmpty else { return }
             let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
+            let bitrate = rateControl.withLock { $0.videoBitsPerSecond }
+            if bitrate != publisher.videoBitrate {
+                try encoder.setBitrate(bitrate)
+                publisher.videoBitrate = bitrate
+            }
             let frame = try picture.withView {
                 try encoder.encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
             }

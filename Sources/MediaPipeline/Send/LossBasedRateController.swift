@@ -1,0 +1,56 @@
+/// How the publisher's encoders follow the loss its subscribers report (RTCP receiver reports),
+/// in the manner of libwebrtc's loss-based bandwidth estimate:
+///
+/// - video bitrate: above 10 % loss it drops by half the loss (at most once per 300 ms plus a
+///   round trip, so a report is answered before the next cut); when no report of the last
+///   second showed 2 % or more, it rises by 8 % (plus 1 kbit/s); always within the bounds;
+/// - audio: Opus in-band FEC is on while the smoothed loss is 1 % or more, and the encoder's
+///   expected loss follows the smoothed loss (so it invests in redundancy as much as needed).
+///
+/// Decisions are taken when reports arrive; the next encoded frame compares them with what its
+/// encoder has, so the thread carrying RTCP never touches an encoder.
+struct LossBasedRateController {
+    let minimumBitsPerSecond: Int
+    let maximumBitsPerSecond: Int
+    /// The video bitrate decided.
+    private(set) var videoBitsPerSecond: Int
+    /// The loss, smoothed over reports (0...1), and the expected loss given to the audio
+    /// encoder (percent).
+    private(set) var smoothedLoss = 0.0
+    private(set) var audioExpectedLossPercent = 0
+    private var lastDecrease: Int64 = .min / 2
+    private var windowStart: Int64?
+    private var worstInWindow = 0.0
+
+    init(startBitsPerSecond: Int, minimumBitsPerSecond: Int, maximumBitsPerSecond: Int) {
+        self.minimumBitsPerSecond = min(minimumBitsPerSecond, maximumBitsPerSecond)
+        self.maximumBitsPerSecond = maximumBitsPerSecond
+        videoBitsPerSecond = max(self.minimumBitsPerSecond, min(maximumBitsPerSecond, startBitsPerSecond))
+    }
+
+    /// A subscriber reported `fractionLost` (0...1) of the local streams' packets at clock time
+    /// `now`, with the round trip known then.
+    mutating func report(fractionLost: Double, roundTripMicroseconds: Int64, now: Int64) {
+        worstInWindow = max(worstInWindow, fractionLost)
+        if fractionLost > 0.10, now - lastDecrease >= 300_000 + roundTripMicroseconds {
+            setVideo(Int(Double(videoBitsPerSecond) * (1 - 0.5 * fractionLost)))
+            lastDecrease = now
+        }
+        let start = windowStart ?? now
+        windowStart = start
+        if now - start >= 1_000_000 {
+            if worstInWindow < 0.02 && now - lastDecrease >= 1_000_000 {
+                setVideo(videoBitsPerSecond + videoBitsPerSecond * 8 / 100 + 1_000)
+            }
+            windowStart = now
+            worstInWindow = 0
+        }
+        smoothedLoss += (fractionLost - smoothedLoss) * 0.3
+        audioExpectedLossPercent = smoothedLoss < 0.01 ? 0 : min(50, Int((smoothedLoss * 100).rounded(.up)))
+    }
+
+    private mutating func setVideo(_ bitsPerSecond: Int) {
+        let bounded = max(minimumBitsPerSecond, min(maximumBitsPerSecond, bitsPerSecond))
+        videoBitsPerSecond = bounded
+    }
+}
