@@ -166,3 +166,53 @@ struct EngineLossTests {
         #expect(video.last?.0 == .decoding && video.last?.1 == .networkRecovery)
     }
 }
+
+@Suite("Engine: statistics every 2 s")
+struct EngineStatisticsTests {
+    @Test("every 2 s: channel, audio and video statistics, with the loss, bitrates, frame rates and recovery seen")
+    func periodicStatistics() throws {
+        let session = TestSession()
+        let host = try session.user()
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        _ = try viewer.engine.setupRemoteVideo(VideoCanvas(channelId: "a", uid: 1, width: 320, height: 180))
+        try session.hub.setLinkConditions(
+            .init(lossPercent: 10, delayMs: 20), channelId: "a", publisher: 1, receiver: 2)
+        try session.run(ticks: 610, video: true, publishers: [host])
+        let reports = viewer.logs["a"]!.statistics
+        let audio = reports.compactMap { if case .remoteAudioStats(let stats) = $0 { stats } else { nil } }
+        let video = reports.compactMap { if case .remoteVideoStats(let stats) = $0 { stats } else { nil } }
+        let channel = reports.compactMap { if case .rtcStats(let stats) = $0 { stats } else { nil } }
+        #expect(audio.count == 3 && video.count == 3 && channel.count == 3)
+        #expect(channel.map(\.durationMs) == [2000, 4000, 6000])
+        // The link loses 10 % of packets each way: every interval sees some, none sees most.
+        for stats in audio {
+            #expect(stats.uid == 1)
+            #expect((3...25).contains(stats.packetLossRatePercent), "\(stats)")
+            #expect(stats.receivedBitrateKbps > 10 && stats.receivedBitrateKbps < 80, "\(stats)")
+        }
+        // Round trip 40 ms, measured through RTCP XR once the first reports crossed.
+        #expect(audio.last!.networkTransportDelayMs == 20)
+        #expect(audio.last!.frames > 400)
+        #expect(audio.last!.jitterBufferDelayMs >= 0 && audio.last!.targetDelayMs <= 80)
+        for stats in video.dropFirst() {
+            // A frame every 70 ms (14.3 fps); retransmission fills the gaps, so the decoder
+            // keeps the rate.
+            #expect(stats.decoderOutputFrameRate >= 13 && stats.decoderOutputFrameRate <= 15, "\(stats)")
+            // (Frames recovered together render as one: a run of losses lowers this.)
+            #expect(stats.rendererOutputFrameRate >= 7, "\(stats)")
+            #expect(stats.width == 160 && stats.height == 90)
+            #expect(stats.receivedBitrateKbps > 30, "\(stats)")
+        }
+        #expect(video.last!.nacksSent > 0)
+        // Every gap was filled by retransmission: no keyframe was needed. (This seed's link
+        // loses six video packets in a row once, a 490 ms hole: one freeze.)
+        #expect(video.last!.keyframeRequestsSent == 0 && video.last!.framesDroppedBeforeDecode == 0, "\(video.last!)")
+        #expect(video.last!.frozenRatePercent < 15, "\(video.last!)")
+        #expect(video.last!.delayMs == 20)
+        #expect(viewer.channels["a"]!.remoteAudioStats(1) == audio.last)
+        #expect(viewer.channels["a"]!.remoteVideoStats(1) == video.last)
+        #expect(channel.last!.rxKBitRate > 50 && channel.last!.userCount == 1)
+    }
+}

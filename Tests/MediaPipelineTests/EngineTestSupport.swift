@@ -14,7 +14,8 @@ final class EventLog: @unchecked Sendable {
 
     private func append(_ event: ChannelEvent) { lock.withLock { recorded.append(event) } }
 
-    /// Every event but connection state changes (those are in ``connectionStates``).
+    /// Every event but connection state changes (those are in ``connectionStates``) and the
+    /// periodic statistics (in ``statistics``).
     var events: [ChannelEvent] { lock.withLock { recorded.filter { !$0.isConnectionStateChange } } }
 
     /// The connection state changes, as (state, reason) pairs.
@@ -22,6 +23,18 @@ final class EventLog: @unchecked Sendable {
         lock.withLock {
             recorded.compactMap {
                 if case .connectionStateChanged(let state, let reason) = $0 { (state, reason) } else { nil }
+            }
+        }
+    }
+
+    /// The periodic statistics events, in order.
+    var statistics: [ChannelEvent] {
+        lock.withLock {
+            recorded.filter {
+                switch $0 {
+                case .rtcStats, .remoteAudioStats, .remoteVideoStats: true
+                default: false
+                }
             }
         }
     }
@@ -172,7 +185,12 @@ extension ChannelEvent {
         if case .error(let code, _) = self { code } else { nil }
     }
 
+    /// Connection state changes and the periodic statistics, which the event sequences under
+    /// test leave aside.
     var isConnectionStateChange: Bool {
-        if case .connectionStateChanged = self { true } else { false }
+        switch self {
+        case .connectionStateChanged, .rtcStats, .remoteAudioStats, .remoteVideoStats: true
+        default: false
+        }
     }
 }

@@ -273,6 +273,12 @@ public enum ChannelEvent: Sendable, Equatable {
     case leave(ChannelStats)
     /// The channel's connection changed state.
     case connectionStateChanged(state: ConnectionState, reason: ConnectionChangedReason)
+    /// The channel's statistics, every 2 s while joined.
+    case rtcStats(RtcStats)
+    /// A remote user's audio statistics, every 2 s while its audio is received.
+    case remoteAudioStats(RemoteAudioStats)
+    /// A remote user's video statistics, every 2 s while its video is received.
+    case remoteVideoStats(RemoteVideoStats)
     /// Something failed after the call that started it returned (a join the transport refused):
     /// Agora's error code and what happened.
     case error(code: EngineError.Code, message: String)

@@ -143,6 +143,18 @@ public final class MediaChannel: Sendable {
             otherwise: .stopped)
     }
 
+    /// `uid`'s audio statistics as last reported (every 2 s, also as
+    /// ``ChannelEvent/remoteAudioStats(_:)``); nil before the first report.
+    public func remoteAudioStats(_ uid: UInt32) -> RemoteAudioStats? {
+        engine.read(ref, { state in state.userIndex(uid).flatMap { state.users[$0].lastAudioStats } }, otherwise: nil)
+    }
+
+    /// `uid`'s video statistics as last reported (every 2 s, also as
+    /// ``ChannelEvent/remoteVideoStats(_:)``); nil before the first report.
+    public func remoteVideoStats(_ uid: UInt32) -> RemoteVideoStats? {
+        engine.read(ref, { state in state.userIndex(uid).flatMap { state.users[$0].lastVideoStats } }, otherwise: nil)
+    }
+
     // MARK: - Audio reports
 
     /// Reports the loudest speakers every `intervalMs` (≤ 0 stops; otherwise at least 10,

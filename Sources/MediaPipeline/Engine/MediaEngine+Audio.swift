@@ -73,6 +73,7 @@ extension MediaEngine {
                 }
                 plane.stats.playoutFrames += 1
                 queueReceiverReports(&plane, &round)
+                plane.reportStatisticsIfDue()
                 return plane.decisions != before
             }
             sendQueuedReports(&round)

@@ -40,7 +40,7 @@ extension MediaEngine {
             logger.debug("subscription to user \(uid) \(kind) \(old) -> \(new)", metadata: metadata)
         case .videoSizeChanged(let uid, let width, let height):
             logger.debug("user \(uid) video \(width)x\(height)", metadata: metadata)
-        case .audioVolumeIndication:
+        case .audioVolumeIndication, .rtcStats, .remoteAudioStats, .remoteVideoStats:
             break
         }
     }

@@ -71,6 +71,7 @@ extension MediaEngine {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
                         let progress = receiver.poll(now: plane.now)
                         plane.channels[c].stats.add(progress)
+                        plane.channels[c].users[u].reception.videoFramesDropped += progress.framesDropped
                         if let nack = progress.nack, let request = plane.feedbackDue(c, u, nack: nack) {
                             requests.append(request)
                         }

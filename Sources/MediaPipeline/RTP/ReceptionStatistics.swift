@@ -22,6 +22,9 @@ struct ReceptionStatistics {
 
     init(clockRate: Int) { self.clockRate = Int64(clockRate) }
 
+    /// Packets expected so far (from the first sequence number to the highest).
+    var expected: Int64 { firstSequence.map { highestSequence - $0 + 1 } ?? 0 }
+
     /// Counts a packet arrived at clock time `arrivalMicroseconds`.
     mutating func count(_ header: RTPHeader, arrivalMicroseconds: Int64) {
         if header.ssrc != ssrc && received > 0 { self = ReceptionStatistics(clockRate: Int(clockRate)) }

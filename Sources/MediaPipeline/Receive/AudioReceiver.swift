@@ -270,12 +270,16 @@ final class AudioReceiver: @unchecked Sendable {
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
                         inbox.decodedUntil = nil
                     }
+                    if counters.packetsDecoded > 0 { counters.silentTicks += 1 }
                     return .none
                 }
                 concealed = true
             case .stopped:
                 // Waiting for packets after having played counts as starving.
-                if counters.packetsDecoded > 0 && !starved { starvedMicroseconds += 10_000 }
+                if counters.packetsDecoded > 0 {
+                    if !starved { starvedMicroseconds += 10_000 }
+                    counters.silentTicks += 1
+                }
                 return .none
             }
         }
@@ -390,6 +394,9 @@ final class AudioReceiver: @unchecked Sendable {
 struct AudioPlayoutCounters {
     /// 10 ms frames produced, and those holding loss concealment.
     var ticks: Int64 = 0, concealedTicks: Int64 = 0
+    /// Ticks with nothing to play after playout had started (starved past concealment, or
+    /// waiting for playout to start again).
+    var silentTicks: Int64 = 0
     /// Packets decoded, and lost packets rebuilt from the next one's in-band FEC.
     var packetsDecoded: Int64 = 0, packetsRecovered: Int64 = 0
     /// Pitch periods removed (delay above target) and inserted (below).

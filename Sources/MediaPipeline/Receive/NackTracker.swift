@@ -2,7 +2,7 @@
 /// RFC 4585 6.2.1), in the manner of libwebrtc's NackRequester:
 ///
 /// - a gap in the sequence numbers puts every missing number on the list, asked for at once;
-/// - each is asked for again once a round trip has passed without it, at most
+/// - each is asked for again once a round trip (and a jitter margin) has passed without it, at most
 ///   ``maximumRetries`` times, then dropped (the frame buffer has given up on it by then);
 /// - a number that arrives (reordered, or retransmitted) leaves the list;
 /// - a list that would grow past ``maximumEntries`` is cleared and the caller asks for a
@@ -28,6 +28,9 @@ struct NackTracker {
     private var newest: Int64?
     /// The round trip to the publisher, which paces repeated requests.
     var roundTripMicroseconds = defaultRoundTripMicroseconds
+    /// Added to the round trip before a request is repeated (the receiver's jitter allowance).
+    var retryMargin: Int64 = 0
+    private var retryInterval: Int64 { roundTripMicroseconds + retryMargin }
     /// Numbers asked for (each request of each number counts).
     private(set) var requests: Int64 = 0
     /// Numbers that arrived after being asked for.
@@ -84,7 +87,7 @@ struct NackTracker {
     mutating func takeDue(now: Int64, into batch: inout [UInt16], limit: Int) {
         var index = 0
         while index < entries.count, batch.count < limit {
-            if entries[index].askedAt == .min || now - entries[index].askedAt >= roundTripMicroseconds {
+            if entries[index].askedAt == .min || now - entries[index].askedAt >= retryInterval {
                 batch.append(UInt16(truncatingIfNeeded: entries[index].sequence))
                 requests += 1
                 entries[index].askedAt = now
@@ -100,7 +103,7 @@ struct NackTracker {
 
     /// Whether any number is due at `now` (cheap: checks without taking).
     func hasDue(now: Int64) -> Bool {
-        entries.contains { $0.askedAt == .min || now - $0.askedAt >= roundTripMicroseconds }
+        entries.contains { $0.askedAt == .min || now - $0.askedAt >= retryInterval }
     }
 
     private func position(of sequence: Int64) -> Int? {

@@ -47,8 +47,9 @@ final class VideoReceiver: @unchecked Sendable {
         private var nackBatch: [UInt16] = []
         private let nackMessages = ByteRecycler(slotCount: 8, capacity: 12 + 4 * Self.nackLimit)
         /// A stream silent this long (or longer than the retransmission wait) has been through an
-        /// outage: the packets missed in it are not asked for.
-        static let outageMicroseconds: Int64 = 300_000
+        /// outage: the packets missed in it are too old to be worth resending (a keyframe is
+        /// asked for instead). Shorter silences (a few packets lost in a row) are asked for.
+        static let outageMicroseconds: Int64 = 800_000
         /// The most numbers one NACK asks for (64 entries of up to 17 at most; one each when spread).
         static let nackLimit = 64
 
@@ -60,13 +61,15 @@ final class VideoReceiver: @unchecked Sendable {
             nackBatch.reserveCapacity(Self.nackLimit)
         }
 
-        /// How long a missing packet may hold the frames behind it back: long enough for two
+        /// The interarrival jitter (RFC 3550), in microseconds.
+        var jitterMicroseconds: Int64 { Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.vp8.rtpClockRate) }
+
+        /// How long a missing packet may hold the frames behind it back: long enough for three
         /// requests and their retransmissions to cross the measured round trip and jitter,
         /// never less than the reorder wait, never more than a second.
         var retransmissionWaitMicroseconds: Int64 {
             guard retransmission else { return reorderWaitMicroseconds }
-            let jitter = Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.vp8.rtpClockRate)
-            let wait = 2 * nack.roundTripMicroseconds + 3 * jitter + 20_000
+            let wait = 3 * nack.roundTripMicroseconds + 3 * jitterMicroseconds + 30_000
             return min(1_000_000, max(reorderWaitMicroseconds, wait))
         }
 
@@ -95,6 +98,8 @@ final class VideoReceiver: @unchecked Sendable {
             lastArrival = now
             let sequence = assembler.insert(packet, now: now)
             assembler.gapWaitMicroseconds = wait
+            // A request is repeated once its answer is overdue: a round trip and the jitter.
+            nack.retryMargin = 2 * jitterMicroseconds + 5_000
             if retransmission {
                 if silence > max(Self.outageMicroseconds, wait) {
                     // After an outage, what is missing is too old to be worth resending: give

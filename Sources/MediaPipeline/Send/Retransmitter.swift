@@ -6,7 +6,9 @@
 /// revealed the loss.
 struct Retransmitter {
     var history = PacketHistory()
-    /// The round trip to subscribers, from their last reception report.
+    /// The round trip to subscribers, from their last reception report. A packet is resent to
+    /// the same subscriber again only after three quarters of it (a repeated NACK that crossed
+    /// a faster path is still answered).
     var roundTripMicroseconds: Int64 = NackTracker.defaultRoundTripMicroseconds
     /// Storage for DLRR answers.
     let replies = ByteRecycler(slotCount: 16, capacity: 24)
@@ -41,7 +43,7 @@ struct NackResponder: RTCPVisitor {
         let packet = engine.retransmitter.withLock { state in
             state.history.retransmission(
                 ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
-                roundTripMicroseconds: state.roundTripMicroseconds)
+                roundTripMicroseconds: state.roundTripMicroseconds * 3 / 4)
         }
         if let packet { engine.transport.resend(packet, channelId: channelId, from: localUid, to: subscriber) }
     }

@@ -274,8 +274,10 @@ public final class LocalHub: MediaTransport, Sendable {
     }
 
     /// Carries RTCP from `uid` to `recipient`; recipient 0 means every other member receiving
-    /// media in the channel (a sender report). Feedback to a publisher crosses the link of the
-    /// media it is about the other way; a sender report goes the media's way.
+    /// media in the channel (a sender report). RTCP goes the media's way across the link from
+    /// `uid` to `recipient` when there is one (a sender report, an answer to a receiver's
+    /// reference time); otherwise it is feedback to a publisher and crosses the link of the media
+    /// it is about the other way.
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
         let (target, receivers, senderEndpoint, hasLinks, hasHeld) = network.withLock { network in
             let room = network.rooms[channelId]
@@ -302,7 +304,10 @@ public final class LocalHub: MediaTransport, Sendable {
         guard let target else { return }
         var copies = 1
         if hasLinks {
-            let key = LinkKey(channelId: channelId, publisher: recipient, receiver: uid)
+            let forward = LinkKey(channelId: channelId, publisher: uid, receiver: recipient)
+            let key =
+                network.withLock { $0.links[forward] != nil }
+                ? forward : LinkKey(channelId: channelId, publisher: recipient, receiver: uid)
             copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: target, from: uid)
         }
         for _ in 0..<copies { target.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }

@@ -51,6 +51,10 @@ struct RemoteUser {
     var lastDecodedAt: Int64?
     /// The round trip to the user, from its answers to our reference times (RTCP XR), if measured.
     var roundTripMicroseconds: Int64?
+    /// What its statistics count, and the last ones reported.
+    var reception = UserReception()
+    var lastAudioStats: RemoteAudioStats?
+    var lastVideoStats: RemoteVideoStats?
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
 
@@ -72,13 +76,16 @@ struct RemoteUser {
     ) -> Bool {
         if kind == .audio {
             guard let audio else { return false }
+            reception.audioBytes += Int64(packet.payloadByteCount)
             let (frames, lost) = audio.receive(packet, now: now)
             stats.rxAudioFrames += Int64(frames)
             stats.rxPacketsLost += lost
         } else {
             guard let video else { return false }
+            reception.videoBytes += Int64(packet.payloadByteCount)
             let progress = video.receive(packet, now: now)
             stats.add(progress)
+            reception.videoFramesDropped += progress.framesDropped
             nack = progress.nack
         }
         return trackers[kind].state == .stopped || subscribe[kind] != .subscribed
@@ -135,6 +142,10 @@ struct ChannelState {
     var relaySentReported = false
     /// When receiver reports last went to this channel's users (clock microseconds).
     var lastReceiverReportAt: Int64 = 0
+    /// When statistics were last reported, and the channel's byte counts then.
+    var lastStatisticsAt: Int64?
+    var lastStatisticsBytes = (tx: Int64(0), rx: Int64(0))
+    var lastStatisticsPackets = (received: Int64(0), lost: Int64(0))
     var volumeIntervalMs = 0
     var volumeElapsedMs = 0
     var mixEnabled = false

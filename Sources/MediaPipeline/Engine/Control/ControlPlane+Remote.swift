@@ -101,6 +101,7 @@ extension ControlPlane {
         guard channels[c].users[u].wants(kind) else { return }
         if kind == .audio {
             guard channels[c].users[u].audio == nil else { return }
+            channels[c].users[u].reception.audioRestarted()
             channels[c].users[u].audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
                 codecs: configuration.codecs)
@@ -110,6 +111,7 @@ extension ControlPlane {
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs)
+            channels[c].users[u].reception.videoRestarted()
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil
         }
@@ -197,8 +199,12 @@ extension ControlPlane {
         if ssrc != nil {
             stats.keyframeRequestsSent += 1
             channels[c].stats.keyframeRequestsSent += 1
+            channels[c].users[u].reception.keyframeRequestsSent += 1
         }
-        if nack != nil { channels[c].stats.nacksSent += 1 }
+        if nack != nil {
+            channels[c].stats.nacksSent += 1
+            channels[c].users[u].reception.nacksSent += 1
+        }
         return FeedbackRequest(
             channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid,
             pictureLossSSRC: ssrc, nack: nack)

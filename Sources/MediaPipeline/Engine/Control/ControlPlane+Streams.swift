@@ -58,6 +58,8 @@ extension ControlPlane {
     ) -> FeedbackRequest? {
         let awaitingKeyframe = receiver.awaitingKeyframe
         let uid = channels[c].users[u].uid
+        channels[c].users[u].reception.videoDecoded(
+            decodedNow, rendered: canvases[channels[c].users[u].key] != nil, now: now)
         if decodedNow > 0 {
             channels[c].stats.videoFramesDecoded += Int64(decodedNow)
             channels[c].stats.videoFramesRendered += canvases[channels[c].users[u].key] == nil ? 0 : 1

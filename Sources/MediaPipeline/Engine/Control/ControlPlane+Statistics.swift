@@ -1,0 +1,134 @@
+/// Statistics every 2 s, as Agora reports them: per channel (``RtcStats``) and per remote
+/// user's audio and video (``RemoteAudioStats``, ``RemoteVideoStats``), delivered as events and
+/// kept as the last report for the API. Computed in a playout round (its input), where the
+/// audio receivers' counters may be read; the video figures are the plane's own counts.
+extension ControlPlane {
+    static let statisticsIntervalMicroseconds: Int64 = 2_000_000
+
+    /// Reports the statistics of every joined channel whose interval has passed. Call from a
+    /// playout round's control input.
+    mutating func reportStatisticsIfDue() {
+        for c in channels.indices where channels[c].joined && !channels[c].joining {
+            let since = channels[c].lastStatisticsAt ?? channels[c].joinedAt
+            let elapsed = now - since
+            guard elapsed >= Self.statisticsIntervalMicroseconds else { continue }
+            channels[c].lastStatisticsAt = now
+            for u in channels[c].users.indices {
+                if let audio = channels[c].users[u].audio {
+                    let report = audioStatistics(c, u, audio, elapsed: elapsed)
+                    channels[c].users[u].lastAudioStats = report
+                    emit(c, .remoteAudioStats(report))
+                }
+                if let video = channels[c].users[u].video {
+                    let report = videoStatistics(c, u, video, elapsed: elapsed)
+                    channels[c].users[u].lastVideoStats = report
+                    emit(c, .remoteVideoStats(report))
+                }
+            }
+            emit(c, .rtcStats(channelStatistics(c, elapsed: elapsed)))
+        }
+    }
+
+    private static func kbps(_ bytes: Int64, _ elapsed: Int64) -> Int {
+        elapsed > 0 ? Int(bytes * 8 * 1000 / elapsed) : 0
+    }
+
+    private static func percent(_ part: Int64, _ whole: Int64) -> Double {
+        whole > 0 ? Double(part) * 100 / Double(whole) : 0
+    }
+
+    private mutating func audioStatistics(_ c: Int, _ u: Int, _ audio: AudioReceiver, elapsed: Int64)
+        -> RemoteAudioStats
+    {
+        let counters = audio.counters
+        let (expected, lost, target) = audio.inbox.withLock {
+            ($0.statistics.expected, $0.packetsLost, $0.delays.targetDelayMicroseconds)
+        }
+        var reception = channels[c].users[u].reception
+        let last = reception.lastAudio
+        var report = RemoteAudioStats(uid: channels[c].users[u].uid)
+        let halfRoundTrip = ((channels[c].users[u].roundTripMicroseconds ?? 0) + 1000) / 2000
+        report.networkTransportDelayMs = halfRoundTrip
+        let delayTicks = counters.delayTicks - last.delayTicks
+        if delayTicks > 0 {
+            report.jitterBufferDelayMs = (counters.delaySumMicroseconds - last.delaySumMicroseconds) / delayTicks / 1000
+        }
+        report.targetDelayMs = target / 1000
+        let ticks = counters.ticks + counters.silentTicks - last.ticks - last.silentTicks
+        let notDecoded =
+            counters.concealedTicks + counters.silentTicks - last.concealedTicks - last.silentTicks
+        report.audioLossRatePercent = Self.percent(notDecoded, ticks)
+        report.packetLossRatePercent = Self.percent(
+            lost - reception.lastAudioLost, expected - reception.lastAudioExpected)
+        report.receivedBitrateKbps = Self.kbps(reception.audioBytes - reception.lastAudioBytes, elapsed)
+        if ticks > 0 {
+            reception.audioActiveMs += ticks * 10
+            if report.audioLossRatePercent >= 4 { reception.audioFrozenMs += ticks * 10 }
+        }
+        report.totalFrozenTimeMs = reception.audioFrozenMs
+        report.totalActiveTimeMs = reception.audioActiveMs
+        report.frozenRatePercent = Self.percent(reception.audioFrozenMs, reception.audioActiveMs)
+        report.frames = counters.ticks + counters.silentTicks
+        report.framesConcealed = counters.concealedTicks + counters.silentTicks
+        report.packetsRecoveredByFEC = counters.packetsRecovered
+        report.quality = NetworkQuality.of(
+            lossPercent: report.audioLossRatePercent, delayMs: halfRoundTrip + report.jitterBufferDelayMs,
+            received: reception.audioBytes > reception.lastAudioBytes)
+        reception.lastAudio = counters
+        (reception.lastAudioExpected, reception.lastAudioLost) = (expected, lost)
+        reception.lastAudioBytes = reception.audioBytes
+        channels[c].users[u].reception = reception
+        return report
+    }
+
+    private mutating func videoStatistics(_ c: Int, _ u: Int, _ video: VideoReceiver, elapsed: Int64)
+        -> RemoteVideoStats
+    {
+        let (expected, lost) = video.inbox.withLock { ($0.statistics.expected, $0.packetsLost) }
+        var reception = channels[c].users[u].reception
+        var report = RemoteVideoStats(uid: channels[c].users[u].uid)
+        report.delayMs = ((channels[c].users[u].roundTripMicroseconds ?? 0) + 1000) / 2000
+        report.width = channels[c].users[u].reportedWidth
+        report.height = channels[c].users[u].reportedHeight
+        report.receivedBitrateKbps = Self.kbps(reception.videoBytes - reception.lastVideoBytes, elapsed)
+        let seconds = Double(elapsed) / 1_000_000
+        report.decoderOutputFrameRate =
+            Double(reception.videoFramesDecoded - reception.lastVideoFramesDecoded) / seconds
+        report.rendererOutputFrameRate =
+            Double(reception.videoFramesRendered - reception.lastVideoFramesRendered) / seconds
+        report.packetLossRatePercent = Self.percent(
+            lost - reception.lastVideoLost, expected - reception.lastVideoExpected)
+        report.totalFrozenTimeMs = reception.videoFrozenMs(now: now)
+        report.totalActiveTimeMs = reception.firstVideoFrameAt.map { (now - $0) / 1000 } ?? 0
+        report.frozenRatePercent = Self.percent(report.totalFrozenTimeMs, report.totalActiveTimeMs)
+        report.nacksSent = reception.nacksSent
+        report.keyframeRequestsSent = reception.keyframeRequestsSent
+        report.framesDecoded = reception.videoFramesDecoded
+        report.framesDroppedBeforeDecode = reception.videoFramesDropped
+        reception.lastVideoFramesDecoded = reception.videoFramesDecoded
+        reception.lastVideoFramesRendered = reception.videoFramesRendered
+        (reception.lastVideoExpected, reception.lastVideoLost) = (expected, lost)
+        reception.lastVideoBytes = reception.videoBytes
+        channels[c].users[u].reception = reception
+        return report
+    }
+
+    private mutating func channelStatistics(_ c: Int, elapsed: Int64) -> RtcStats {
+        let stats = channels[c].stats
+        var report = RtcStats()
+        report.durationMs = channels[c].elapsedMs(now)
+        report.txBytes = stats.txAudioBytes + stats.txVideoBytes
+        report.rxBytes = stats.rxAudioBytes + stats.rxVideoBytes
+        report.txKBitRate = Self.kbps(report.txBytes - channels[c].lastStatisticsBytes.tx, elapsed)
+        report.rxKBitRate = Self.kbps(report.rxBytes - channels[c].lastStatisticsBytes.rx, elapsed)
+        report.userCount = channels[c].users.count
+        report.roundTripTimeMs = stats.roundTripTimeMs
+        report.txPacketLossRatePercent = Double(stats.txPacketLossPercent)
+        let received = stats.rxPackets - channels[c].lastStatisticsPackets.received
+        let lost = stats.rxPacketsLost - channels[c].lastStatisticsPackets.lost
+        report.rxPacketLossRatePercent = Self.percent(lost, received + lost)
+        channels[c].lastStatisticsBytes = (report.txBytes, report.rxBytes)
+        channels[c].lastStatisticsPackets = (stats.rxPackets, stats.rxPacketsLost)
+        return report
+    }
+}

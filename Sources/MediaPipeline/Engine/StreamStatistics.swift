@@ -1,0 +1,120 @@
+/// How good a remote stream's reception is, on Agora's scale (`QUALITY_TYPE`).
+public enum NetworkQuality: Int, Sendable, Equatable, Comparable {
+    /// Not known yet (nothing measured in the interval).
+    case unknown = 0
+    /// Under 1 % lost, under 100 ms of delay.
+    case excellent = 1
+    /// Under 3 % lost, under 200 ms.
+    case good = 2
+    /// Under 8 % lost, under 300 ms: noticeable but fluent.
+    case poor = 3
+    /// Under 15 % lost: communication is hard.
+    case bad = 4
+    /// Under 30 % lost: barely usable.
+    case veryBad = 5
+    /// 30 % or more lost, or nothing received in the interval.
+    case down = 6
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The quality of a stream that lost `lossPercent` of its media with `delayMs` of delay.
+    static func of(lossPercent: Double, delayMs: Int64, received: Bool) -> NetworkQuality {
+        guard received else { return .down }
+        switch lossPercent {
+        case ..<1 where delayMs < 100: return .excellent
+        case ..<3 where delayMs < 200: return .good
+        case ..<8 where delayMs < 300: return .poor
+        case ..<15: return .bad
+        case ..<30: return .veryBad
+        default: return .down
+        }
+    }
+}
+
+/// One remote user's audio over the last statistics interval (2 s) and since subscribing,
+/// as Agora's `RemoteAudioStats`.
+public struct RemoteAudioStats: Sendable, Equatable {
+    /// The remote user.
+    public var uid: UInt32
+    /// Reception quality over the interval.
+    public var quality: NetworkQuality = .unknown
+    /// Half the round trip to the user, in milliseconds (0 before one is measured).
+    public var networkTransportDelayMs: Int64 = 0
+    /// How long audio waited in the jitter buffer past its arrival on the fastest path, on
+    /// average over the interval (the playout delay the buffer chose), in milliseconds.
+    public var jitterBufferDelayMs: Int64 = 0
+    /// The jitter buffer's target delay at the end of the interval, in milliseconds.
+    public var targetDelayMs: Int64 = 0
+    /// Share of the interval's 10 ms frames that were not decoded audio (concealed or silent),
+    /// in percent (Agora's audio frame loss rate).
+    public var audioLossRatePercent: Double = 0
+    /// Share of the interval's packets lost on the network (before recovery), in percent.
+    public var packetLossRatePercent: Double = 0
+    /// Bitrate received over the interval, in kbit/s.
+    public var receivedBitrateKbps: Int = 0
+    /// Time frozen since subscribing: each interval whose audio frame loss rate reached 4 %
+    /// counts whole (Agora's definition), in milliseconds.
+    public var totalFrozenTimeMs: Int64 = 0
+    /// ``totalFrozenTimeMs`` as a share of ``totalActiveTimeMs``, in percent.
+    public var frozenRatePercent: Double = 0
+    /// Time the audio has been received since subscribing, in milliseconds.
+    public var totalActiveTimeMs: Int64 = 0
+    /// Since subscribing: 10 ms frames produced, and those concealed or silent.
+    public var frames: Int64 = 0, framesConcealed: Int64 = 0
+    /// Since subscribing: lost packets rebuilt from in-band FEC.
+    public var packetsRecoveredByFEC: Int64 = 0
+
+    /// Nothing measured yet.
+    public init(uid: UInt32) { self.uid = uid }
+}
+
+/// One remote user's video over the last statistics interval (2 s) and since subscribing,
+/// as Agora's `RemoteVideoStats`.
+public struct RemoteVideoStats: Sendable, Equatable {
+    /// The remote user.
+    public var uid: UInt32
+    /// Half the round trip to the user, in milliseconds (0 before one is measured).
+    public var delayMs: Int64 = 0
+    /// The size of the last decoded picture.
+    public var width = 0, height = 0
+    /// Bitrate received over the interval, in kbit/s.
+    public var receivedBitrateKbps: Int = 0
+    /// Frames per second decoded and rendered over the interval.
+    public var decoderOutputFrameRate: Double = 0, rendererOutputFrameRate: Double = 0
+    /// Share of the interval's packets lost on the network (before retransmission), in percent.
+    public var packetLossRatePercent: Double = 0
+    /// Time frozen since subscribing: the gaps of more than 500 ms between decoded frames
+    /// (Agora's definition), a gap still open counting up to now, in milliseconds.
+    public var totalFrozenTimeMs: Int64 = 0
+    /// ``totalFrozenTimeMs`` as a share of ``totalActiveTimeMs``, in percent.
+    public var frozenRatePercent: Double = 0
+    /// Time since the first decoded frame, in milliseconds.
+    public var totalActiveTimeMs: Int64 = 0
+    /// Since subscribing: NACKs and keyframe requests sent, frames decoded, frames dropped
+    /// before decoding (incomplete, or after a gap until a keyframe).
+    public var nacksSent: Int64 = 0, keyframeRequestsSent: Int64 = 0
+    public var framesDecoded: Int64 = 0, framesDroppedBeforeDecode: Int64 = 0
+
+    /// Nothing measured yet.
+    public init(uid: UInt32) { self.uid = uid }
+}
+
+/// A channel's figures over the last statistics interval (2 s), as Agora's `RtcStats`.
+public struct RtcStats: Sendable, Equatable {
+    /// Time in the channel, in milliseconds.
+    public var durationMs: Int64 = 0
+    /// Bytes sent and received since joining (encoded media).
+    public var txBytes: Int64 = 0, rxBytes: Int64 = 0
+    /// Bitrates sent and received over the interval, in kbit/s.
+    public var txKBitRate: Int = 0, rxKBitRate: Int = 0
+    /// Remote broadcasters present.
+    public var userCount = 0
+    /// The round trip to subscribers of the local streams, in milliseconds.
+    public var roundTripTimeMs: Int64 = 0
+    /// Share of the local streams' packets subscribers last reported lost, and of remote
+    /// packets lost on the way here over the interval, in percent.
+    public var txPacketLossRatePercent: Double = 0, rxPacketLossRatePercent: Double = 0
+
+    /// Nothing measured yet.
+    public init() {}
+}
