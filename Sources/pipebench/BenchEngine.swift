@@ -117,8 +117,9 @@ struct BenchEngine {
     func tickRow(users: Int, media: SampleMedia, threads: Int) throws -> BenchRow {
         progress("subscriber tick, \(users) users", 0)
         let load = try SubscriberLoad(media: media, users: users, decodeThreads: threads)
-        // 1.5 s of session (150 ticks) per repeat: a whole cycle of audio and video work.
-        let (seconds, allocations) = BenchMeasure.perIteration(repeats: repeats, iterations: 150) { _ in
+        // 2.5 s of session (250 ticks) per repeat: a whole cycle of audio and video work, and a
+        // statistics report (every 2 s), so the warm-up repeat has grown what reports use.
+        let (seconds, allocations) = BenchMeasure.perIteration(repeats: repeats, iterations: 250) { _ in
             load.advance()
         }
         guard load.usersDecoding == users else {

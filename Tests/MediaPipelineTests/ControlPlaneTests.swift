@@ -136,8 +136,10 @@ struct ControlPlaneTests {
 extension ControlPlane {
     /// Every action decided so far, as the engine's delivering thread would take them.
     mutating func drain() -> [EngineAction] {
-        let taken = takeActions(continuing: false) ?? []
-        _ = takeActions(continuing: true)
+        var batch: [EngineAction] = []
+        guard takeActions(into: &batch, continuing: false) else { return [] }
+        let taken = batch
+        _ = takeActions(into: &batch, continuing: true)
         return taken
     }
 }

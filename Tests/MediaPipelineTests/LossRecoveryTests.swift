@@ -9,16 +9,16 @@ struct LossRecoveryTests {
         var tracker = NackTracker()
         tracker.roundTripMicroseconds = 50_000
         var batch: [UInt16] = []
-        let first = tracker.received(65_534)
+        let first = tracker.received(65_534, now: 0)
         #expect(first)
-        let afterGap = tracker.received(65_538)
+        let afterGap = tracker.received(65_538, now: 0)
         #expect(afterGap)  // 65535, 65536, 65537 missing (across the 16-bit wrap)
         tracker.takeDue(now: 0, into: &batch, limit: 64)
         #expect(batch == [65535, 0, 1])
         batch.removeAll()
         tracker.takeDue(now: 49_999, into: &batch, limit: 64)
         #expect(batch.isEmpty)  // not before a round trip
-        let retransmitted = tracker.received(65_536)
+        let retransmitted = tracker.received(65_536, now: 30_000)
         #expect(retransmitted)  // a retransmission arrives
         #expect(tracker.recovered == 1)
         tracker.takeDue(now: 50_000, into: &batch, limit: 64)
@@ -32,14 +32,14 @@ struct LossRecoveryTests {
         #expect(tracker.count == 0)
         #expect(tracker.requests == 3 + 2 * 9)
         // Forgetting what the frame buffer gave up on.
-        let later = tracker.received(65_548)
+        let later = tracker.received(65_548, now: 0)
         #expect(later)
         tracker.forget(before: 65_545)
         batch.removeAll()
         tracker.takeDue(now: 1_000_000, into: &batch, limit: 2)
         #expect(batch == [9, 10])  // 65545, 65546, limited to 2
         // A gap too large to ask for clears the list: the caller asks for a keyframe.
-        let hugeGap = tracker.received(65_548 + 1_002)
+        let hugeGap = tracker.received(65_548 + 1_002, now: 0)
         #expect(!hugeGap)
         #expect(tracker.count == 0)
     }

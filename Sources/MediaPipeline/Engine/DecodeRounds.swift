@@ -22,7 +22,7 @@ struct PlayoutRound {
 /// and goes back to the round's spares afterwards, so steady state allocates nothing.
 final class ObservedAudio {
     private(set) var samples: [Int16] = []
-    private(set) var streams: [(key: StreamKey, range: Range<Int>)] = []
+    private(set) var streams: [(key: StreamKey, range: Range<Int>, rtpTimestamp: UInt32?)] = []
 
     /// Empties the batch, keeping its storage.
     func reset() {
@@ -31,17 +31,18 @@ final class ObservedAudio {
     }
 
     /// Adds a copy of one stream's frame.
-    func append(_ frame: UnsafeBufferPointer<Int16>, stream key: StreamKey) {
+    func append(_ frame: UnsafeBufferPointer<Int16>, stream key: StreamKey, rtpTimestamp: UInt32?) {
         let start = samples.count
         samples.append(contentsOf: frame)
-        streams.append((key, start..<samples.count))
+        streams.append((key, start..<samples.count, rtpTimestamp))
     }
 
     /// Hands every stream's frame to `observer`.
     func deliver(to observer: AudioFrameObserver) {
         samples.withUnsafeBufferPointer { all in
-            for (key, range) in streams {
-                observer.remoteAudioFrame(UnsafeBufferPointer(rebasing: all[range]), stream: key)
+            for (key, range, rtpTimestamp) in streams {
+                observer.remoteAudioFrame(
+                    UnsafeBufferPointer(rebasing: all[range]), stream: key, rtpTimestamp: rtpTimestamp)
             }
         }
     }
@@ -86,9 +87,11 @@ final class AudioDecodeRound: ParallelJobSource {
 final class VideoDecodeRound: ParallelJobSource {
     /// This round's streams and their canvases; reused between rounds.
     var jobs: [(VideoReceiver, CanvasBuffer?)] = []
+    /// The round's clock time.
+    var now: Int64 = 0
 
     func runJob(_ index: Int) {
         let (receiver, canvas) = jobs[index]
-        receiver.decodeBatch(canvas)
+        receiver.decodeBatch(canvas, now: now)
     }
 }

@@ -83,12 +83,23 @@ public struct EngineStatistics: Sendable, Equatable {
 }
 
 /// Receives decoded audio before and after mixing. Called on the thread that pulls playout,
-/// while the engine is locked: do not call back into the engine, and copy what you keep.
+/// after its playout round, with no engine lock held; copy what you keep.
 public protocol AudioFrameObserver: AnyObject, Sendable {
     /// One remote stream's 10 ms of decoded audio, before mixing.
     func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey)
+    /// One remote stream's 10 ms of decoded audio, before mixing, with the sender's RTP
+    /// timestamp (48 kHz) of its first sample: where in the sender's media it lies (stretched
+    /// or concealed audio included). The default calls ``remoteAudioFrame(_:stream:)``.
+    func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey, rtpTimestamp: UInt32?)
     /// The 10 ms playout mix.
     func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>)
+}
+
+extension AudioFrameObserver {
+    /// Passes the frame on without its timestamp.
+    public func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey, rtpTimestamp: UInt32?) {
+        remoteAudioFrame(samples, stream: stream)
+    }
 }
 
 /// A destination of a channel media relay: the channel and the uid the relayed stream uses there

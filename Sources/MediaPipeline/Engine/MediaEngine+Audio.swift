@@ -64,7 +64,7 @@ extension MediaEngine {
                         else { continue }
                         let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
-                        observed?.append(samples, stream: key)
+                        observed?.append(samples, stream: key, rtpTimestamp: slot.receiver.frameRTPTimestamp)
                         let input = MixerInput(key: key, samples: samples, gain: volume)
                         round.mixInputs.append(input)
                         if plane.channels[c].mixer != nil { round.channelMixInputs.append(input) }

@@ -5,6 +5,12 @@ extension MediaEngine {
     /// or above, state changes at debug; per-frame reports (volume indications) not at all.
     /// Called while actions are carried out, with no lock held.
     func log(_ event: ChannelEvent, channelId: String) {
+        switch event {
+        case .audioVolumeIndication, .rtcStats, .remoteAudioStats, .remoteVideoStats:
+            return  // periodic reports: not logged, and nothing built for them
+        default:
+            break
+        }
         let logger = configuration.logger
         let metadata: Logger.Metadata = ["channel": "\(channelId)"]
         switch event {

@@ -66,6 +66,7 @@ extension MediaEngine {
             withControl { plane in
                 round.decode.jobs.removeAll(keepingCapacity: true)
                 round.streams.removeAll(keepingCapacity: true)
+                round.decode.now = plane.now
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].video else { continue }

@@ -166,9 +166,10 @@ public final class MediaEngine: Sendable {
     /// does so at a time; actions queued meanwhile (by any thread, or by callbacks the transport
     /// makes) are carried out by it, after the ones before them.
     func flushActions() {
-        var batch = control.withLock { $0.takeActions(continuing: false) }
-        while let current = batch {
-            for action in current {
+        var batch: [EngineAction] = []
+        var continuing = false
+        while control.withLock({ $0.takeActions(into: &batch, continuing: continuing) }) {
+            for action in batch {
                 switch action {
                 case .transport(let command): command.run(on: transport)
                 case .event(let ref, let event):
@@ -178,7 +179,7 @@ public final class MediaEngine: Sendable {
                     configuration.logger.warning("\(message)", metadata: ["channel": "\(channelId)"])
                 }
             }
-            batch = control.withLock { $0.takeActions(continuing: true) }
+            continuing = true
         }
     }
 

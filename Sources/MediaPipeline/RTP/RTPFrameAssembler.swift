@@ -95,6 +95,9 @@ struct RTPFrameAssembler {
         return sequence
     }
 
+    /// The unwrapped RTP timestamp of the first packet, from which frames' microseconds count.
+    var timestampOrigin: Int64? { firstTimestamp }
+
     /// The first sequence number not yet handed out or given up (video), if any packet came.
     var firstPending: Int64? { next }
 

@@ -34,8 +34,13 @@ struct ReceptionStatistics {
             firstSequence = sequence
             highestSequence = sequence
         }
+        let inOrder = sequence >= highestSequence
         highestSequence = max(highestSequence, sequence)
         received += 1
+        // Only packets in order count toward jitter: a packet that comes after a later one may
+        // be a retransmission, whose transit includes a round trip (libwebrtc leaves
+        // retransmissions out too).
+        guard inOrder else { return }
         // Transit time in RTP units; jitter follows its changes with gain 1/16.
         let arrival = arrivalMicroseconds * clockRate / 1_000_000
         let transit = arrival - Int64(header.timestamp)

@@ -169,6 +169,8 @@ final class AudioReceiver: @unchecked Sendable {
     private(set) var failure: String?
     /// What the playout did so far.
     private(set) var counters = AudioPlayoutCounters()
+    /// The sender's RTP timestamp of ``frame``'s first sample (nil when it holds no audio).
+    private(set) var frameRTPTimestamp: UInt32?
 
     init(sampleRate: Int, channelCount: Int, codecs: CodecFactory = .libraries) throws {
         self.sampleRate = sampleRate
@@ -244,6 +246,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// Decodes the next 10 ms at clock time `now`. Call from the playout round only.
     func produce(now: Int64, concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
+        frameRTPTimestamp = nil
         let needed = frame.count / channelCount
         // Keep what is left at the front, then decode until a whole 10 ms is there.
         let left = decodedEnd - decodedStart
@@ -285,6 +288,11 @@ final class AudioReceiver: @unchecked Sendable {
         }
         if !starved { starvedMicroseconds = 0 }
         stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
+        let buffered = microseconds(frames: bufferedFrames)
+        frameRTPTimestamp = inbox.withLock { inbox in
+            guard let until = inbox.decodedUntil, let origin = inbox.assembler.timestampOrigin else { return nil }
+            return UInt32(truncatingIfNeeded: origin + (until - buffered) * 48 / 1000)
+        }
         for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
         decodedStart += frame.count
         counters.ticks += 1

@@ -7,6 +7,8 @@ struct FrameQueue {
     init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
 
     var isEmpty: Bool { count == 0 }
+    /// The oldest frame, left in place.
+    var first: EncodedFrame? { count == 0 ? nil : slots[head] }
     var isFull: Bool { count == slots.count }
 
     /// Appends `frame`; when full, the oldest frame is dropped and returned.
@@ -45,6 +47,7 @@ struct FrameQueue {
         return true
     }
 
+    @discardableResult
     mutating func pop() -> EncodedFrame? {
         guard count > 0 else { return nil }
         let frame = slots[head]

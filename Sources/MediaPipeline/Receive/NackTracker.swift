@@ -1,7 +1,11 @@
 /// Which packets of one video stream a receiver still asks for, and when (generic NACK,
 /// RFC 4585 6.2.1), in the manner of libwebrtc's NackRequester:
 ///
-/// - a gap in the sequence numbers puts every missing number on the list, asked for at once;
+/// - a gap in the sequence numbers puts every missing number on the list, asked for once the
+///   link's usual reordering has had time to bring it: twice the interarrival jitter, or the
+///   0.95 quantile of how late overtaken packets came before being asked for, whichever is
+///   longer (libwebrtc waits a number of packets; a retransmission here is the packet itself,
+///   so only packets that came unasked tell reordering apart);
 /// - each is asked for again once a round trip (and a jitter margin) has passed without it, at most
 ///   ``maximumRetries`` times, then dropped (the frame buffer has given up on it by then);
 /// - a number that arrives (reordered, or retransmitted) leaves the list;
@@ -18,6 +22,8 @@ struct NackTracker {
 
     private struct Entry {
         let sequence: Int64
+        /// When the gap showed it missing (clock microseconds).
+        let missingSince: Int64
         /// When it was last asked for (clock microseconds); `.min` before the first time.
         var askedAt: Int64
         var retries: Int
@@ -36,6 +42,15 @@ struct NackTracker {
     /// Numbers that arrived after being asked for.
     private(set) var recovered: Int64 = 0
 
+    /// How late overtaken packets came after their gap showed, in 10 ms buckets (0...200 ms),
+    /// forgetting slowly; and the wait before a first request it gives.
+    private var reorderDelays = [Double](repeating: 0, count: 21)
+    private var learnedReorderWait: Int64 = 0
+    /// The receiver's interarrival jitter (RFC 3550), which sets the least reorder wait.
+    var jitterMicroseconds: Int64 = 0
+    /// How long a gap waits before its first request.
+    var reorderWaitMicroseconds: Int64 { min(150_000, max(learnedReorderWait, 2 * jitterMicroseconds)) }
+
     init() { entries.reserveCapacity(Self.maximumEntries) }
 
     /// Missing numbers waiting.
@@ -43,7 +58,7 @@ struct NackTracker {
 
     /// Notes the arrival of `sequence`. Returns false when the gap it opened is too large to
     /// ask for (the list was cleared: ask for a keyframe).
-    mutating func received(_ sequence: Int64) -> Bool {
+    mutating func received(_ sequence: Int64, now: Int64) -> Bool {
         guard let last = newest else {
             newest = sequence
             return true
@@ -51,7 +66,13 @@ struct NackTracker {
         if sequence <= last {
             // Reordered or retransmitted: no longer missing.
             if let index = position(of: sequence) {
-                if entries[index].askedAt != .min { recovered += 1 }
+                let entry = entries[index]
+                if entry.askedAt == .min {
+                    // Came before it was asked for: overtaken, not lost.
+                    noteReordering(now - entry.missingSince)
+                } else {
+                    recovered += 1
+                }
                 entries.remove(at: index)
             }
             return true
@@ -63,7 +84,9 @@ struct NackTracker {
             entries.removeAll(keepingCapacity: true)
             return false
         }
-        for number in (last + 1)..<sequence { entries.append(Entry(sequence: number, askedAt: .min, retries: 0)) }
+        for number in (last + 1)..<sequence {
+            entries.append(Entry(sequence: number, missingSince: now, askedAt: .min, retries: 0))
+        }
         return true
     }
 
@@ -87,7 +110,7 @@ struct NackTracker {
     mutating func takeDue(now: Int64, into batch: inout [UInt16], limit: Int) {
         var index = 0
         while index < entries.count, batch.count < limit {
-            if entries[index].askedAt == .min || now - entries[index].askedAt >= retryInterval {
+            if isDue(entries[index], now: now) {
                 batch.append(UInt16(truncatingIfNeeded: entries[index].sequence))
                 requests += 1
                 entries[index].askedAt = now
@@ -103,7 +126,32 @@ struct NackTracker {
 
     /// Whether any number is due at `now` (cheap: checks without taking).
     func hasDue(now: Int64) -> Bool {
-        entries.contains { $0.askedAt == .min || now - $0.askedAt >= retryInterval }
+        entries.contains { isDue($0, now: now) }
+    }
+
+    private func isDue(_ entry: Entry, now: Int64) -> Bool {
+        entry.askedAt == .min
+            ? now - entry.missingSince >= reorderWaitMicroseconds : now - entry.askedAt >= retryInterval
+    }
+
+    /// Counts one overtaken packet that came `delay` after its gap showed.
+    private mutating func noteReordering(_ delay: Int64) {
+        let bucket = min(reorderDelays.count - 1, Int(max(0, delay) / 10_000))
+        var total = 0.0
+        for index in reorderDelays.indices {
+            reorderDelays[index] *= 0.99
+            total += reorderDelays[index]
+        }
+        reorderDelays[bucket] += 1
+        total += 1
+        var sum = 0.0
+        for index in reorderDelays.indices {
+            sum += reorderDelays[index]
+            if sum >= 0.95 * total {
+                learnedReorderWait = Int64(index + 1) * 10_000
+                break
+            }
+        }
     }
 
     private func position(of sequence: Int64) -> Int? {

@@ -41,6 +41,11 @@ final class VideoReceiver: @unchecked Sendable {
         let reorderWaitMicroseconds: Int64
         /// The local user's RTCP SSRC, the sender of its NACKs.
         let feedbackSSRC: UInt32
+        /// Whether a round trip was measured (until then the NACK tracker assumes its default).
+        var roundTripMeasured = false
+        /// How late frames complete over their fastest path, which sets when each is rendered
+        /// (render timing that smooths arrival jitter and retransmission delays).
+        var delays = ArrivalDelayEstimator(quantile: 0.95, startDelayMicroseconds: 0, marginBuckets: 0)
         /// When the last packet arrived (clock microseconds).
         var lastArrival: Int64?
         /// Scratch for the numbers of one NACK, and recycled storage for the messages.
@@ -99,15 +104,16 @@ final class VideoReceiver: @unchecked Sendable {
             let sequence = assembler.insert(packet, now: now)
             assembler.gapWaitMicroseconds = wait
             // A request is repeated once its answer is overdue: a round trip and the jitter.
-            nack.retryMargin = 2 * jitterMicroseconds + 5_000
+            nack.retryMargin = jitterMicroseconds + 5_000
+            nack.jitterMicroseconds = jitterMicroseconds
             if retransmission {
                 if silence > max(Self.outageMicroseconds, wait) {
                     // After an outage, what is missing is too old to be worth resending: give
                     // up on it at once and ask for a keyframe (once frames are dropped).
                     nack.reset()
-                    _ = nack.received(sequence)
+                    _ = nack.received(sequence, now: now)
                     assembler.gapWaitMicroseconds = 0
-                } else if !nack.received(sequence) {
+                } else if !nack.received(sequence, now: now) {
                     // Too much is missing to ask for: a keyframe is quicker.
                     awaitingKeyframe = true
                     droppedSinceRequest += 1
@@ -140,6 +146,11 @@ final class VideoReceiver: @unchecked Sendable {
             var frames = 0
             while let assembled = assembler.next(now: now) {
                 frames += 1
+                let transit = now - assembled.frame.timestampMicroseconds
+                if let minimum = delays.minimumTransitMicroseconds, abs(transit - minimum) > 1_000_000 {
+                    delays.reset()  // the sender's clock jumped: learn its timing again
+                }
+                delays.add(transitMicroseconds: transit, now: now)
                 enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
@@ -175,11 +186,26 @@ final class VideoReceiver: @unchecked Sendable {
             }
         }
 
-        /// The next frame to decode, skipping delta frames while a keyframe is needed.
-        mutating func nextDecodable() -> EncodedFrame? {
-            while let frame = queue.pop() {
-                if needsKeyframe && !frame.isKeyframe { continue }
-                return frame
+        /// Whether `frame` should be shown by clock time `now`: its media time plus the fastest
+        /// transit plus the target delay has come (or the queue is filling up).
+        func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
+            guard let minimum = delays.minimumTransitMicroseconds, queue.count < 12 else { return true }
+            return frame.timestampMicroseconds + minimum + delays.targetDelayMicroseconds <= now
+        }
+
+        /// The next frame to decode at clock time `now`, skipping delta frames while a keyframe
+        /// is needed, its RTP timestamp, and whether the one after it is due too.
+        mutating func nextDue(now: Int64) -> (frame: EncodedFrame, rtpTimestamp: UInt32, moreDue: Bool)? {
+            while let head = queue.first {
+                if needsKeyframe && !head.isKeyframe {
+                    queue.pop()
+                    continue
+                }
+                guard isDue(head, now: now) else { return nil }
+                queue.pop()
+                let origin = assembler.timestampOrigin ?? 0
+                let rtp = UInt32(truncatingIfNeeded: origin + (head.timestampMicroseconds * 9 + 50) / 100)
+                return (head, rtp, queue.first.map { isDue($0, now: now) } ?? false)
             }
             return nil
         }
@@ -221,9 +247,15 @@ final class VideoReceiver: @unchecked Sendable {
                 feedbackSSRC: feedbackSSRC))
     }
 
-    /// Notes the round trip to the publisher (from RTCP XR), which paces the NACKs.
+    /// Notes a round trip to the publisher (from RTCP XR), which paces the NACKs: smoothed
+    /// (a quarter of each new sample), since jitter moves single samples both ways.
     func setRoundTrip(microseconds: Int64) {
-        inbox.withLock { $0.nack.roundTripMicroseconds = max(1_000, microseconds) }
+        inbox.withLock { inbox in
+            let sample = max(1_000, microseconds)
+            inbox.nack.roundTripMicroseconds =
+                inbox.roundTripMeasured ? (3 * inbox.nack.roundTripMicroseconds + sample) / 4 : sample
+            inbox.roundTripMeasured = true
+        }
     }
 
     /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
@@ -291,10 +323,10 @@ final class VideoReceiver: @unchecked Sendable {
         }
     }
 
-    /// Decodes every queued frame and renders the newest picture into `canvas`. Call from the
-    /// render round only.
-    func decodeBatch(_ canvas: CanvasBuffer?) {
-        batchCount += decodeQueued { view in canvas?.render(view) }
+    /// Decodes every queued frame due at clock time `now` and renders the newest picture into
+    /// `canvas`. Call from the render round only.
+    func decodeBatch(_ canvas: CanvasBuffer?, now: Int64) {
+        batchCount += decodeQueued(now: now) { view, rtpTimestamp in canvas?.render(view, rtpTimestamp: rtpTimestamp) }
     }
 
     /// The frames decoded by batches since the last call. Call from the render round only.
@@ -303,24 +335,22 @@ final class VideoReceiver: @unchecked Sendable {
         return batchCount
     }
 
-    /// Decodes the frames queued now; calls `render` with the last picture. Returns the frames
-    /// decoded. Call from the render round only.
-    func decodeQueued(render: (I420View) -> Void) -> Int {
+    /// Decodes the frames due at clock time `now` (``Inbox/isDue(_:now:)``); calls `render`
+    /// with the last picture. Returns the frames decoded. Call from the render round only.
+    func decodeQueued(now: Int64, render: (I420View, UInt32) -> Void) -> Int {
         var decodedNow = 0
-        var remaining = inbox.withLock { $0.queue.count }
-        while remaining > 0, let frame = inbox.withLock({ $0.nextDecodable() }) {
-            remaining = inbox.withLock { $0.queue.count }
+        while let (frame, rtpTimestamp, moreDue) = inbox.withLock({ $0.nextDue(now: now) }) {
             do {
                 if decoder == nil {
                     decoder = try codecs.makeVideoDecoder(frame.codec == .vp9 ? .vp9 : .vp8, threads)
                 }
-                let last = remaining == 0
+                let last = !moreDue
                 try frame.withUnsafeBytes { bytes in
                     _ = try decoder!.decode(bytes) { view in
                         width = view.width
                         height = view.height
                         if last {
-                            render(view)
+                            render(view, rtpTimestamp)
                             framesRendered += 1
                         }
                     }

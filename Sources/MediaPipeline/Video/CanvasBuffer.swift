@@ -14,6 +14,7 @@ public final class CanvasBuffer: Sendable {
         var framesRendered = 0
         var sourceWidth = 0
         var sourceHeight = 0
+        var rtpTimestamp: UInt32?
     }
     private let state: LockedValue<State>
 
@@ -32,6 +33,10 @@ public final class CanvasBuffer: Sendable {
     public var framesRendered: Int { state.withLock { $0.framesRendered } }
     /// Size of the last picture rendered, before fitting (0×0 before the first).
     public var sourceSize: (width: Int, height: Int) { state.withLock { ($0.sourceWidth, $0.sourceHeight) } }
+    /// The sender's RTP timestamp (90 kHz) of the picture shown: which of its frames this is,
+    /// for synchronizing with audio or measuring delay. Nil before the engine rendered one, or
+    /// after the app rendered a picture of its own.
+    public var renderedRTPTimestamp: UInt32? { state.withLock { $0.rtpTimestamp } }
 
     /// Calls `body` with the canvas picture, holding the canvas lock.
     /// - Warning: the view must not escape `body`, and `body` must not call
@@ -63,8 +68,12 @@ public final class CanvasBuffer: Sendable {
 
     /// Fits `source` into the canvas in its render mode and mirroring (libyuv box scaling).
     /// - Complexity: allocates nothing once the canvas has rendered with its current settings.
-    public func render(_ source: I420View) {
+    public func render(_ source: I420View) { render(source, rtpTimestamp: nil) }
+
+    /// Renders a remote user's frame, noting its RTP timestamp.
+    func render(_ source: I420View, rtpTimestamp: UInt32?) {
         state.withLock { state in
+            state.rtpTimestamp = rtpTimestamp
             let picture = state.picture
             let layout = PictureScaler.layout(
                 sourceWidth: source.width, sourceHeight: source.height, targetWidth: picture.width,

@@ -31,6 +31,8 @@ struct ControlPlane {
 
     /// Decided and not yet carried out, in decision order.
     private(set) var actions: [EngineAction] = []
+    /// Empty storage for the next batch of actions (see ``takeActions(into:continuing:)``).
+    private var spareActions: [EngineAction] = []
     /// Actions decided so far, held back or not (an input compares it before and after to learn
     /// whether it decided anything).
     private(set) var decisions = 0
@@ -145,19 +147,28 @@ struct ControlPlane {
         subscriptionChanges.append((channels[c].ref, publisher, kind, subscribed))
     }
 
-    /// Hands the queued actions to the calling thread if no other thread is carrying actions out
-    /// (it must then call again when done, until this returns nil); nil otherwise, or when
-    /// nothing is queued (the delivering thread is released).
-    mutating func takeActions(continuing: Bool) -> [EngineAction]? {
+    /// Hands the queued actions to the calling thread in `batch`, if no other thread is carrying
+    /// actions out (it must then call again when done, until this returns false); false
+    /// otherwise, or when nothing is queued (the delivering thread is released).
+    ///
+    /// The storage goes round: `batch`'s last contents are emptied and kept as the spare, the
+    /// queue's storage moves to `batch`, and the spare becomes the queue; so delivering actions
+    /// allocates nothing once both have grown.
+    mutating func takeActions(into batch: inout [EngineAction], continuing: Bool) -> Bool {
+        batch.removeAll(keepingCapacity: true)
+        if batch.capacity > spareActions.capacity { swap(&batch, &spareActions) }
         queueSubscriptionChanges()
-        if !continuing && delivering { return nil }
+        if !continuing && delivering { return false }
         guard !actions.isEmpty else {
             if continuing { delivering = false }
-            return nil
+            return false
         }
         delivering = true
-        defer { actions.removeAll(keepingCapacity: true) }
-        return actions
+        swap(&batch, &actions)
+        swap(&actions, &spareActions)
+        // The queue keeps room for as much as it just held (grown once, not once per buffer).
+        if actions.capacity < batch.count { actions.reserveCapacity(batch.count) }
+        return true
     }
 
     /// Turns the subscription decisions of joined channels into transport calls, so unsubscribed
