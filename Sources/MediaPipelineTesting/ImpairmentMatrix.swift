@@ -401,9 +401,8 @@ public final class ImpairmentRunner {
         }
         // Video: pictures the lossless run never showed, and PSNR against it time-aligned: at
         // each tick, the picture the lossless twin showed for the frame the impaired viewer
-        // should show then (the newest one captured at least its steady display delay ago,
-        // the delay's 10th percentile over the session); a frozen or late picture counts as
-        // the difference it makes.
+        // should show then (the newest one captured at least its steady display delay ago);
+        // a frozen or late picture counts as the difference it makes.
         var wrong = 0
         var squaredError = 0.0
         var pixels = 0.0
@@ -428,17 +427,14 @@ public final class ImpairmentRunner {
             }
             twin.sort { $0.time < $1.time }
             // Each tick's display delay: tick time minus the media time shown (same base); the
-            // steady delay at a tick is the 10th percentile of those within 2 s of it (the
-            // render delay adapts slowly, a freeze or a late frame shows as a longer one).
+            // steady delay at a tick is the least of those within 1 s of it (the render delay
+            // adapts slowly; a freeze or a late frame shows as a longer one).
             let times = capture.videoTickTimes
             let delays: [Double?] = stream.shown.enumerated().map { tick, rtp in
                 rtp.map { Double(times[tick]) - Double(milliseconds($0)) }
             }
             func steadyDelay(at tick: Int) -> Double? {
-                var window = delays[max(0, tick - 30)..<min(delays.count, tick + 31)].compactMap { $0 }
-                guard !window.isEmpty else { return nil }
-                window.sort()
-                return window[window.count / 10]
+                delays[max(0, tick - 15)..<min(delays.count, tick + 16)].compactMap { $0 }.min()
             }
             // From 2 s on, as the audio: both viewers have settled their delays by then.
             var first = max(

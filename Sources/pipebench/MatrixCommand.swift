@@ -24,6 +24,8 @@ struct MatrixCommand: ParsableCommand {
     @Option(help: "The one cell's jitter (± ms).") var jitter = 0.0
     @Option(help: "The one cell's reordering (percent).") var reorder = 0.0
     @Option(help: "The one cell's round trip (ms).") var rtt = 50.0
+    @Option(help: "Run every N-th cell starting at K, as K/N (to spread the matrix over processes).")
+    var shard: String?
     @Option(help: "Write the table as Markdown to this file.") var markdown: String?
     @Flag(help: "Print JSON.") var json = false
 
@@ -42,6 +44,13 @@ struct MatrixCommand: ParsableCommand {
                 lossPercent: loss, meanBurstLength: burst, jitterMs: jitter, reorderPercent: reorder, roundTripMs: rtt)
             try cell.link.validate()
             cells = [cell]
+        }
+        if let shard {
+            let parts = shard.split(separator: "/").compactMap { Int($0) }
+            guard parts.count == 2, parts[1] > 0, (0..<parts[1]).contains(parts[0]) else {
+                throw ValidationError("--shard '\(shard)' is not K/N with 0 <= K < N")
+            }
+            cells = cells.enumerated().filter { $0.offset % parts[1] == parts[0] }.map(\.element)
         }
         if !json { print(Self.header) }
         var results: [ImpairmentResult] = []

@@ -205,14 +205,15 @@ struct EngineStatisticsTests {
         #expect(audio.last!.jitterBufferDelayMs >= 0 && audio.last!.targetDelayMs <= 80)
         for stats in video.dropFirst() {
             // A frame every 70 ms (14.3 fps); retransmission fills the gaps, so the decoder
-            // keeps the rate.
-            #expect(stats.decoderOutputFrameRate >= 13 && stats.decoderOutputFrameRate <= 15, "\(stats)")
+            // keeps the rate (an interval in which the render delay grows shows fewer).
+            #expect(stats.decoderOutputFrameRate >= 11 && stats.decoderOutputFrameRate <= 15, "\(stats)")
             // (Frames recovered together render as one: a run of losses lowers this.)
             #expect(stats.rendererOutputFrameRate >= 7, "\(stats)")
             #expect(stats.width == 160 && stats.height == 90)
             #expect(stats.receivedBitrateKbps > 30, "\(stats)")
         }
         #expect(video.last!.nacksSent > 0)
+        #expect(video.last!.framesDecoded >= 75, "\(video.last!)")  // of 86 sent in 6 s
         // Every gap was filled by retransmission: no keyframe was needed. (This seed's link
         // loses six video packets in a row once, a 490 ms hole: one freeze.)
         #expect(video.last!.keyframeRequestsSent == 0 && video.last!.framesDroppedBeforeDecode == 0, "\(video.last!)")

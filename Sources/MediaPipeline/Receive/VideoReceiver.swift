@@ -45,7 +45,9 @@ final class VideoReceiver: @unchecked Sendable {
         var roundTripMeasured = false
         /// How late frames complete over their fastest path, which sets when each is rendered
         /// (render timing that smooths arrival jitter and retransmission delays).
-        var delays = ArrivalDelayEstimator(quantile: 0.95, startDelayMicroseconds: 0, marginBuckets: 0)
+        var delays = ArrivalDelayEstimator(quantile: 0.99, startDelayMicroseconds: 0, marginBuckets: 0)
+        /// How long after its fastest arrival a frame is shown (the target, with hysteresis).
+        var renderDelayMicroseconds: Int64 = 0
         /// When the last packet arrived (clock microseconds).
         var lastArrival: Int64?
         /// Scratch for the numbers of one NACK, and recycled storage for the messages.
@@ -151,6 +153,7 @@ final class VideoReceiver: @unchecked Sendable {
                     delays.reset()  // the sender's clock jumped: learn its timing again
                 }
                 delays.add(transitMicroseconds: transit, now: now)
+                updateRenderDelay()
                 enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
@@ -190,7 +193,16 @@ final class VideoReceiver: @unchecked Sendable {
         /// transit plus the target delay has come (or the queue is filling up).
         func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
             guard let minimum = delays.minimumTransitMicroseconds, queue.count < 12 else { return true }
-            return frame.timestampMicroseconds + minimum + delays.targetDelayMicroseconds <= now
+            return frame.timestampMicroseconds + minimum + renderDelayMicroseconds <= now
+        }
+
+        /// Follows the target delay with hysteresis: up at once, down only once the target is
+        /// 20 ms lower, so pictures keep a steady cadence while the estimate wavers.
+        mutating func updateRenderDelay() {
+            let target = delays.targetDelayMicroseconds
+            if target > renderDelayMicroseconds || target < renderDelayMicroseconds - 20_000 {
+                renderDelayMicroseconds = target
+            }
         }
 
         /// The next frame to decode at clock time `now`, skipping delta frames while a keyframe
