@@ -107,6 +107,38 @@ private func psnr(_ reference: CanvasBuffer, _ test: CanvasBuffer) -> Double {
 
 @Suite("Engine: video loss is seen before decoding")
 struct EngineLossTests {
+    @Test("after a 2 s outage on a 50 ms round trip: audio plays within 100 ms, video is right within RTT + a keyframe")
+    func twoSecondOutage() throws {
+        let room = try LossyRoom()
+        let link = LinkConditions(delayMs: 25)  // 50 ms round trip
+        try room.impair(link)
+        try room.run(ticks: 200)
+        #expect(room.lossyMatchesSender)
+        var blocked = link
+        blocked.blocked = true
+        try room.impair(blocked)
+        try room.run(ticks: 200)
+        let requestsBefore = try room.lossy.channel("a").statistics.keyframeRequestsSent
+        try room.impair(link)
+        // Audio: the first tick that plays decoded audio again.
+        func playsAudio() -> Bool {
+            room.lossy.engine.control.withLock { $0.channels[0].users[0].audio?.lastOutput == .audio }
+        }
+        #expect(!playsAudio())
+        let audioBack = try #require(try room.run(ticks: 50) { playsAudio() }, "audio never came back")
+        #expect(audioBack * 10 <= 100, "audio back after \(audioBack * 10) ms")
+        // Video: a keyframe request crosses (25 ms), the next picture is a keyframe (at most a
+        // frame period, 70 ms here), it crosses back (25 ms) and the next render shows it.
+        let videoBack = try #require(
+            try room.run(ticks: 50) { room.lossyMatchesSender }, "the sender's picture never came back")
+        let elapsed = (audioBack + videoBack) * 10
+        #expect(elapsed <= 50 + 70 + 70, "video back after \(elapsed) ms")
+        // One keyframe request, no NACK storm for two seconds of old packets.
+        #expect(try room.lossy.channel("a").statistics.keyframeRequestsSent - requestsBefore == 1)
+        try room.run(ticks: 50)
+        #expect(room.wrongPictures == 0)
+    }
+
     @Test(
         "after a 1 s outage no picture decoded across the gap is shown, and the sender's picture is back within 500 ms")
     func outage() throws {
