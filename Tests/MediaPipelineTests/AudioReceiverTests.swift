@@ -161,6 +161,59 @@ struct AudioReceiverTests {
         }
     }
 
+    @Test("DTX: silence the sender skipped, or nothing after its DTX frame, is comfort noise, not loss")
+    func discontinuousTransmission() throws {
+        var settings = OpusEncoderConfiguration()
+        settings.application = .voip
+        settings.discontinuousTransmission = true
+        let encoder = try OpusEncoder(configuration: settings)
+        let tone = testTone(samplesPerChannel: 960 * 20)
+        var speech: [EncodedFrame] = []
+        for index in 0..<20 {
+            let samples = Array(tone[(index * 1920)..<((index + 1) * 1920)])
+            speech.append(
+                try encoder.encode(
+                    AudioFrame(
+                        samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960))))
+        }
+        var dtx: EncodedFrame?
+        for _ in 0..<40 {
+            let frame = try encoder.encode(AudioFrame(silenceOf: 960, sampleRate: 48000, channelCount: 2))
+            if frame.byteCount <= 2 { dtx = frame }
+        }
+        let dtxFrame = try #require(dtx, "the encoder made no DTX frame")
+        // 10 packets of speech (sequence 0...9), a DTX frame (10), nothing for 500 ms (the
+        // sender skips silence), then speech again with the next sequence number (11...).
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        var outputs: [AudioReceiver.Output] = []
+        var sent: [(frame: EncodedFrame, media: Int64, sequence: Int64)] = []
+        for index in 0..<10 { sent.append((speech[index], Int64(index) * 20_000, Int64(index))) }
+        sent.append((dtxFrame, 200_000, 10))
+        for index in 0..<9 { sent.append((speech[10 + index], 720_000 + Int64(index) * 20_000, 11 + Int64(index))) }
+        var next = 0
+        var longestStarvation: Int64 = 0
+        for tick in 0..<96 {  // until the last packet has played
+            let now = Int64(tick) * 10_000
+            while next < sent.count, sent[next].media <= now {
+                receiver.enqueue(
+                    sent[next].frame.restamped(sent[next].media), arrival: sent[next].media,
+                    sequence: sent[next].sequence)
+                next += 1
+            }
+            outputs.append(receiver.produce(now: now, concealUpToMicroseconds: 100_000))
+            longestStarvation = max(longestStarvation, receiver.starvedMicroseconds)
+        }
+        // Comfort noise through the silence: nothing concealed or silent, no restart, no freeze.
+        #expect(!outputs.contains(.concealed))
+        #expect(receiver.counters.comfortNoiseTicks >= 45, "\(receiver.counters)")
+        #expect(receiver.counters.silentTicks == 0)
+        #expect(receiver.inbox.withLock { $0.restarts } == 0)
+        #expect(longestStarvation == 0)
+        // Speech plays again, in step: every packet decoded.
+        #expect(outputs.suffix(8).allSatisfy { $0 == .audio }, "\(outputs.suffix(8))")
+        #expect(receiver.counters.packetsDecoded == 20)
+    }
+
     @Test("shortening and lengthening by a pitch period keep a tone continuous")
     func timeStretch() {
         // A 200 Hz tone (period 240 frames at 48 kHz), stereo, 60 ms.

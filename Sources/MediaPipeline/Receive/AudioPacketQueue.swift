@@ -5,6 +5,8 @@ struct QueuedAudio {
     let durationMicroseconds: Int64
     /// Clock time it arrived.
     let arrivalMicroseconds: Int64
+    /// Its unwrapped RTP sequence number (nil for a frame queued without one).
+    var sequence: Int64? = nil
     var timestampMicroseconds: Int64 { frame.timestampMicroseconds }
     var endMicroseconds: Int64 { frame.timestampMicroseconds + durationMicroseconds }
 }

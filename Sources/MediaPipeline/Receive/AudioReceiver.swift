@@ -22,6 +22,9 @@ final class AudioReceiver: @unchecked Sendable {
         case recover(QueuedAudio, missingMicroseconds: Int64)
         /// More is missing than FEC can rebuild: conceal this many microseconds.
         case conceal(Int64)
+        /// The sender is in DTX (nothing missing, its media time moved on, or it sends nothing
+        /// after a DTX frame): comfort noise for this many microseconds.
+        case comfortNoise(Int64)
         /// Nothing is queued.
         case starve
         /// Playout has not started, or restarts: the first packet is not due yet.
@@ -42,6 +45,10 @@ final class AudioReceiver: @unchecked Sendable {
         var latePackets = 0
         /// Times playout started again: a sender whose clock jumped, a new stream, a long gap.
         var restarts = 0
+        /// The sequence number of the last packet decoded, and whether it was a DTX frame (an
+        /// Opus packet of at most 2 bytes: a TOC with no audio).
+        var lastDecodedSequence: Int64?
+        var lastDecodedWasDTX = false
         /// Set when the stream is unsubscribed: nothing is queued any more.
         var released = false
         /// What this receiver's reception reports say.
@@ -70,8 +77,8 @@ final class AudioReceiver: @unchecked Sendable {
             }
             var frames = 0
             assembler.insert(packet, now: now)
-            while let frame = assembler.next(now: now)?.frame {
-                frames += enqueue(frame, arrival: now) ? 1 : 0
+            while let assembled = assembler.next(now: now) {
+                frames += enqueue(assembled.frame, arrival: now, sequence: assembled.sequenceNumbers.lowerBound) ? 1 : 0
             }
             return frames
         }
@@ -80,7 +87,7 @@ final class AudioReceiver: @unchecked Sendable {
         /// was already played (or concealed, or rebuilt) is late and dropped, as is a duplicate.
         /// Returns whether it was queued.
         @discardableResult
-        mutating func enqueue(_ frame: EncodedFrame, arrival: Int64) -> Bool {
+        mutating func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) -> Bool {
             let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
             let duration = Int64(samples ?? 960) * 1_000_000 / 48_000
             let transit = arrival - frame.timestampMicroseconds
@@ -92,7 +99,8 @@ final class AudioReceiver: @unchecked Sendable {
                 latePackets += 1
                 return false
             }
-            let packet = QueuedAudio(frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival)
+            let packet = QueuedAudio(
+                frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival, sequence: sequence)
             guard queue.insert(packet) else {
                 latePackets += 1
                 return false
@@ -117,13 +125,20 @@ final class AudioReceiver: @unchecked Sendable {
                 else { return .wait }
                 queue.pop()
                 decodedUntil = head.timestampMicroseconds
-                return .decode(head)
+                return decoding(head)
             }
-            guard let head = queue.first else { return .starve }
+            guard let head = queue.first else {
+                // A sender in DTX sends nothing more after its DTX frame: not a loss.
+                return lastDecodedWasDTX ? .comfortNoise(10_000) : .starve
+            }
             let gap = head.timestampMicroseconds - until
             if gap < 1_000 {
                 queue.pop()
-                return .decode(head)
+                return decoding(head)
+            }
+            if let last = lastDecodedSequence, let next = head.sequence, next == last + 1 {
+                // Nothing is missing, yet media time moved on: the sender skipped silence (DTX).
+                return .comfortNoise(min(gap, 10_000))
             }
             if gap > Self.restartGapMicroseconds {
                 decodedUntil = nil
@@ -136,6 +151,21 @@ final class AudioReceiver: @unchecked Sendable {
             // Conceal up to the packet FEC can rebuild, or the whole gap, 10 ms at a time.
             let beyondRedundancy = gap > head.durationMicroseconds ? gap - head.durationMicroseconds : gap
             return .conceal(min(beyondRedundancy, 10_000))
+        }
+
+        /// The next packet if it continues the audio decoded so far (`.wait` otherwise).
+        mutating func nextContinuing() -> Step {
+            guard let until = decodedUntil, let head = queue.first, head.timestampMicroseconds - until < 1_000
+            else { return .wait }
+            queue.pop()
+            return decoding(head)
+        }
+
+        /// Notes `packet` as the next one decoded.
+        private mutating func decoding(_ packet: QueuedAudio) -> Step {
+            lastDecodedSequence = packet.sequence
+            lastDecodedWasDTX = packet.frame.byteCount <= 2
+            return .decode(packet)
         }
 
         /// The delay now, measured the way the target is: how long after its arrival on the
@@ -197,8 +227,10 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:)``).
-    func enqueue(_ frame: EncodedFrame, arrival: Int64) { inbox.withLock { $0.enqueue(frame, arrival: arrival) } }
+    /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:)``).
+    func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
+        inbox.withLock { $0.enqueue(frame, arrival: arrival, sequence: sequence) }
+    }
 
     /// Sequence numbers never received.
     var packetsLost: Int64 { inbox.withLock { $0.packetsLost } }
@@ -233,7 +265,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// audio (FEC-rebuilt audio included), `.concealed` when some of it is loss concealment,
     /// `.none` when there is nothing to play (not started, or starved longer than concealment
     /// goes).
-    enum Output { case audio, concealed, none }
+    enum Output { case audio, concealed, comfortNoise, none }
     /// What the last ``produce(now:concealUpToMicroseconds:)`` of a decode round gave.
     var lastOutput = Output.none
 
@@ -256,9 +288,12 @@ final class AudioReceiver: @unchecked Sendable {
             decodedEnd = left
         }
         var concealed = false
+        var comfortNoise = false
         var starved = false
         while bufferedFrames < needed {
-            switch decode(next: inbox.withLock { $0.nextStep(now: now) }, decoder, concealed: &concealed) {
+            let step = inbox.withLock { $0.nextStep(now: now) }
+            if case .comfortNoise = step { comfortNoise = true }
+            switch decode(next: step, decoder, concealed: &concealed) {
             case .decoded: continue
             case .starved:
                 starved = true
@@ -297,7 +332,8 @@ final class AudioReceiver: @unchecked Sendable {
         decodedStart += frame.count
         counters.ticks += 1
         if concealed { counters.concealedTicks += 1 }
-        return concealed ? .concealed : .audio
+        if comfortNoise && !concealed { counters.comfortNoiseTicks += 1 }
+        return concealed ? .concealed : comfortNoise ? .comfortNoise : .audio
     }
 
     private enum StepResult { case decoded, starved, stopped }
@@ -337,6 +373,9 @@ final class AudioReceiver: @unchecked Sendable {
         case .conceal(let missing):
             concealed = true
             return conceal(missing, decoder) ? .decoded : .stopped
+        case .comfortNoise(let duration):
+            // After a DTX frame libopus's concealment is its comfort noise.
+            return conceal(duration, decoder) ? .decoded : .stopped
         }
     }
 
@@ -367,13 +406,7 @@ final class AudioReceiver: @unchecked Sendable {
         let needed = TimeStretcher.framesNeeded(sampleRate: sampleRate)
         // Decode ahead when the next packet continues the audio (never conceal for this).
         while bufferedFrames < needed {
-            let step = inbox.withLock { inbox -> Step in
-                guard let until = inbox.decodedUntil, let head = inbox.queue.first,
-                    head.timestampMicroseconds - until < 1_000
-                else { return .wait }
-                inbox.queue.pop()
-                return .decode(head)
-            }
+            let step = inbox.withLock { $0.nextContinuing() }
             guard case .decoded = decode(next: step, decoder, concealed: &concealed) else { break }
         }
         let distance = abs(delay - target)
@@ -405,6 +438,8 @@ struct AudioPlayoutCounters {
     /// Ticks with nothing to play after playout had started (starved past concealment, or
     /// waiting for playout to start again).
     var silentTicks: Int64 = 0
+    /// Ticks of comfort noise while the sender was in DTX (not loss).
+    var comfortNoiseTicks: Int64 = 0
     /// Packets decoded, and lost packets rebuilt from the next one's in-band FEC.
     var packetsDecoded: Int64 = 0, packetsRecovered: Int64 = 0
     /// Pitch periods removed (delay above target) and inserted (below).

@@ -34,7 +34,7 @@ extension ControlPlane {
             channels[c].stats.audioFramesDecoded += 1
             reportDecoding(c, u, .audio)
             return true
-        case .concealed:
+        case .concealed, .comfortNoise:
             return true
         case .none:
             let state = channels[c].users[u].trackers.audio.state
