@@ -95,6 +95,9 @@ public struct ImpairmentResult: Sendable {
     public var cell: ImpairmentCell
     /// Audio: 10 ms frames concealed or silent after the first 2 s, in percent of frames.
     public var audioConcealedPercent: Double
+    /// Audio: the same, leaving out concealed frames that are silent themselves (under
+    /// -50 dBFS: concealment of a pause, which nobody hears).
+    public var audioAudibleConcealedPercent: Double
     /// Audio: mean playout delay over the fastest path (what the jitter buffer holds), in ms.
     public var audioMeanDelayMs: Double
     /// Audio: SNR of the played audio against the lossless run's, aligned by the sender's
@@ -368,6 +371,7 @@ public final class ImpairmentRunner {
     {
         var frames: Int64 = 0
         var concealed: Int64 = 0
+        var silentConcealed: Int64 = 0
         var delaySum = 0.0
         var delayCount = 0
         var recovered: Int64 = 0
@@ -375,6 +379,7 @@ public final class ImpairmentRunner {
             guard let first = reports.first, let last = reports.last else { continue }
             frames += last.frames - first.frames
             concealed += last.framesConcealed - first.framesConcealed
+            silentConcealed += last.framesConcealedSilent - first.framesConcealedSilent
             recovered += last.packetsRecoveredByFEC
             for report in reports.dropFirst() {
                 delaySum += Double(report.jitterBufferDelayMs)
@@ -479,6 +484,7 @@ public final class ImpairmentRunner {
         return ImpairmentResult(
             cell: cell,
             audioConcealedPercent: frames > 0 ? Double(concealed) * 100 / Double(frames) : 0,
+            audioAudibleConcealedPercent: frames > 0 ? Double(concealed - silentConcealed) * 100 / Double(frames) : 0,
             audioMeanDelayMs: delayCount > 0 ? delaySum / Double(delayCount) : 0,
             audioSNRdB: noise == 0 ? 99 : min(99, 10 * log10(signal / noise)),
             audioPacketsRecoveredByFEC: recovered,

@@ -73,7 +73,7 @@ struct MatrixCommand: ParsableCommand {
     }
 
     static let header =
-        "| loss % | burst | jitter ms | reorder % | RTT ms | audio concealed % | audio delay ms (jitter p95) | audio SNR dB "
+        "| loss % | burst | jitter ms | reorder % | RTT ms | audio concealed % (audible) | audio delay ms (jitter p95) | audio SNR dB "
         + "| FEC | video frozen % | wrong pictures | video PSNR dB | keyframe req. (max/stream) | NACKs "
         + "| KB resent | link loss % |\n"
         + "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -84,9 +84,10 @@ struct MatrixCommand: ParsableCommand {
             result.packetsOffered > 0 ? Double(result.packetsLostByLinks) * 100 / Double(result.packetsOffered) : 0
         return String(
             format:
-                "| %.0f | %@ | %.0f | %.0f | %.0f | %.2f | %.0f (%.0f) | %.1f | %lld | %.2f | %d | %.1f | %lld (%lld) | %lld | %.0f | %.1f |",
+                "| %.0f | %@ | %.0f | %.0f | %.0f | %.2f (%.2f) | %.0f (%.0f) | %.1f | %lld | %.2f | %d | %.1f | %lld (%lld) | %lld | %.0f | %.1f |",
             cell.lossPercent, cell.lossPercent > 0 && cell.meanBurstLength > 1 ? "\(Int(cell.meanBurstLength))" : "1",
-            cell.jitterMs, cell.reorderPercent, cell.roundTripMs, result.audioConcealedPercent, result.audioMeanDelayMs,
+            cell.jitterMs, cell.reorderPercent, cell.roundTripMs, result.audioConcealedPercent,
+            result.audioAudibleConcealedPercent, result.audioMeanDelayMs,
             cell.jitterP95Ms, result.audioSNRdB, result.audioPacketsRecoveredByFEC, result.videoFrozenPercent,
             result.videoWrongPictures, result.videoPSNRdB, result.keyframeRequests,
             result.keyframeRequestsPerStreamMax, result.nacksSent, Double(result.bytesRetransmitted) / 1000, linkLoss)
@@ -109,7 +110,9 @@ struct MatrixCommand: ParsableCommand {
         return [
             "lossPercent": cell.lossPercent, "meanBurstLength": cell.meanBurstLength, "jitterMs": cell.jitterMs,
             "reorderPercent": cell.reorderPercent, "roundTripMs": cell.roundTripMs, "jitterP95Ms": cell.jitterP95Ms,
-            "audioConcealedPercent": result.audioConcealedPercent, "audioMeanDelayMs": result.audioMeanDelayMs,
+            "audioConcealedPercent": result.audioConcealedPercent,
+            "audioAudibleConcealedPercent": result.audioAudibleConcealedPercent,
+            "audioMeanDelayMs": result.audioMeanDelayMs,
             "audioSNRdB": result.audioSNRdB, "audioPacketsRecoveredByFEC": result.audioPacketsRecoveredByFEC,
             "videoFrozenPercent": result.videoFrozenPercent, "videoWrongPictures": result.videoWrongPictures,
             "videoPSNRdB": result.videoPSNRdB, "keyframeRequests": result.keyframeRequests,

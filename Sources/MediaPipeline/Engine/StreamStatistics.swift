@@ -61,6 +61,9 @@ public struct RemoteAudioStats: Sendable, Equatable {
     public var totalActiveTimeMs: Int64 = 0
     /// Since subscribing: 10 ms frames produced, and those concealed or silent.
     public var frames: Int64 = 0, framesConcealed: Int64 = 0
+    /// Since subscribing: concealed frames that were silent themselves (under -50 dBFS, as the
+    /// W3C statistics' silent concealed samples): concealment nobody hears.
+    public var framesConcealedSilent: Int64 = 0
     /// Since subscribing: lost packets rebuilt from in-band FEC.
     public var packetsRecoveredByFEC: Int64 = 0
 

@@ -331,12 +331,23 @@ final class AudioReceiver: @unchecked Sendable {
         for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
         decodedStart += frame.count
         counters.ticks += 1
-        if concealed { counters.concealedTicks += 1 }
+        if concealed {
+            counters.concealedTicks += 1
+            if isSilent(frame) { counters.silentConcealedTicks += 1 }
+        }
         if comfortNoise && !concealed { counters.comfortNoiseTicks += 1 }
         return concealed ? .concealed : comfortNoise ? .comfortNoise : .audio
     }
 
     private enum StepResult { case decoded, starved, stopped }
+
+    /// Whether `samples` are below about -50 dBFS RMS: concealment there is not heard (the
+    /// W3C statistics' "silent concealed samples").
+    private func isSilent(_ samples: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        var energy = 0.0
+        for sample in samples { energy += Double(sample) * Double(sample) }
+        return energy < 100 * 100 * Double(samples.count)
+    }
 
     /// Carries out one step of the inbox's, appending to the decoded samples.
     private func decode(next step: Step, _ decoder: AudioDecoding, concealed: inout Bool) -> StepResult {
@@ -433,8 +444,9 @@ final class AudioReceiver: @unchecked Sendable {
 
 /// What one audio receiver's playout did, counted by the playout round.
 struct AudioPlayoutCounters {
-    /// 10 ms frames produced, and those holding loss concealment.
-    var ticks: Int64 = 0, concealedTicks: Int64 = 0
+    /// 10 ms frames produced, those holding loss concealment, and those of them that are
+    /// silent (under -50 dBFS: concealment nobody hears).
+    var ticks: Int64 = 0, concealedTicks: Int64 = 0, silentConcealedTicks: Int64 = 0
     /// Ticks with nothing to play after playout had started (starved past concealment, or
     /// waiting for playout to start again).
     var silentTicks: Int64 = 0

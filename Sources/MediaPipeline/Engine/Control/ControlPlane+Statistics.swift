@@ -70,6 +70,7 @@ extension ControlPlane {
         report.frozenRatePercent = Self.percent(reception.audioFrozenMs, reception.audioActiveMs)
         report.frames = counters.ticks + counters.silentTicks
         report.framesConcealed = counters.concealedTicks + counters.silentTicks
+        report.framesConcealedSilent = counters.silentConcealedTicks
         report.packetsRecoveredByFEC = counters.packetsRecovered
         report.quality = NetworkQuality.of(
             lossPercent: report.audioLossRatePercent, delayMs: halfRoundTrip + report.jitterBufferDelayMs,
