@@ -17,12 +17,16 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     case 1:
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.parse($0) }
-        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, nowMicroseconds: 1_000_000)
+        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, feedbackSSRC: 3, nowMicroseconds: 1_000_000)
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.visit($0, &reader) }
     default:
         // Packets of two length bytes each, into every assembler, 1 ms apart.
         var assemblers = [MediaCodec.vp8, .vp9, .opus].map { RTPFrameAssembler(codec: $0, gapWaitMicroseconds: 5_000) }
         var statistics = ReceptionStatistics(clockRate: 90_000)
+        // The receive pipelines' packet sides too: the video inbox (NACK list, render timing)
+        // and the audio jitter buffer's decisions.
+        var video = VideoReceiver.Inbox(retransmission: true, reorderWaitMicroseconds: 50_000, feedbackSSRC: 3)
+        var audio = AudioReceiver.Inbox()
         var offset = 0
         var now: Int64 = 0
         while offset + 2 <= bytes.count {
@@ -32,6 +36,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             if let packet = try? RTPPacket(Array(bytes[offset..<end])) {
                 statistics.count(packet.header, arrivalMicroseconds: now)
                 for index in assemblers.indices { assemblers[index].insert(packet, now: now) { _ in } }
+                _ = video.receive(packet, now: now)
+                _ = video.takeNack(now: now)
+                _ = video.nextDue(now: now)
+                _ = audio.receive(packet, now: now)
+                for _ in 0..<3 {
+                    if case .wait = audio.nextStep(now: now) { break }
+                }
             }
             offset = end
             now += 1_000
