@@ -197,23 +197,29 @@ public final class ImpairmentRunner {
 
         func remoteAudioFrame(_ samples: UnsafeBufferPointer<Int16>, stream: StreamKey, rtpTimestamp: UInt32?) {
             guard let rtpTimestamp else { return }
+            // In place: copying the entry out would copy the whole session's audio every tick.
             lock.withLock {
-                var entry = streams[stream] ?? Stream()
-                if entry.audio.isEmpty {
-                    entry.audio = [Int16](repeating: 0, count: samplesCapacity)
-                    entry.audioSeen = [Bool](repeating: false, count: samplesCapacity)
+                update(stream) { entry in
+                    if entry.audio.isEmpty {
+                        entry.audio = [Int16](repeating: 0, count: samplesCapacity)
+                        entry.audioSeen = [Bool](repeating: false, count: samplesCapacity)
+                    }
+                    let first = entry.firstRTP ?? rtpTimestamp
+                    entry.firstRTP = first
+                    let offset = Int(Int32(bitPattern: rtpTimestamp &- first))
+                    for frame in 0..<(samples.count / 2) {
+                        let index = offset + frame
+                        guard index >= 0, index < samplesCapacity else { continue }
+                        entry.audio[index] = samples[frame * 2]
+                        entry.audioSeen[index] = true
+                    }
                 }
-                let first = entry.firstRTP ?? rtpTimestamp
-                entry.firstRTP = first
-                let offset = Int(Int32(bitPattern: rtpTimestamp &- first))
-                for frame in 0..<(samples.count / 2) {
-                    let index = offset + frame
-                    guard index >= 0, index < samplesCapacity else { continue }
-                    entry.audio[index] = samples[frame * 2]
-                    entry.audioSeen[index] = true
-                }
-                streams[stream] = entry
             }
+        }
+
+        /// Runs `body` on the stream's entry where it lies in ``streams`` (made when missing).
+        private func update(_ key: StreamKey, _ body: (inout Stream) -> Void) {
+            body(&streams[key, default: Stream()])
         }
 
         func mixedAudioFrame(_ samples: UnsafeBufferPointer<Int16>) {}
@@ -222,31 +228,33 @@ public final class ImpairmentRunner {
         func videoTick(_ canvases: [(StreamKey, CanvasBuffer)], now: Int64) {
             videoTickTimes.append(now / 1000)
             for (key, canvas) in canvases {
-                var entry = streams[key] ?? Stream()
-                canvas.withLockedPicture { view in
-                    var hasher = Hasher()
-                    var luma = [UInt8](repeating: 0, count: (view.width / 2) * (view.height / 2))
-                    for row in 0..<view.height {
-                        let line = UnsafeRawBufferPointer(start: view.y + row * view.strideY, count: view.width)
-                        hasher.combine(bytes: line)
-                        if row % 2 == 0 && row / 2 < view.height / 2 {
-                            for column in 0..<(view.width / 2) {
-                                luma[(row / 2) * (view.width / 2) + column] = line[column * 2]
+                update(key) { entry in
+                    canvas.withLockedPicture { view in
+                        var hasher = Hasher()
+                        var luma = [UInt8](repeating: 0, count: (view.width / 2) * (view.height / 2))
+                        for row in 0..<view.height {
+                            let line = UnsafeRawBufferPointer(start: view.y + row * view.strideY, count: view.width)
+                            hasher.combine(bytes: line)
+                            if row % 2 == 0 && row / 2 < view.height / 2 {
+                                for column in 0..<(view.width / 2) {
+                                    luma[(row / 2) * (view.width / 2) + column] = line[column * 2]
+                                }
                             }
                         }
+                        for row in 0..<view.chromaHeight {
+                            hasher.combine(
+                                bytes: UnsafeRawBufferPointer(
+                                    start: view.u + row * view.strideU, count: view.chromaWidth))
+                            hasher.combine(
+                                bytes: UnsafeRawBufferPointer(
+                                    start: view.v + row * view.strideV, count: view.chromaWidth))
+                        }
+                        entry.digests.append(hasher.finalize())
+                        entry.luma.append(luma)
                     }
-                    for row in 0..<view.chromaHeight {
-                        hasher.combine(
-                            bytes: UnsafeRawBufferPointer(start: view.u + row * view.strideU, count: view.chromaWidth))
-                        hasher.combine(
-                            bytes: UnsafeRawBufferPointer(start: view.v + row * view.strideV, count: view.chromaWidth))
-                    }
-                    entry.digests.append(hasher.finalize())
-                    entry.luma.append(luma)
+                    entry.rendered.append(canvas.framesRendered)
+                    entry.shown.append(canvas.renderedRTPTimestamp)
                 }
-                entry.rendered.append(canvas.framesRendered)
-                entry.shown.append(canvas.renderedRTPTimestamp)
-                streams[key] = entry
             }
         }
     }

@@ -115,12 +115,11 @@ struct FeedbackReader: RTCPVisitor {
     }
 
     mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) {
-        guard item.ssrc == feedbackSSRC, item.lastReceiverReport != 0 else { return }
-        let block = RTCPReportBlock(
-            ssrc: item.ssrc, fractionLost: 0, cumulativeLost: 0, extendedHighestSequenceNumber: 0, jitter: 0,
-            lastSenderReport: item.lastReceiverReport, delaySinceLastSenderReport: item.delay)
-        // The same arithmetic as a report block's: now - LRR - DLRR.
-        roundTripToPublisherMicroseconds = NTPTime.roundTripMicroseconds(block, nowMicroseconds: nowMicroseconds)
+        guard item.ssrc == feedbackSSRC,
+            let roundTrip = NTPTime.roundTripMicroseconds(
+                lastReport: item.lastReceiverReport, delay: item.delay, nowMicroseconds: nowMicroseconds)
+        else { return }
+        roundTripToPublisherMicroseconds = roundTrip
     }
 
     mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {

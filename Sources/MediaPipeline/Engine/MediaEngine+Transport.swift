@@ -81,11 +81,11 @@ extension MediaEngine {
             plane.feedbackArrived(reader, channelId: channelId, from: uid)
             return plane.localUid(in: channelId)
         }
-        if let roundTrip = reader.roundTripMicroseconds {
-            retransmitter.withLock { $0.roundTripMicroseconds = max(1_000, roundTrip) }
+        let roundTrip = retransmitter.withLock { state in
+            if let measured = reader.roundTripMicroseconds { state.roundTripMicroseconds = max(1_000, measured) }
+            return state.roundTripMicroseconds
         }
         if let fraction = reader.fractionLost, configuration.adaptsToLoss {
-            let roundTrip = retransmitter.withLock { $0.roundTripMicroseconds }
             rateControl.withLock {
                 $0.report(fractionLost: Double(fraction) / 256, roundTripMicroseconds: roundTrip, now: now)
             }

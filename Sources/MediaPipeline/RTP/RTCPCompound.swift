@@ -307,14 +307,23 @@ public enum RTCPCompound {
         // Order by distance from the first number, so a list across a wrap stays in order.
         let ordered = Set(lost).sorted { ($0 &- base) < ($1 &- base) }
         var entries: [(UInt16, UInt16)] = []
-        for number in ordered {
-            if let last = entries.last, case let distance = number &- last.0, distance >= 1, distance <= 16 {
-                entries[entries.count - 1].1 |= 1 << (distance - 1)
-            } else {
-                entries.append((number, 0))
-            }
-        }
+        forEachNackEntry(ordered) { entries.append(($0, $1)) }
         return entries
+    }
+
+    /// Calls `body` with each (PID, BLP) entry of a generic NACK for `lost`, given in ascending
+    /// wrap-aware order: an entry covers its number and, in its bitmask, the 16 after it.
+    static func forEachNackEntry<Numbers: Sequence<UInt16>>(_ lost: Numbers, _ body: (UInt16, UInt16) -> Void) {
+        var current: (packetId: UInt16, bitmask: UInt16)?
+        for number in lost {
+            if let entry = current, case let distance = number &- entry.packetId, distance <= 16 {
+                if distance > 0 { current = (entry.packetId, entry.bitmask | 1 << (distance - 1)) }
+                continue
+            }
+            if let entry = current { body(entry.packetId, entry.bitmask) }
+            current = (number, 0)
+        }
+        if let entry = current { body(entry.packetId, entry.bitmask) }
     }
 
     private static func appendReport(_ report: RTCPReportBlock, to out: inout [UInt8]) {
@@ -425,31 +434,19 @@ extension RTCPCompound {
         senderSSRC: UInt32, mediaSSRC: UInt32, lost: UnsafeBufferPointer<UInt16>, in recycler: ByteRecycler
     ) -> [UInt8] {
         var entries = 0
-        var base: UInt16 = 0
-        for (index, number) in lost.enumerated() where index == 0 || number &- base > 16 {
-            entries += 1
-            base = number
-        }
+        forEachNackEntry(lost) { _, _ in entries += 1 }
         return recycler.bytes(count: 12 + entries * 4) { out in
             out[0] = 0x81
             out[1] = RTCPPacket.PacketType.transportFeedback
             out.put(UInt16(2 + entries), at: 2)
             out.put(senderSSRC, at: 4)
             out.put(mediaSSRC, at: 8)
-            var offset = 8
-            var bitmask: UInt16 = 0
-            for (index, number) in lost.enumerated() {
-                if index > 0, number &- base <= 16 {
-                    if number != base { bitmask |= 1 << (number &- base &- 1) }
-                    continue
-                }
-                if index > 0 { out.put(bitmask, at: offset + 2) }
+            var offset = 12
+            forEachNackEntry(lost) { packetId, bitmask in
+                out.put(packetId, at: offset)
+                out.put(bitmask, at: offset + 2)
                 offset += 4
-                base = number
-                bitmask = 0
-                out.put(number, at: offset)
             }
-            if !lost.isEmpty { out.put(bitmask, at: offset + 2) }
         }
     }
 }

@@ -95,8 +95,12 @@ struct RTPFrameAssembler {
         return sequence
     }
 
-    /// The unwrapped RTP timestamp of the first packet, from which frames' microseconds count.
-    var timestampOrigin: Int64? { firstTimestamp }
+    /// The sender's RTP timestamp of media time `microseconds` as frames carry it (counted from
+    /// the first packet), to the nearest clock tick; nil before any packet.
+    func rtpTimestamp(microseconds: Int64) -> UInt32? {
+        let rate = Int64(codec.rtpClockRate)
+        return firstTimestamp.map { UInt32(truncatingIfNeeded: $0 + (microseconds * rate + 500_000) / 1_000_000) }
+    }
 
     /// The first sequence number not yet handed out or given up (video), if any packet came.
     var firstPending: Int64? { next }

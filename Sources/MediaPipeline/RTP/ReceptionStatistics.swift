@@ -94,9 +94,18 @@ enum NTPTime {
     /// `nowMicroseconds` (RFC 3550 6.4.1: now - LSR - DLSR, in 1/65536 s); nil without a sender
     /// report to refer to.
     static func roundTripMicroseconds(_ block: RTCPReportBlock, nowMicroseconds: Int64) -> Int64? {
-        guard block.lastSenderReport != 0 else { return nil }
+        roundTripMicroseconds(
+            lastReport: block.lastSenderReport, delay: block.delaySinceLastSenderReport,
+            nowMicroseconds: nowMicroseconds)
+    }
+
+    /// The round trip an answer to one's own report tells at clock time `nowMicroseconds`:
+    /// now - `lastReport` - `delay`, all in 1/65536 s (RFC 3550 6.4.1 for LSR/DLSR, RFC 3611 4.5
+    /// for LRR/DLRR); nil when `lastReport` is 0 (no report to refer to).
+    static func roundTripMicroseconds(lastReport: UInt32, delay: UInt32, nowMicroseconds: Int64) -> Int64? {
+        guard lastReport != 0 else { return nil }
         let now = UInt32(truncatingIfNeeded: timestamp(microseconds: nowMicroseconds) >> 16)
-        let units = Int64(Int32(bitPattern: now &- block.lastSenderReport &- block.delaySinceLastSenderReport))
+        let units = Int64(Int32(bitPattern: now &- lastReport &- delay))
         return max(0, units * 1_000_000 / 65_536)
     }
 }

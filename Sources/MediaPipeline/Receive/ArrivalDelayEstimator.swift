@@ -8,9 +8,10 @@
 /// packets come, so the start value is soon replaced). The target delay is the 0.99 quantile's
 /// bucket top plus one bucket of margin, so a steady jitter leaves no packet late. Starts at
 /// 60 ms; bounded by 1 s. The sliding minimum follows a drifting sender clock, so the target
-/// does not grow under clock skew. (Video frames use it too, with their completion times and
-/// a lower quantile: a frame waiting for a retransmission may come late rather than hold every
-/// frame back.)
+/// does not grow under clock skew; a transit that moves by more than a second at once is a
+/// sender whose clock jumped (or that paused), and everything is learnt again from it. (Video
+/// frames use it too, with their completion times and the bottom of the quantile's bucket: a
+/// steady stream is shown at once.)
 struct ArrivalDelayEstimator {
     static let bucketMicroseconds: Int64 = 5_000
     static let bucketCount = 200
@@ -25,8 +26,10 @@ struct ArrivalDelayEstimator {
     let marginBuckets: Int
     /// How long each half of the sliding minimum's window lasts.
     static let windowMicroseconds: Int64 = 1_000_000
+    /// A transit that moves this far at once is a sender whose clock jumped.
+    static let clockJumpMicroseconds: Int64 = 1_000_000
 
-    private var histogram: [Double]
+    private var histogram = DecayingHistogram(bucketCount: bucketCount)
     private var packets = 0
     private var windowStart: Int64 = .min
     private var currentMinimum: Int64?
@@ -42,14 +45,12 @@ struct ArrivalDelayEstimator {
         self.startDelayMicroseconds = startDelayMicroseconds
         self.marginBuckets = marginBuckets
         targetDelayMicroseconds = startDelayMicroseconds
-        histogram = [Double](repeating: 0, count: Self.bucketCount)
         reset()
     }
 
     /// Forgets everything but keeps the storage (a sender that starts again).
     mutating func reset() {
-        for index in histogram.indices { histogram[index] = 0 }
-        histogram[max(0, Int(startDelayMicroseconds / Self.bucketMicroseconds) - marginBuckets)] = 1
+        histogram.reset(prior: Int(startDelayMicroseconds / Self.bucketMicroseconds) - marginBuckets)
         packets = 0
         windowStart = .min
         currentMinimum = nil
@@ -58,10 +59,16 @@ struct ArrivalDelayEstimator {
         targetDelayMicroseconds = startDelayMicroseconds
     }
 
-    /// Counts one packet's `transit` (arrival minus media time) arrived at `now`; returns its
-    /// relative delay.
+    /// Counts one packet's `transit` (arrival minus media time) arrived at `now`. Returns true
+    /// when the transit jumped by more than ``clockJumpMicroseconds`` from the minimum: the
+    /// estimate started again from this packet (the caller restarts its playout).
     @discardableResult
-    mutating func add(transitMicroseconds transit: Int64, now: Int64) -> Int64 {
+    mutating func add(transitMicroseconds transit: Int64, now: Int64) -> Bool {
+        var restarted = false
+        if let minimum = minimumTransitMicroseconds, abs(transit - minimum) > Self.clockJumpMicroseconds {
+            reset()
+            restarted = true
+        }
         if windowStart == .min || now - windowStart >= Self.windowMicroseconds {
             previousMinimum = currentMinimum
             currentMinimum = transit
@@ -72,25 +79,13 @@ struct ArrivalDelayEstimator {
         let minimum = min(currentMinimum!, previousMinimum ?? .max)
         minimumTransitMicroseconds = minimum
         let relative = transit - minimum
-        let bucket = min(Self.bucketCount - 1, Int(relative / Self.bucketMicroseconds))
-        let weight = max(1 - Self.forgetFactor, 1 / Double(packets + 2))
-        var total = 0.0
-        for index in histogram.indices {
-            histogram[index] *= 1 - weight
-            total += histogram[index]
-        }
-        histogram[bucket] += weight
-        total += weight
+        // Faster forgetting while the first packets come, so the start value is soon replaced.
+        histogram.add(
+            bucket: Int(relative / Self.bucketMicroseconds), weight: max(1 - Self.forgetFactor, 1 / Double(packets + 2))
+        )
         packets += 1
-        // The quantile's bucket.
-        var sum = 0.0
-        var index = 0
-        while index < Self.bucketCount - 1 {
-            sum += histogram[index]
-            if sum >= quantile * total { break }
-            index += 1
-        }
-        targetDelayMicroseconds = Int64(index + marginBuckets) * Self.bucketMicroseconds
-        return relative
+        targetDelayMicroseconds =
+            Int64(histogram.bucket(atQuantile: quantile) + marginBuckets) * Self.bucketMicroseconds
+        return restarted
     }
 }

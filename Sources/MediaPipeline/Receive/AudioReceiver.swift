@@ -36,7 +36,7 @@ final class AudioReceiver: @unchecked Sendable {
         var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
         var remoteSSRC: UInt32?
         var packetsLostInEarlierStreams: Int64 = 0
-        var queue = AudioPacketQueue(capacity: 100)
+        var queue = FrameQueue<QueuedAudio>(capacity: 100)
         var delays = ArrivalDelayEstimator()
         /// The end of the audio decoded (or concealed) so far, in media microseconds; nil before
         /// playout starts, and after a long gap until it starts again.
@@ -56,8 +56,6 @@ final class AudioReceiver: @unchecked Sendable {
 
         /// A gap in the media this long is not concealed: playout starts again at the next packet.
         static let restartGapMicroseconds: Int64 = 200_000
-        /// A transit that moves this far at once is a sender whose clock jumped.
-        static let clockJumpMicroseconds: Int64 = 1_000_000
 
         /// Sequence numbers never received, over every stream this receiver has seen.
         var packetsLost: Int64 { packetsLostInEarlierStreams + assembler.packetsLost }
@@ -90,29 +88,33 @@ final class AudioReceiver: @unchecked Sendable {
         mutating func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) -> Bool {
             let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
             let duration = Int64(samples ?? 960) * 1_000_000 / 48_000
-            let transit = arrival - frame.timestampMicroseconds
-            if let minimum = delays.minimumTransitMicroseconds, abs(transit - minimum) > Self.clockJumpMicroseconds {
-                restart()  // the sender's clock jumped (or it paused): follow it from here
+            if delays.add(transitMicroseconds: arrival - frame.timestampMicroseconds, now: arrival) {
+                restartPlayout()  // the sender's clock jumped (or it paused): follow it from here
             }
-            delays.add(transitMicroseconds: transit, now: arrival)
             if let until = decodedUntil, frame.timestampMicroseconds < until {
                 latePackets += 1
                 return false
             }
             let packet = QueuedAudio(
                 frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival, sequence: sequence)
-            guard queue.insert(packet) else {
+            guard queue.insertOrdered(packet) else {
                 latePackets += 1
                 return false
             }
             return true
         }
 
-        /// Forgets what is queued and where playout stood: it starts again like a new stream.
+        /// Forgets what is queued, where playout stood and the arrival statistics: it starts
+        /// again like a new stream.
         mutating func restart() {
+            delays.reset()
+            restartPlayout()
+        }
+
+        /// Forgets what is queued and where playout stood.
+        private mutating func restartPlayout() {
             queue.removeAll()
             decodedUntil = nil
-            delays.reset()
             restarts += 1
         }
 
@@ -261,10 +263,10 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// Produces the next 10 ms into ``frame``. Returns `.audio` when the frame holds decoded
+    /// What ``produce(now:concealUpToMicroseconds:)`` put into ``frame``: `.audio` for decoded
     /// audio (FEC-rebuilt audio included), `.concealed` when some of it is loss concealment,
-    /// `.none` when there is nothing to play (not started, or starved longer than concealment
-    /// goes).
+    /// `.comfortNoise` while the sender is in DTX, `.none` when there is nothing to play (not
+    /// started, or starved longer than concealment goes).
     enum Output { case audio, concealed, comfortNoise, none }
     /// What the last ``produce(now:concealUpToMicroseconds:)`` of a decode round gave.
     var lastOutput = Output.none
@@ -325,8 +327,7 @@ final class AudioReceiver: @unchecked Sendable {
         stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
         let buffered = microseconds(frames: bufferedFrames)
         frameRTPTimestamp = inbox.withLock { inbox in
-            guard let until = inbox.decodedUntil, let origin = inbox.assembler.timestampOrigin else { return nil }
-            return UInt32(truncatingIfNeeded: origin + (until - buffered) * 48 / 1000)
+            inbox.decodedUntil.flatMap { inbox.assembler.rtpTimestamp(microseconds: $0 - buffered) }
         }
         for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
         decodedStart += frame.count

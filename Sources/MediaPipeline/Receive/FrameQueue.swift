@@ -1,35 +1,44 @@
-/// A fixed-capacity FIFO of encoded frames; never allocates after creation.
-struct FrameQueue {
-    private var slots: [EncodedFrame?]
+/// What a ``FrameQueue`` orders by: a media time in microseconds.
+protocol Timestamped {
+    var timestampMicroseconds: Int64 { get }
+}
+
+extension EncodedFrame: Timestamped {}
+
+/// A fixed-capacity queue of frames (video frames in arrival order, audio packets in media-time
+/// order); never allocates after creation.
+struct FrameQueue<Element: Timestamped> {
+    private var slots: [Element?]
     private var head = 0
     private(set) var count = 0
 
     init(capacity: Int) { slots = Array(repeating: nil, count: capacity) }
 
     var isEmpty: Bool { count == 0 }
-    /// The oldest frame, left in place.
-    var first: EncodedFrame? { count == 0 ? nil : slots[head] }
+    /// The oldest element, left in place.
+    var first: Element? { count == 0 ? nil : slots[head] }
     var isFull: Bool { count == slots.count }
 
-    /// Appends `frame`; when full, the oldest frame is dropped and returned.
+    /// Appends `element`; when full, the oldest is dropped and returned.
     @discardableResult
-    mutating func push(_ frame: EncodedFrame) -> EncodedFrame? {
-        var dropped: EncodedFrame?
+    mutating func push(_ element: Element) -> Element? {
+        var dropped: Element?
         if isFull { dropped = pop() }
-        slots[(head + count) % slots.count] = frame
+        slots[(head + count) % slots.count] = element
         count += 1
         return dropped
     }
 
-    /// Inserts `frame` in timestamp order (a packet that overtook an earlier one), dropping a
-    /// duplicate timestamp; when full, the oldest frame is dropped. Returns false for a duplicate.
+    /// Inserts `element` in timestamp order (a packet that overtook an earlier one), refusing a
+    /// duplicate timestamp; when full, the oldest is dropped to make room (or `element`, when it
+    /// is the oldest). Returns false when `element` was refused.
     @discardableResult
-    mutating func insertOrdered(_ frame: EncodedFrame) -> Bool {
+    mutating func insertOrdered(_ element: Element) -> Bool {
         var position = count
         while position > 0 {
             let previous = slots[(head + position - 1) % slots.count]!
-            if previous.timestampMicroseconds == frame.timestampMicroseconds { return false }
-            if previous.timestampMicroseconds < frame.timestampMicroseconds { break }
+            if previous.timestampMicroseconds == element.timestampMicroseconds { return false }
+            if previous.timestampMicroseconds < element.timestampMicroseconds { break }
             position -= 1
         }
         if isFull {
@@ -42,19 +51,19 @@ struct FrameQueue {
             slots[(head + index) % slots.count] = slots[(head + index - 1) % slots.count]
             index -= 1
         }
-        slots[(head + position) % slots.count] = frame
+        slots[(head + position) % slots.count] = element
         count += 1
         return true
     }
 
     @discardableResult
-    mutating func pop() -> EncodedFrame? {
+    mutating func pop() -> Element? {
         guard count > 0 else { return nil }
-        let frame = slots[head]
+        let element = slots[head]
         slots[head] = nil
         head = (head + 1) % slots.count
         count -= 1
-        return frame
+        return element
     }
 
     mutating func removeAll() { while pop() != nil {} }

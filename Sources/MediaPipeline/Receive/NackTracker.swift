@@ -34,9 +34,8 @@ struct NackTracker {
     private var newest: Int64?
     /// The round trip to the publisher, which paces repeated requests.
     var roundTripMicroseconds = defaultRoundTripMicroseconds
-    /// Added to the round trip before a request is repeated (the receiver's jitter allowance).
-    var retryMargin: Int64 = 0
-    private var retryInterval: Int64 { roundTripMicroseconds + retryMargin }
+    /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms.
+    private var retryInterval: Int64 { roundTripMicroseconds + jitterMicroseconds + 5_000 }
     /// Numbers asked for (each request of each number counts).
     private(set) var requests: Int64 = 0
     /// Numbers that arrived after being asked for.
@@ -44,9 +43,10 @@ struct NackTracker {
 
     /// How late overtaken packets came after their gap showed, in 10 ms buckets (0...200 ms),
     /// forgetting slowly; and the wait before a first request it gives.
-    private var reorderDelays = [Double](repeating: 0, count: 21)
+    private var reorderDelays = DecayingHistogram(bucketCount: 21)
     private var learnedReorderWait: Int64 = 0
-    /// The receiver's interarrival jitter (RFC 3550), which sets the least reorder wait.
+    /// The receiver's interarrival jitter (RFC 3550), which sets the least reorder wait and the
+    /// margin before a request is repeated.
     var jitterMicroseconds: Int64 = 0
     /// How long a gap waits before its first request.
     var reorderWaitMicroseconds: Int64 { min(150_000, max(learnedReorderWait, 2 * jitterMicroseconds)) }
@@ -124,11 +124,6 @@ struct NackTracker {
         }
     }
 
-    /// Whether any number is due at `now` (cheap: checks without taking).
-    func hasDue(now: Int64) -> Bool {
-        entries.contains { isDue($0, now: now) }
-    }
-
     private func isDue(_ entry: Entry, now: Int64) -> Bool {
         entry.askedAt == .min
             ? now - entry.missingSince >= reorderWaitMicroseconds : now - entry.askedAt >= retryInterval
@@ -136,22 +131,8 @@ struct NackTracker {
 
     /// Counts one overtaken packet that came `delay` after its gap showed.
     private mutating func noteReordering(_ delay: Int64) {
-        let bucket = min(reorderDelays.count - 1, Int(max(0, delay) / 10_000))
-        var total = 0.0
-        for index in reorderDelays.indices {
-            reorderDelays[index] *= 0.99
-            total += reorderDelays[index]
-        }
-        reorderDelays[bucket] += 1
-        total += 1
-        var sum = 0.0
-        for index in reorderDelays.indices {
-            sum += reorderDelays[index]
-            if sum >= 0.95 * total {
-                learnedReorderWait = Int64(index + 1) * 10_000
-                break
-            }
-        }
+        reorderDelays.add(bucket: Int(max(0, delay) / 10_000), weight: 0.01)
+        learnedReorderWait = Int64(reorderDelays.bucket(atQuantile: 0.95) + 1) * 10_000
     }
 
     private func position(of sequence: Int64) -> Int? {

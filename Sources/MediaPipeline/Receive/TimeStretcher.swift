@@ -56,14 +56,7 @@ enum TimeStretcher {
         let (lag, correlation) = period(buffer, start: start, channels: channels, sampleRate: sampleRate)
         guard correlation >= minimumCorrelation else { return 0 }
         // The first period fades into the second, which replaces it.
-        for frame in 0..<lag {
-            let weight = Double(frame + 1) / Double(lag + 1)
-            for channel in 0..<channels {
-                let a = Double(buffer[(start + frame) * channels + channel])
-                let b = Double(buffer[(start + frame + lag) * channels + channel])
-                buffer[(start + frame) * channels + channel] = Int16(clamping: Int((a + (b - a) * weight).rounded()))
-            }
-        }
+        crossfade(buffer, from: start, into: start + lag, at: start, frames: lag, channels: channels)
         // What followed the second period moves back by one period.
         let from = (start + 2 * lag) * channels
         let to = (start + lag) * channels
@@ -87,15 +80,23 @@ enum TimeStretcher {
             index -= 1
         }
         // ... and the gap gets the second period fading into a repeat of the first.
-        for frame in 0..<lag {
-            let weight = Double(frame + 1) / Double(lag + 1)
+        crossfade(buffer, from: start + 2 * lag, into: start, at: start + lag, frames: lag, channels: channels)
+        return lag
+    }
+
+    /// Writes at frame `target` a linear crossfade of `frames` frames from the audio at frame
+    /// `source` into the audio at frame `destination` (each read before it is written over).
+    private static func crossfade(
+        _ buffer: UnsafeMutableBufferPointer<Int16>, from source: Int, into destination: Int, at target: Int,
+        frames: Int, channels: Int
+    ) {
+        for frame in 0..<frames {
+            let weight = Double(frame + 1) / Double(frames + 1)
             for channel in 0..<channels {
-                let continuation = Double(buffer[(start + 2 * lag + frame) * channels + channel])
-                let repeated = Double(buffer[(start + frame) * channels + channel])
-                buffer[(start + lag + frame) * channels + channel] = Int16(
-                    clamping: Int((continuation + (repeated - continuation) * weight).rounded()))
+                let a = Double(buffer[(source + frame) * channels + channel])
+                let b = Double(buffer[(destination + frame) * channels + channel])
+                buffer[(target + frame) * channels + channel] = Int16(clamping: Int((a + (b - a) * weight).rounded()))
             }
         }
-        return lag
     }
 }

@@ -16,7 +16,7 @@ final class VideoReceiver: @unchecked Sendable {
     /// The packet side, shared by arrival and decoding.
     struct Inbox {
         var assembler: RTPFrameAssembler
-        var queue = FrameQueue(capacity: 16)
+        var queue = FrameQueue<EncodedFrame>(capacity: 16)
         /// The sender's SSRC, from its latest packet (for keyframe requests).
         var remoteSSRC: UInt32 = 0
         var packetsLostInEarlierStreams: Int64 = 0
@@ -104,30 +104,26 @@ final class VideoReceiver: @unchecked Sendable {
             let silence = now - (lastArrival ?? now)
             lastArrival = now
             let sequence = assembler.insert(packet, now: now)
-            assembler.gapWaitMicroseconds = wait
-            // A request is repeated once its answer is overdue: a round trip and the jitter.
-            nack.retryMargin = jitterMicroseconds + 5_000
             nack.jitterMicroseconds = jitterMicroseconds
-            if retransmission {
-                if silence > max(Self.outageMicroseconds, wait) {
-                    // After an outage, what is missing is too old to be worth resending: give
-                    // up on it at once and ask for a keyframe (once frames are dropped).
-                    nack.reset()
-                    _ = nack.received(sequence, now: now)
-                    assembler.gapWaitMicroseconds = 0
-                } else if !nack.received(sequence, now: now) {
-                    // Too much is missing to ask for: a keyframe is quicker.
-                    awaitingKeyframe = true
-                    droppedSinceRequest += 1
-                }
+            let outage = retransmission && silence > max(Self.outageMicroseconds, wait)
+            if outage {
+                // What is missing is too old to be worth resending: it is given up on at once
+                // and a keyframe asked for (once frames are dropped).
+                nack.reset()
+                _ = nack.received(sequence, now: now)
+            } else if retransmission && !nack.received(sequence, now: now) {
+                // Too much is missing to ask for: a keyframe is quicker.
+                awaitingKeyframe = true
+                droppedSinceRequest += 1
             }
+            assembler.gapWaitMicroseconds = outage ? 0 : wait
             defer { assembler.gapWaitMicroseconds = wait }
             return collect(now: now)
         }
 
         /// The NACK to send at clock time `now`, if packets are due to be asked for.
         mutating func takeNack(now: Int64) -> [UInt8]? {
-            guard retransmission, nack.count > 0, nack.hasDue(now: now) else { return nil }
+            guard retransmission, nack.count > 0 else { return nil }
             nackBatch.removeAll(keepingCapacity: true)
             nack.takeDue(now: now, into: &nackBatch, limit: Self.nackLimit)
             guard !nackBatch.isEmpty else { return nil }
@@ -148,11 +144,7 @@ final class VideoReceiver: @unchecked Sendable {
             var frames = 0
             while let assembled = assembler.next(now: now) {
                 frames += 1
-                let transit = now - assembled.frame.timestampMicroseconds
-                if let minimum = delays.minimumTransitMicroseconds, abs(transit - minimum) > 1_000_000 {
-                    delays.reset()  // the sender's clock jumped: learn its timing again
-                }
-                delays.add(transitMicroseconds: transit, now: now)
+                delays.add(transitMicroseconds: now - assembled.frame.timestampMicroseconds, now: now)
                 updateRenderDelay()
                 enqueue(assembled)
             }
@@ -215,8 +207,7 @@ final class VideoReceiver: @unchecked Sendable {
                 }
                 guard isDue(head, now: now) else { return nil }
                 queue.pop()
-                let origin = assembler.timestampOrigin ?? 0
-                let rtp = UInt32(truncatingIfNeeded: origin + (head.timestampMicroseconds * 9 + 50) / 100)
+                let rtp = assembler.rtpTimestamp(microseconds: head.timestampMicroseconds) ?? 0
                 return (head, rtp, queue.first.map { isDue($0, now: now) } ?? false)
             }
             return nil

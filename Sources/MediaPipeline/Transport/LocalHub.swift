@@ -304,23 +304,23 @@ public final class LocalHub: MediaTransport, Sendable {
         guard let target else { return }
         var copies = 1
         if hasLinks {
-            let forward = LinkKey(channelId: channelId, publisher: uid, receiver: recipient)
-            let key =
-                network.withLock { $0.links[forward] != nil }
-                ? forward : LinkKey(channelId: channelId, publisher: recipient, receiver: uid)
-            copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: target, from: uid)
+            copies = route(
+                .rtcp(bytes), byteCount: bytes.count,
+                key: LinkKey(channelId: channelId, publisher: uid, receiver: recipient),
+                orElse: LinkKey(channelId: channelId, publisher: recipient, receiver: uid), to: target, from: uid)
         }
         for _ in 0..<copies { target.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
     }
 
-    /// Applies the link `key`'s conditions to one packet: returns how many copies to deliver
-    /// now (0, 1 or 2); copies that arrive later are held.
+    /// Applies the link `key`'s conditions (or, when it has none, `fallback`'s) to one packet:
+    /// returns how many copies to deliver now (0, 1 or 2); copies that arrive later are held.
     private func route(
-        _ payload: DeliveryQueue.Payload, byteCount: Int, key: LinkKey, to endpoint: TransportEndpoint,
-        from uid: UInt32
+        _ payload: DeliveryQueue.Payload, byteCount: Int, key preferred: LinkKey, orElse fallback: LinkKey? = nil,
+        to endpoint: TransportEndpoint, from uid: UInt32
     ) -> Int {
         let now = clock?.nowMicroseconds ?? 0
         return network.withLock { network in
+            let key = network.links[preferred] == nil ? fallback ?? preferred : preferred
             guard var link = network.links[key] else { return 1 }
             let fate = link.fate(byteCount: byteCount, now: now)
             network.links[key] = link
