@@ -64,9 +64,10 @@ struct RTPFrameAssembler {
         slotDataOffset = Array(repeating: 0, count: count)
         slotStartsFrame = Array(repeating: false, count: count)
         slotTimestamp = Array(repeating: 0, count: count)
-        // More frames than a video receiver queues (16) plus the one being decoded. Audio frames
-        // are their packets' payloads: no storage of their own.
-        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 20, capacity: codec == .opus ? 0 : 8192)
+        // More frames than a video receiver queues (48) plus the one being decoded; slots start
+        // small and grow together with the largest frame. Audio frames are their packets'
+        // payloads: no storage of their own.
+        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 52, capacity: codec == .opus ? 0 : 4096)
     }
 
     /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.

@@ -4,18 +4,19 @@
 /// Each packet's transit (arrival time minus its media time) is compared with the smallest
 /// transit of the last one to two seconds: the difference is the packet's relative delay, what
 /// the network added over its fastest path. Relative delays go into a histogram of 5 ms buckets
-/// that forgets geometrically (factor 0.983 per packet, as NetEq; faster while the first
+/// that forgets geometrically (by default 0.983 per packet, as NetEq; faster while the first
 /// packets come, so the start value is soon replaced). The target delay is the 0.99 quantile's
 /// bucket top plus one bucket of margin, so a steady jitter leaves no packet late. Starts at
-/// 60 ms; bounded by 1 s. The sliding minimum follows a drifting sender clock, so the target
-/// does not grow under clock skew; a transit that moves by more than a second at once is a
+/// 60 ms; bounded by ``longestDelayMicroseconds`` (1 s for audio). The sliding minimum follows a drifting sender clock, so the target
+/// does not grow under clock skew; a transit that moves by more than that bound at once is a
 /// sender whose clock jumped (or that paused), and everything is learnt again from it. (Video
-/// frames use it too, with their completion times and the bottom of the quantile's bucket: a
-/// steady stream is shown at once.)
+/// frames use it too, with their completion times, the bottom of the quantile's bucket and a
+/// slower forgetting: a steady stream is shown at once, and the render delay does not swing with
+/// every retransmission.)
 struct ArrivalDelayEstimator {
     static let bucketMicroseconds: Int64 = 5_000
-    static let bucketCount = 200
-    static let forgetFactor = 0.983
+    /// What each packet leaves of the histogram's past (audio: NetEq's 0.983 per packet).
+    let forgetFactor: Double
     /// The share of arrivals the target covers.
     let quantile: Double
     /// Where the target starts, before arrivals tell.
@@ -26,10 +27,11 @@ struct ArrivalDelayEstimator {
     let marginBuckets: Int
     /// How long each half of the sliding minimum's window lasts.
     static let windowMicroseconds: Int64 = 1_000_000
-    /// A transit that moves this far at once is a sender whose clock jumped.
-    static let clockJumpMicroseconds: Int64 = 1_000_000
+    /// The longest delay the target covers; a transit that moves further at once is a sender
+    /// whose clock jumped.
+    let longestDelayMicroseconds: Int64
 
-    private var histogram = DecayingHistogram(bucketCount: bucketCount)
+    private var histogram: DecayingHistogram
     private var packets = 0
     private var windowStart: Int64 = .min
     private var currentMinimum: Int64?
@@ -40,8 +42,14 @@ struct ArrivalDelayEstimator {
     private(set) var targetDelayMicroseconds: Int64
 
     /// An estimator covering `quantile` of arrivals, starting at `startDelayMicroseconds`.
-    init(quantile: Double = 0.99, startDelayMicroseconds: Int64 = 60_000, marginBuckets: Int = 2) {
+    init(
+        quantile: Double = 0.99, startDelayMicroseconds: Int64 = 60_000, marginBuckets: Int = 2,
+        forgetFactor: Double = 0.983, longestDelayMicroseconds: Int64 = 1_000_000
+    ) {
+        self.longestDelayMicroseconds = longestDelayMicroseconds
+        histogram = DecayingHistogram(bucketCount: Int(longestDelayMicroseconds / Self.bucketMicroseconds))
         self.quantile = quantile
+        self.forgetFactor = forgetFactor
         self.startDelayMicroseconds = startDelayMicroseconds
         self.marginBuckets = marginBuckets
         targetDelayMicroseconds = startDelayMicroseconds
@@ -60,12 +68,12 @@ struct ArrivalDelayEstimator {
     }
 
     /// Counts one packet's `transit` (arrival minus media time) arrived at `now`. Returns true
-    /// when the transit jumped by more than ``clockJumpMicroseconds`` from the minimum: the
+    /// when the transit jumped by more than ``longestDelayMicroseconds`` from the minimum: the
     /// estimate started again from this packet (the caller restarts its playout).
     @discardableResult
     mutating func add(transitMicroseconds transit: Int64, now: Int64) -> Bool {
         var restarted = false
-        if let minimum = minimumTransitMicroseconds, abs(transit - minimum) > Self.clockJumpMicroseconds {
+        if let minimum = minimumTransitMicroseconds, abs(transit - minimum) > longestDelayMicroseconds {
             reset()
             restarted = true
         }
@@ -81,7 +89,7 @@ struct ArrivalDelayEstimator {
         let relative = transit - minimum
         // Faster forgetting while the first packets come, so the start value is soon replaced.
         histogram.add(
-            bucket: Int(relative / Self.bucketMicroseconds), weight: max(1 - Self.forgetFactor, 1 / Double(packets + 2))
+            bucket: Int(relative / Self.bucketMicroseconds), weight: max(1 - forgetFactor, 1 / Double(packets + 2))
         )
         packets += 1
         targetDelayMicroseconds =

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which packets of one video stream a receiver still asks for, and when (generic NACK,
 /// RFC 4585 6.2.1), in the manner of libwebrtc's NackRequester:
 ///
@@ -51,7 +53,25 @@ struct NackTracker {
     /// How long a gap waits before its first request.
     var reorderWaitMicroseconds: Int64 { min(150_000, max(learnedReorderWait, 2 * jitterMicroseconds)) }
 
+    /// Packets that went missing on their first way and packets counted, over roughly the
+    /// last 500 to 1,000 sequence numbers (both halve as they pass 1,000).
+    private var missingRecently = 0.0
+    private var countedRecently = 0.0
+
     init() { entries.reserveCapacity(Self.maximumEntries) }
+
+    /// The share of packets lost on their first way lately (what retransmission has to make up).
+    var lossFraction: Double { countedRecently > 0 ? missingRecently / countedRecently : 0 }
+
+    /// How many rounds of requests a missing packet needs to arrive with 98 % certainty, when
+    /// each request and each retransmission is lost as often as packets are (at least 3, at most
+    /// ``maximumRetries``).
+    var roundsNeeded: Int {
+        let failure = 1 - (1 - lossFraction) * (1 - lossFraction)
+        guard failure > 0.01 else { return 3 }
+        let rounds = (log(0.02) / log(failure)).rounded(.up)
+        return Int(min(Double(Self.maximumRetries), max(3, rounds)))
+    }
 
     /// Missing numbers waiting.
     var count: Int { entries.count }
@@ -79,6 +99,12 @@ struct NackTracker {
         }
         newest = sequence
         let missing = sequence - last - 1
+        missingRecently += Double(missing)
+        countedRecently += Double(missing + 1)
+        if countedRecently > 1_000 {
+            missingRecently /= 2
+            countedRecently /= 2
+        }
         guard missing > 0 else { return true }
         guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
             entries.removeAll(keepingCapacity: true)
