@@ -229,7 +229,8 @@ struct EngineStatisticsTests {
         for stats in audio {
             #expect(stats.uid == 1)
             #expect((3...25).contains(stats.packetLossRatePercent), "\(stats)")
-            #expect(stats.receivedBitrateKbps > 10 && stats.receivedBitrateKbps < 80, "\(stats)")
+            // Under this loss each packet also carries up to two earlier frames (RFC 2198).
+            #expect(stats.receivedBitrateKbps > 10 && stats.receivedBitrateKbps < 200, "\(stats)")
         }
         // Round trip 40 ms, measured through RTCP XR once the first reports crossed.
         #expect(audio.last!.networkTransportDelayMs == 20)

@@ -25,6 +25,10 @@ final class Publisher {
     /// The video bitrate and the audio expected loss the encoders have now.
     var videoBitrate = 0
     var audioExpectedLossPercent = 0
+    /// How many earlier frames each audio packet repeats (RFC 2198; 0: plain Opus packets), and
+    /// the last two Opus frames sent, oldest first (shared, not copied, until packetized).
+    var audioRedundancyDistance = 0
+    private var recentAudio: [EncodedFrame] = []
     /// Where the current frame goes: (channel, uid) pairs, the publishing channel first. Reused
     /// between frames.
     var targets: [(channelId: String, uid: UInt32)] = []
@@ -35,6 +39,7 @@ final class Publisher {
         self.configuration = configuration
         self.identity = identity
         pcm = [Int16](repeating: 0, count: configuration.audio.samplesPerFrame * configuration.audio.channelCount)
+        recentAudio.reserveCapacity(2)
     }
 
     /// The video encoder for pictures of `width` × `height`, created or recreated as needed.
@@ -57,7 +62,16 @@ final class Publisher {
         let codec = frame.codec
         if codec == .opus {
             if audioPacketizer == nil { audioPacketizer = try identity.packetizer(for: .opus) }
-            try audioPacketizer!.packetize(frame, emit)
+            if audioRedundancyDistance > 0 {
+                try audioPacketizer!.packetize(
+                    frame, redundantPayloadType: RTPPayloadType.red,
+                    earlier: recentAudio.suffix(audioRedundancyDistance),
+                    emit)
+            } else {
+                try audioPacketizer!.packetize(frame, emit)
+            }
+            if recentAudio.count == 2 { recentAudio.removeFirst() }
+            recentAudio.append(frame)
         } else {
             if videoPacketizer?.codec != codec { videoPacketizer = try identity.packetizer(for: codec) }
             try videoPacketizer!.packetize(frame, emit)
@@ -110,7 +124,8 @@ extension MediaEngine {
             publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
         guard let encoder = publisher.audioEncoder else { return }
-        let loss = rateControl.withLock { $0.audioExpectedLossPercent }
+        let (loss, redundancy) = rateControl.withLock { ($0.audioExpectedLossPercent, $0.audioRedundancyDistance) }
+        publisher.audioRedundancyDistance = configuration.audioRedundancy ? redundancy : 0
         if loss != publisher.audioExpectedLossPercent {
             try encoder.protect(expectedLossPercent: loss)
             publisher.audioExpectedLossPercent = loss

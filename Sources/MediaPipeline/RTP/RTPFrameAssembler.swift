@@ -67,6 +67,7 @@ struct RTPFrameAssembler {
         // More frames than a video receiver queues (48) plus the one being decoded; slots start
         // small and grow together with the largest frame. Audio frames are their packets'
         // payloads: no storage of their own.
+        if codec == .opus { redundantAudio.reserveCapacity(Self.redundantBlocksKept) }
         recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 52, capacity: codec == .opus ? 0 : 4096)
     }
 
@@ -186,11 +187,47 @@ struct RTPFrameAssembler {
         nextAudioSequence = max(nextAudioSequence ?? .min, sequence + 1)
         packetsReceived += 1
         // The frame is the packet's payload, shared with every other receiver of the packet.
+        var primary = packet.payloadRange
+        redundantAudio.removeAll(keepingCapacity: true)
+        if packet.header.payloadType == RTPPayloadType.red {
+            // Redundant audio (RFC 2198): the primary block is the frame; earlier frames' copies
+            // wait in `redundantAudio` for the jitter buffer, which takes those it misses.
+            let base = packet.payloadRange.lowerBound
+            var primaryFound = false
+            let parsed: Void? = try? packet.withUnsafePayload { payload in
+                try AudioRedundancy.forEachBlock(in: payload) { block in
+                    let range = (base + block.range.lowerBound)..<(base + block.range.upperBound)
+                    guard block.payloadType == RTPPayloadType.opus, !range.isEmpty else { return }
+                    if block.isPrimary {
+                        primary = range
+                        primaryFound = true
+                    } else if redundantAudio.count < Self.redundantBlocksKept {
+                        redundantAudio.append(
+                            EncodedFrame(
+                                storage: packet.bytes, range: range, codec: .opus, isKeyframe: true,
+                                timestampMicroseconds: microseconds(timestamp - Int64(block.timestampOffset)),
+                                durationMicroseconds: 0))
+                    }
+                }
+            }
+            guard parsed != nil, primaryFound else {
+                // Unreadable, or its new frame is not Opus: nothing of it is played.
+                packetsMalformed += 1
+                redundantAudio.removeAll(keepingCapacity: true)
+                return
+            }
+        }
         let frame = EncodedFrame(
-            storage: packet.bytes, range: packet.payloadRange, codec: .opus, isKeyframe: true,
+            storage: packet.bytes, range: primary, codec: .opus, isKeyframe: true,
             timestampMicroseconds: microseconds(timestamp), durationMicroseconds: 0)
         readyAudio = AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence)
     }
+
+    /// The most redundant blocks of one packet kept (browsers send one or two).
+    static let redundantBlocksKept = 4
+    /// The copies of earlier frames the last redundant audio packet carried (RFC 2198), oldest
+    /// first; replaced by each packet.
+    private(set) var redundantAudio: [EncodedFrame] = []
 
     // MARK: - Video
 

@@ -104,6 +104,59 @@ public struct RTPPacketizer {
         }
     }
 
+    /// Packetizes the Opus `frame` as redundant audio (RFC 2198) under `redundantPayloadType`:
+    /// copies of the `earlier` frames (oldest first) that the format can carry (at most 1,023
+    /// bytes, at most 341 ms back) go before the frame itself, so a receiver rebuilds a lost
+    /// packet exactly from a later one. With no earlier frame that fits, the packet still has the
+    /// redundant format (a 1-byte header), as the stream's payload type promises.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a frame that is not Opus, or empty.
+    /// - Complexity: allocates nothing in steady state.
+    public mutating func packetize(
+        _ frame: EncodedFrame, redundantPayloadType: UInt8, earlier: ArraySlice<EncodedFrame>,
+        _ emit: (RTPPacket) throws -> Void
+    ) throws {
+        guard codec == .opus, frame.codec == .opus else {
+            throw MediaError.invalidArgument("a \(frame.codec) frame given as redundant audio; only Opus is carried so")
+        }
+        guard frame.byteCount > 0 else { throw MediaError.invalidArgument("an empty opus frame cannot be sent") }
+        guard redundantPayloadType < 128 else {
+            throw MediaError.invalidArgument("RTP payload type \(redundantPayloadType) is above 127")
+        }
+        let timestamp = rtpTimestamp(microseconds: frame.timestampMicroseconds)
+        func offset(_ earlierFrame: EncodedFrame) -> Int64 {
+            Int64(timestamp &- rtpTimestamp(microseconds: earlierFrame.timestampMicroseconds))
+        }
+        func carried(_ earlierFrame: EncodedFrame) -> Bool {
+            earlierFrame.codec == .opus
+                && AudioRedundancy.fits(byteCount: earlierFrame.byteCount, timestampOffset: offset(earlierFrame))
+        }
+        var payloadBytes = 1 + frame.byteCount
+        for earlierFrame in earlier where carried(earlierFrame) { payloadBytes += 4 + earlierFrame.byteCount }
+        let header = RTPHeader(
+            marker: false, payloadType: redundantPayloadType, sequenceNumber: nextSequenceNumber, timestamp: timestamp,
+            ssrc: ssrc)
+        nextSequenceNumber &+= 1
+        let bytes = recycler.bytes(count: RTPHeader.fixedByteCount + payloadBytes) { out in
+            header.write(into: out)
+            var headerAt = RTPHeader.fixedByteCount
+            var dataAt = headerAt + payloadBytes - frame.byteCount
+            for earlierFrame in earlier where carried(earlierFrame) { dataAt -= earlierFrame.byteCount }
+            for earlierFrame in earlier where carried(earlierFrame) {
+                AudioRedundancy.writeRedundantHeader(
+                    payloadType: payloadType, timestampOffset: UInt32(offset(earlierFrame)),
+                    byteCount: earlierFrame.byteCount, into: UnsafeMutableRawBufferPointer(rebasing: out[headerAt...]))
+                headerAt += 4
+                earlierFrame.withUnsafeBytes { data in
+                    UnsafeMutableRawBufferPointer(rebasing: out[dataAt...]).copyMemory(from: data)
+                    dataAt += data.count
+                }
+            }
+            out[headerAt] = payloadType
+            frame.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[dataAt...]).copyMemory(from: $0) }
+        }
+        try emit(RTPPacket(trusted: bytes, header: header))
+    }
+
     /// Splits a video frame into balanced pieces that fit beside a descriptor of `descriptorBytes`.
     private func split(
         _ frame: EncodedFrame, timestamp: UInt32, descriptorBytes: Int,

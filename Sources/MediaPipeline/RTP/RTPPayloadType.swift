@@ -7,6 +7,9 @@ public enum RTPPayloadType {
     public static let vp8: UInt8 = 96
     /// VP9, 90 kHz clock (RFC 9628).
     public static let vp9: UInt8 = 98
+    /// Redundant audio (RFC 2198) whose blocks are Opus, 48 kHz clock: "red/48000/2" with
+    /// fmtp "111/111", the number browsers use.
+    public static let red: UInt8 = 63
 
     /// The payload type of `codec`.
     public static func of(_ codec: MediaCodec) -> UInt8 {
@@ -17,10 +20,11 @@ public enum RTPPayloadType {
         }
     }
 
-    /// The codec carried under `payloadType`, if it is one of these.
+    /// The codec carried under `payloadType`, if it is one of these (Opus for ``red``, whose
+    /// blocks are Opus frames).
     public static func codec(_ payloadType: UInt8) -> MediaCodec? {
         switch payloadType {
-        case opus: .opus
+        case opus, red: .opus
         case vp8: .vp8
         case vp9: .vp9
         default: nil

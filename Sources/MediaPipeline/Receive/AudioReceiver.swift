@@ -77,8 +77,34 @@ final class AudioReceiver: @unchecked Sendable {
             assembler.insert(packet, now: now)
             while let assembled = assembler.next(now: now) {
                 frames += enqueue(assembled.frame, arrival: now, sequence: assembled.sequenceNumbers.lowerBound) ? 1 : 0
+                recentArrivals[recentArrivalsNext] = assembled.frame.timestampMicroseconds
+                recentArrivalsNext = (recentArrivalsNext + 1) % recentArrivals.count
+                for copy in assembler.redundantAudio { enqueueRedundantCopy(copy, arrival: now) }
             }
             return frames
+        }
+
+        /// The media times of the last 16 packets that came themselves (a ring), to tell a
+        /// redundant copy of a lost packet from one of a packet that came.
+        private var recentArrivals = [Int64](repeating: .min, count: 16)
+        private var recentArrivalsNext = 0
+
+        /// Takes a copy of an earlier frame a redundant packet carried (RFC 2198). When its own
+        /// packet never came, the copy is that frame's arrival: its delay counts towards the
+        /// target (so under loss the buffer learns to wait for the copies), and it is queued if
+        /// its time is not played yet. A copy of a packet that came is left alone.
+        mutating func enqueueRedundantCopy(_ frame: EncodedFrame, arrival: Int64) {
+            guard !recentArrivals.contains(frame.timestampMicroseconds) else { return }
+            if delays.add(transitMicroseconds: arrival - frame.timestampMicroseconds, now: arrival) {
+                restartPlayout()
+            }
+            guard let until = decodedUntil, frame.timestampMicroseconds >= until else { return }
+            let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
+            guard let samples else { return }
+            _ = queue.insertOrdered(
+                QueuedAudio(
+                    frame: frame, durationMicroseconds: Int64(samples) * 1_000_000 / 48_000,
+                    arrivalMicroseconds: arrival, isRedundantCopy: true))
         }
 
         /// Queues an Opus packet arrived at `arrival`, in media-time order. A packet whose time
@@ -363,6 +389,7 @@ final class AudioReceiver: @unchecked Sendable {
                 let count = try packet.frame.withUnsafeBytes { try decoder.decode($0, into: room) }
                 decodedEnd += count * channelCount
                 counters.packetsDecoded += 1
+                if packet.isRedundantCopy { counters.packetsRecovered += 1 }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)
                 inbox.withLock { $0.decodedUntil = end }
@@ -453,7 +480,8 @@ struct AudioPlayoutCounters {
     var silentTicks: Int64 = 0
     /// Ticks of comfort noise while the sender was in DTX (not loss).
     var comfortNoiseTicks: Int64 = 0
-    /// Packets decoded, and lost packets rebuilt from the next one's in-band FEC.
+    /// Packets decoded, and lost packets rebuilt (from the next one's in-band FEC, or from a
+    /// redundant copy a later one carried).
     var packetsDecoded: Int64 = 0, packetsRecovered: Int64 = 0
     /// Pitch periods removed (delay above target) and inserted (below).
     var accelerations: Int64 = 0, expansions: Int64 = 0

@@ -7,5 +7,7 @@ struct QueuedAudio: Timestamped {
     let arrivalMicroseconds: Int64
     /// Its unwrapped RTP sequence number (nil for a frame queued without one).
     var sequence: Int64? = nil
+    /// True for a copy of a lost packet carried by a later one (RFC 2198 redundancy).
+    var isRedundantCopy = false
     var timestampMicroseconds: Int64 { frame.timestampMicroseconds }
 }

@@ -197,7 +197,9 @@ final class VideoReceiver: @unchecked Sendable {
         /// Whether `frame` should be shown by clock time `now`: its media time plus the fastest
         /// transit plus the target delay has come (or the queue is filling up).
         func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
-            guard let minimum = delays.minimumTransitMicroseconds, queue.count < Self.queueForcedCount else { return true }
+            guard let minimum = delays.minimumTransitMicroseconds, queue.count < Self.queueForcedCount else {
+                return true
+            }
             return frame.timestampMicroseconds + minimum + renderDelayMicroseconds <= now
         }
 

@@ -5,7 +5,10 @@
 ///   round trip, so a report is answered before the next cut); when no report of the last
 ///   second showed 2 % or more, it rises by 8 % (plus 1 kbit/s); always within the bounds;
 /// - audio: Opus in-band FEC is on while the smoothed loss is 1 % or more, and the encoder's
-///   expected loss follows the smoothed loss (so it invests in redundancy as much as needed).
+///   expected loss follows the smoothed loss (so it invests in redundancy as much as needed);
+///   from 2 % each packet also repeats the frame before it (RFC 2198 redundancy, as libwebrtc's
+///   RED for Opus), from 8 % the two before it (a burst of two, or a packet and its successor's
+///   copy lost together, is still rebuilt; in-band FEC covers one packet back, and speech only).
 ///
 /// Decisions are taken when reports arrive; the next encoded frame compares them with what its
 /// encoder has, so the thread carrying RTCP never touches an encoder.
@@ -18,6 +21,8 @@ struct LossBasedRateController {
     /// encoder (percent).
     private(set) var smoothedLoss = 0.0
     private(set) var audioExpectedLossPercent = 0
+    /// How many earlier frames each audio packet repeats (0, 1 or 2).
+    private(set) var audioRedundancyDistance = 0
     private var lastDecrease: Int64 = .min / 2
     private var windowStart: Int64?
     private var worstInWindow = 0.0
@@ -47,6 +52,7 @@ struct LossBasedRateController {
         }
         smoothedLoss += (fractionLost - smoothedLoss) * 0.3
         audioExpectedLossPercent = smoothedLoss < 0.01 ? 0 : min(50, Int((smoothedLoss * 100).rounded(.up)))
+        audioRedundancyDistance = smoothedLoss >= 0.08 ? 2 : smoothedLoss >= 0.02 ? 1 : 0
     }
 
     private mutating func setVideo(_ bitsPerSecond: Int) {
