@@ -110,8 +110,9 @@ public struct ImpairmentResult: Sendable {
     public var videoFrozenPercent: Double
     /// Video: pictures shown that the lossless run never showed (decoded across a gap).
     public var videoWrongPictures: Int
-    /// Video: PSNR (luma) of the canvases against the lossless run's, at each render tick,
-    /// the lossless run's shifted by the typical extra delay, in dB.
+    /// Video: PSNR (luma) of the canvases against the lossless run's, at each render tick
+    /// against its picture of the frame after the one shown at the tick before (repeats and
+    /// skips count, a steady delay does not), in dB.
     public var videoPSNRdB: Double
     /// Video: keyframe requests sent, and the most sent for one stream.
     public var keyframeRequests: Int64, keyframeRequestsPerStreamMax: Int64
@@ -412,10 +413,11 @@ public final class ImpairmentRunner {
                 noise += e * e
             }
         }
-        // Video: pictures the lossless run never showed, and PSNR against it time-aligned: at
-        // each tick, the picture the lossless twin showed for the frame the impaired viewer
-        // should show then (the newest one captured at least its steady display delay ago);
-        // a frozen or late picture counts as the difference it makes.
+        // Video: pictures the lossless run never showed, and PSNR against it along the
+        // viewer's own time line: at each tick, the picture shown against the twin's picture of
+        // the frame after the one shown at the tick before. A steady stream shows exactly that
+        // (whatever its delay); a repeated picture (a late frame, a freeze, a step up in delay)
+        // or a skipped frame (catching up) counts as the difference it makes.
         var wrong = 0
         var squaredError = 0.0
         var pixels = 0.0
@@ -439,43 +441,29 @@ public final class ImpairmentRunner {
                 twin.append((milliseconds(rtp), tick))
             }
             twin.sort { $0.time < $1.time }
-            // Each tick's display delay: tick time minus the media time shown (same base); the
-            // steady delay at a tick is the least of those within 1 s of it (the render delay
-            // adapts slowly; a freeze or a late frame shows as a longer one).
+            // From 2 s on, as the audio.
             let times = capture.videoTickTimes
-            let delays: [Double?] = stream.shown.enumerated().map { tick, rtp in
-                rtp.map { Double(times[tick]) - Double(milliseconds($0)) }
-            }
-            func steadyDelay(at tick: Int) -> Double? {
-                delays[max(0, tick - 15)..<min(delays.count, tick + 16)].compactMap { $0 }.min()
-            }
-            // From 2 s on, as the audio: both viewers have settled their delays by then.
-            var first = max(
-                stream.shown.firstIndex { $0 != nil } ?? stream.shown.count, times.firstIndex { $0 >= 2000 } ?? 0)
-            while first < stream.luma.count {
-                guard let steady = steadyDelay(at: first) else {
-                    first += 1
-                    continue
-                }
-                let intended = Double(times[first]) - steady
+            var tick = max(1, times.firstIndex { $0 >= 2000 } ?? 0)
+            while tick < stream.luma.count {
+                defer { tick += 1 }
+                guard let before = stream.shown[tick - 1].map(milliseconds) else { continue }
+                // The twin's first frame after the one shown before.
                 var low = 0
                 var high = twin.count
                 while low < high {
                     let middle = (low + high) / 2
-                    if Double(twin[middle].time) <= intended + 0.5 { low = middle + 1 } else { high = middle }
+                    if twin[middle].time <= before { low = middle + 1 } else { high = middle }
                 }
-                if low > 0 {
-                    let a = stream.luma[first]
-                    let b = ideal.luma[twin[low - 1].tick]
-                    var sum = 0
-                    for index in a.indices {
-                        let difference = Int(a[index]) - Int(b[index])
-                        sum += difference * difference
-                    }
-                    squaredError += Double(sum)
-                    pixels += Double(a.count)
+                guard low < twin.count else { continue }
+                let a = stream.luma[tick]
+                let b = ideal.luma[twin[low].tick]
+                var sum = 0
+                for index in a.indices {
+                    let difference = Int(a[index]) - Int(b[index])
+                    sum += difference * difference
                 }
-                first += 1
+                squaredError += Double(sum)
+                pixels += Double(a.count)
             }
         }
         let mse = pixels > 0 ? squaredError / pixels : 0

@@ -24,6 +24,18 @@ struct ImpairmentMatrixTests {
         #expect(result.videoPSNRdB >= 35, "\(result.videoPSNRdB) dB")
     }
 
+    @Test("10 % loss, 20 ms jitter, RTT 50 ms: audio concealed ≤ 1.5 %, video frozen ≤ 2 %, PSNR ≥ 35 dB")
+    func moderateLoss() throws {
+        let cell = ImpairmentCell(lossPercent: 10, jitterMs: 20, roundTripMs: 50)
+        let result = try runner().run(cell)
+        #expect(result.audioConcealedPercent <= 1.5, "\(result.audioConcealedPercent) %")
+        #expect(result.videoFrozenPercent <= 2, "\(result.videoFrozenPercent) %")
+        #expect(result.videoPSNRdB >= 35, "\(result.videoPSNRdB) dB")
+        #expect(result.videoWrongPictures == 0)
+        // Redundancy is at work: lost audio packets are rebuilt, lost video packets resent.
+        #expect(result.audioPacketsRecoveredByFEC > 0 && result.bytesRetransmitted > 0)
+    }
+
     @Test("30 % loss: no wrong picture, keyframe requests within one per 300 ms, recovery at work")
     func heavyLoss() throws {
         for burst in [1.0, 3.0] {
@@ -36,8 +48,9 @@ struct ImpairmentMatrixTests {
             // The links really lost about 30 %, both ways.
             let lost = Double(result.packetsLostByLinks) / Double(result.packetsOffered)
             #expect(lost > 0.25 && lost < 0.36, "\(lost)")
-            // Video keeps being decoded: frozen far less than all the time.
-            #expect(result.videoFrozenPercent < 60, "\(result.videoFrozenPercent) %")
+            // The bounds: audio concealed at most 15 %, video frozen at most 20 %.
+            #expect(result.audioConcealedPercent <= 15, "\(result.audioConcealedPercent) %")
+            #expect(result.videoFrozenPercent <= 20, "\(result.videoFrozenPercent) %")
         }
     }
 }

@@ -47,7 +47,7 @@ public struct EngineConfiguration: Sendable {
     public var audioConcealMs = 100
     /// How long a missing video packet may hold later frames back before the frames behind it
     /// are handed on as following a gap (a reordered packet arrives within this time). With
-    /// ``videoRetransmission`` the wait grows with the round trip, jitter and loss (up to 1.5 s), so
+    /// ``videoRetransmission`` the wait grows with the round trip, jitter and loss (up to 2 s), so
     /// that retransmissions can fill the gap.
     public var videoReorderWaitMs = 50
     /// Whether lost video packets are asked for again (RTCP generic NACK, RFC 4585) and the

@@ -68,7 +68,7 @@ struct RTPFrameAssembler {
         // small and grow together with the largest frame. Audio frames are their packets'
         // payloads: no storage of their own.
         if codec == .opus { redundantAudio.reserveCapacity(Self.redundantBlocksKept) }
-        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 52, capacity: codec == .opus ? 0 : 4096)
+        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 68, capacity: codec == .opus ? 0 : 4096)
     }
 
     /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.

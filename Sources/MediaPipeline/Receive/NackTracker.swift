@@ -63,13 +63,13 @@ struct NackTracker {
     /// The share of packets lost on their first way lately (what retransmission has to make up).
     var lossFraction: Double { countedRecently > 0 ? missingRecently / countedRecently : 0 }
 
-    /// How many rounds of requests a missing packet needs to arrive with 98 % certainty, when
+    /// How many rounds of requests a missing packet needs to arrive with 99.5 % certainty, when
     /// each request and each retransmission is lost as often as packets are (at least 3, at most
     /// ``maximumRetries``).
     var roundsNeeded: Int {
         let failure = 1 - (1 - lossFraction) * (1 - lossFraction)
         guard failure > 0.01 else { return 3 }
-        let rounds = (log(0.02) / log(failure)).rounded(.up)
+        let rounds = (log(0.005) / log(failure)).rounded(.up)
         return Int(min(Double(Self.maximumRetries), max(3, rounds)))
     }
 

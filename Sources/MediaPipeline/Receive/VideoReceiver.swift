@@ -16,8 +16,8 @@ final class VideoReceiver: @unchecked Sendable {
     /// The packet side, shared by arrival and decoding.
     struct Inbox {
         var assembler: RTPFrameAssembler
-        /// Room for 1.6 s of frames at 30 frames/s: under heavy loss on a long round trip the render
-        /// delay holds a second of frames back, so retransmissions land before their turn.
+        /// Room for 2.1 s of frames at 30 frames/s: under heavy loss on a long round trip the render
+        /// delay holds up to two seconds of frames back, so retransmissions land before their turn.
         var queue = FrameQueue<EncodedFrame>(capacity: Self.queueCapacity)
         /// The sender's SSRC, from its latest packet (for keyframe requests).
         var remoteSSRC: UInt32 = 0
@@ -48,11 +48,11 @@ final class VideoReceiver: @unchecked Sendable {
         /// How late frames complete over their fastest path, which sets when each is rendered
         /// (render timing that smooths arrival jitter and retransmission delays).
         /// Forgets at 0.997 per frame (a memory of about 10 s at 30 frames/s), so the delay holds
-        /// steady over occasional retransmissions instead of swinging after each; covers 2 s,
+        /// steady over occasional retransmissions instead of swinging after each; covers 3 s,
         /// more than the longest retransmission wait.
         var delays = ArrivalDelayEstimator(
             quantile: 0.99, startDelayMicroseconds: 0, marginBuckets: 0, forgetFactor: 0.997,
-            longestDelayMicroseconds: 2_000_000)
+            longestDelayMicroseconds: 3_000_000)
         /// How long after its fastest arrival a frame is shown (the target, with hysteresis).
         var renderDelayMicroseconds: Int64 = 0
         /// When the last packet arrived (clock microseconds).
@@ -67,8 +67,8 @@ final class VideoReceiver: @unchecked Sendable {
         /// The most numbers one NACK asks for (64 entries of up to 17 at most; one each when spread).
         static let nackLimit = 64
         /// Frames queued at most, and the count from which they are shown whatever their time.
-        static let queueCapacity = 48
-        static let queueForcedCount = 40
+        static let queueCapacity = 64
+        static let queueForcedCount = 56
 
         init(retransmission: Bool, reorderWaitMicroseconds: Int64, feedbackSSRC: UInt32) {
             self.retransmission = retransmission
@@ -84,13 +84,13 @@ final class VideoReceiver: @unchecked Sendable {
         /// How long a missing packet may hold the frames behind it back: long enough for the
         /// rounds of requests the link's loss calls for (three at least: ``NackTracker/roundsNeeded``)
         /// and their retransmissions to cross the measured round trip and jitter; never less
-        /// than the reorder wait, never more than 1.5 s (the publisher keeps packets 2 s).
+        /// than the reorder wait, never more than 2 s (the publisher keeps packets 3 s).
         /// Giving up costs a keyframe, which under heavy loss needs retransmissions itself.
         var retransmissionWaitMicroseconds: Int64 {
             guard retransmission else { return reorderWaitMicroseconds }
             let rounds = Int64(nack.roundsNeeded)
             let wait = rounds * (nack.roundTripMicroseconds + jitterMicroseconds) + 30_000
-            return min(1_500_000, max(reorderWaitMicroseconds, wait))
+            return min(2_000_000, max(reorderWaitMicroseconds, wait))
         }
 
         /// Sequence numbers never received, over every stream this receiver has seen.

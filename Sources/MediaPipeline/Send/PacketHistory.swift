@@ -10,7 +10,7 @@ struct PacketHistory {
     /// storage holds, so stored packets never keep its slots from being reused.
     static let capacity = 512
     /// The oldest packet worth resending.
-    static let maximumAgeMicroseconds: Int64 = 2_000_000
+    static let maximumAgeMicroseconds: Int64 = 3_000_000
 
     private var packets: [RTPPacket?] = Array(repeating: nil, count: capacity)
     private var sentAt = [Int64](repeating: 0, count: capacity)
