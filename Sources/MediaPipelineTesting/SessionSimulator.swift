@@ -42,6 +42,22 @@ public struct SimulationConfiguration: Sendable {
     }
 }
 
+/// One statistics report the local user received during a simulated session (each channel
+/// reports every 2 s: each remote user's audio and video, then the channel's).
+public struct StatisticsRecord: Sendable {
+    /// What was reported.
+    public enum Kind: Sendable {
+        case channel(RtcStats)
+        case audio(RemoteAudioStats)
+        case video(RemoteVideoStats)
+    }
+    /// The channel reporting.
+    public var channelId: String
+    /// Session time when the report came, in milliseconds.
+    public var sessionMs: Int64
+    public var kind: Kind
+}
+
 /// What a simulated session did, per channel.
 public struct SimulationReport: Sendable {
     /// One channel's figures.
@@ -70,6 +86,8 @@ public struct SimulationReport: Sendable {
     public var localStatistics: EngineStatistics
     /// Peak of the playout mix.
     public var playoutPeak: Int
+    /// Every statistics report received, in order.
+    public var statistics: [StatisticsRecord]
 }
 
 /// Runs a multi-channel session on a ``LocalHub`` and a ``VirtualClock``: remote broadcasters in
@@ -86,13 +104,38 @@ public final class SessionSimulator {
     private let clock = VirtualClock()
     private let media: SampleMedia
     private var remotes: [(engine: MediaEngine, audioOffset: Int)] = []
-    private let eventCounter = Counter()
+    private let eventCounter: Counter
 
+    /// What the local user's channel events said: state changes counted, statistics reports
+    /// kept (storage reserved for the whole session, so keeping them allocates nothing).
     private final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var changes: [String: Int] = [:]
+        private var records: [StatisticsRecord] = []
+        private var pending: [(channelId: String, kind: StatisticsRecord.Kind)] = []
+        init(expectedRecords: Int) {
+            records.reserveCapacity(expectedRecords)
+            pending.reserveCapacity(expectedRecords)
+        }
         func add(_ channelId: String) { lock.withLock { changes[channelId, default: 0] += 1 } }
         func count(_ channelId: String) -> Int { lock.withLock { changes[channelId] ?? 0 } }
+        func report(_ channelId: String, _ kind: StatisticsRecord.Kind) {
+            lock.withLock { pending.append((channelId, kind)) }
+        }
+        /// Stamps the reports that came since the last call with `sessionMs`, keeps them and
+        /// passes each to `body`.
+        func drain(sessionMs: Int64, _ body: ((StatisticsRecord) -> Void)?) {
+            let fresh = lock.withLock { () -> ArraySlice<StatisticsRecord>? in
+                let start = records.count
+                for (channelId, kind) in pending {
+                    records.append(StatisticsRecord(channelId: channelId, sessionMs: sessionMs, kind: kind))
+                }
+                pending.removeAll(keepingCapacity: true)
+                return body == nil || start == records.count ? nil : records[start...]
+            }
+            if let fresh, let body { fresh.forEach(body) }
+        }
+        var all: [StatisticsRecord] { lock.withLock { records } }
     }
 
     /// Channel ids used by the simulation.
@@ -103,6 +146,10 @@ public final class SessionSimulator {
         try configuration.validate()
         self.configuration = configuration
         self.media = media
+        // Per channel every 2 s: each user's audio and video, and the channel's.
+        let intervals = Int(configuration.durationSeconds / 2) + 1
+        eventCounter = Counter(
+            expectedRecords: intervals * configuration.channels * (2 * configuration.usersPerChannel + 1))
         hub = LocalHub(clock: clock, seed: configuration.seed)
         var settings = EngineConfiguration()
         settings.randomSeed = configuration.seed
@@ -124,6 +171,9 @@ public final class SessionSimulator {
             channel.setEventHandler { event in
                 switch event {
                 case .remoteAudioStateChanged, .remoteVideoStateChanged: counter.add(id)
+                case .rtcStats(let stats): counter.report(id, .channel(stats))
+                case .remoteAudioStats(let stats): counter.report(id, .audio(stats))
+                case .remoteVideoStats(let stats): counter.report(id, .video(stats))
                 default: break
                 }
             }
@@ -144,10 +194,11 @@ public final class SessionSimulator {
     }
 
     /// Runs the session. `playout` receives each 10 ms of the mix; `videoTick` is called after
-    /// each video frame has been rendered into the canvases; `progress` gets 0...1.
+    /// each video frame has been rendered into the canvases; `statistics` gets each statistics
+    /// report as it comes (every 2 s per channel); `progress` gets 0...1.
     public func run(
         playout: ((UnsafeBufferPointer<Int16>) throws -> Void)? = nil, videoTick: (() throws -> Void)? = nil,
-        progress: ((Double) -> Void)? = nil
+        statistics: ((StatisticsRecord) -> Void)? = nil, progress: ((Double) -> Void)? = nil
     ) throws -> SimulationReport {
         let ticks = Int((configuration.durationSeconds * 100).rounded())
         var mix = [Int16](repeating: 0, count: local.playoutFrameSampleCount)
@@ -183,6 +234,7 @@ public final class SessionSimulator {
                 local.renderVideo()
                 try videoTick?()
             }
+            eventCounter.drain(sessionMs: now / 1000, statistics)
             clock.advance(byMicroseconds: 10_000)
             hub.deliverDue()
             if tick % 50 == 0 { progress?(Double(tick) / Double(ticks)) }
@@ -209,7 +261,7 @@ public final class SessionSimulator {
         }
         return SimulationReport(
             channels: reports, durationSeconds: Double(ticks) / 100, localStatistics: local.statistics,
-            playoutPeak: peak)
+            playoutPeak: peak, statistics: eventCounter.all)
     }
 
     /// Tears the session down (every engine leaves).

@@ -14,8 +14,10 @@ struct SimulateCommand: ParsableCommand {
         abstract: "Run a multi-channel session: remote users replay sample media; the local user publishes in one "
             + "channel, subscribes everywhere, mixes audio and renders every remote user into a canvas.",
         discussion: "Writes into --output: playout.wav (the mix), canvas-CHANNEL-UID.y4m per remote user, and "
-            + "grid-CHANNEL.png per channel; prints a summary per channel. The link options impair the simulated "
-            + "network between every remote user and the local user; --seed replays the same session.")
+            + "grid-CHANNEL.png per channel. Prints each channel's statistics reports as they come (every 2 s: "
+            + "loss, delays, frame rates, freezes, recovery) and sums them at the end, with a summary per channel. "
+            + "The link options impair the simulated network between every remote user and the local user; --seed "
+            + "replays the same session.")
 
     @Option(help: "Channels.") var channels = 2
     @Option(help: "Remote broadcasters per channel.") var users = 3
@@ -83,6 +85,18 @@ struct SimulateCommand: ParsableCommand {
                 }
             }
         }
+        // The reports of each channel's current interval, printed when its channel report (the
+        // interval's last) comes.
+        var interval: [String: [StatisticsRecord]] = [:]
+        let printInterval = { (record: StatisticsRecord) in
+            interval[record.channelId, default: []].append(record)
+            guard case .channel = record.kind, let records = interval.removeValue(forKey: record.channelId),
+                let summary = ChannelStatisticsSummary.summarize(records).first
+            else { return }
+            Terminal.clearProgress()
+            print(Self.intervalLine(summary, sessionMs: record.sessionMs))
+        }
+        if !json { print(Self.intervalHeader) }
         let pacing = ContinuousClock()
         let start = pacing.now
         var ticks = 0
@@ -102,7 +116,7 @@ struct SimulateCommand: ParsableCommand {
                 videoTick: {
                     for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
                 },
-                progress: json ? nil : { Terminal.progress("simulating", $0) })
+                statistics: json ? nil : printInterval, progress: json ? nil : { Terminal.progress("simulating", $0) })
         }
         try playout.finish()
         for (_, writer) in canvasWriters { try writer.finish() }
@@ -119,8 +133,26 @@ struct SimulateCommand: ParsableCommand {
         elapsed > 0 ? report.durationSeconds / elapsed : 0
     }
 
+    static let intervalHeader =
+        "time s  channel        rx kbps  loss %  RTT ms | audio loss %  jb ms  rebuilt  frozen ms | video fps  "
+        + "frozen ms  NACKs  PLIs"
+
+    /// One line of statistics: a 2 s interval (counts since subscribing) or the whole session.
+    static func intervalLine(_ summary: ChannelStatisticsSummary, sessionMs: Int64?) -> String {
+        String(
+            format: "%@  %@ %7.0f %7.1f %7.0f | %12.1f %6.0f %8lld %10lld | %9.1f %10lld %6lld %5lld",
+            sessionMs.map { String(format: "%6.1f", Double($0) / 1000) } ?? "   all",
+            summary.channelId.padding(toLength: 14, withPad: " ", startingAt: 0), summary.receivedKbps,
+            summary.receivedPacketLossPercent, summary.roundTripMs, summary.audioLossRatePercent,
+            summary.jitterBufferDelayMs, summary.audioPacketsRecovered, summary.audioFrozenMs,
+            summary.renderedFramesPerSecond, summary.videoFrozenMs, summary.nacksSent, summary.keyframeRequestsSent)
+    }
+
     private func textReport(_ report: SimulationReport, _ elapsed: Double) -> String {
-        var lines = [
+        var lines = ChannelStatisticsSummary.summarize(report.statistics).map {
+            Self.intervalLine($0, sessionMs: nil)
+        }
+        lines += [
             "channel        users  audio 10ms  video dec  rendered  states  decoding    pkts sent  pkts lost  "
                 + "frames dropped  PLIs  frozen ms"
         ]
@@ -167,8 +199,42 @@ struct SimulateCommand: ParsableCommand {
                     "videoFramesDroppedBeforeDecode": channel.stats.videoFramesDroppedBeforeDecode,
                     "keyframeRequestsSent": channel.stats.keyframeRequestsSent,
                     "videoFrozenMs": channel.stats.videoFrozenMs,
+                    "statistics": statisticsJSON(report.statistics.filter { $0.channelId == channel.channelId }),
                 ]
             },
         ])
+    }
+
+    /// A channel's statistics reports: each 2 s interval summed, and the whole session.
+    private func statisticsJSON(_ records: [StatisticsRecord]) -> [String: Any] {
+        func object(_ summary: ChannelStatisticsSummary) -> [String: Any] {
+            [
+                "receivedKbps": summary.receivedKbps, "receivedPacketLossPercent": summary.receivedPacketLossPercent,
+                "roundTripMs": summary.roundTripMs, "audioFrames": summary.audioFrames,
+                "audioFramesConcealed": summary.audioFramesConcealed,
+                "audioPacketsRecovered": summary.audioPacketsRecovered, "audioFrozenMs": summary.audioFrozenMs,
+                "jitterBufferDelayMs": summary.jitterBufferDelayMs,
+                "audioLossRatePercent": summary.audioLossRatePercent,
+                "videoFramesDecoded": summary.videoFramesDecoded, "videoFrozenMs": summary.videoFrozenMs,
+                "nacksSent": summary.nacksSent, "keyframeRequestsSent": summary.keyframeRequestsSent,
+                "renderedFramesPerSecond": summary.renderedFramesPerSecond,
+            ]
+        }
+        var intervals: [[String: Any]] = []
+        var current: [StatisticsRecord] = []
+        for record in records {
+            current.append(record)
+            guard case .channel = record.kind else { continue }
+            if let summary = ChannelStatisticsSummary.summarize(current).first {
+                var entry = object(summary)
+                entry["sessionMs"] = record.sessionMs
+                intervals.append(entry)
+            }
+            current.removeAll()
+        }
+        return [
+            "intervals": intervals,
+            "session": ChannelStatisticsSummary.summarize(records).first.map(object) ?? [:],
+        ]
     }
 }

@@ -186,6 +186,49 @@ struct SimulateCommandTests {
         #expect(png.trimmingCharacters(in: .whitespacesAndNewlines) == "1280,720")
     }
 
+    @Test("the 2 s statistics reports are printed as they come and summed at the end, in text and JSON")
+    func statistics() throws {
+        let folder = TemporaryFolder()
+        let arguments = [
+            "simulate", "--samples", Fixtures.samples, "--output", folder.path, "--duration", "5", "--channels", "2",
+            "--users", "2", "--no-canvas-video", "--loss", "10", "--delay", "20",
+        ]
+        let text = try pipebench(arguments)
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        // Two intervals per channel as they come, then the session's sums.
+        let rows = lines.filter { $0.contains("channel-") && $0.contains("|") }
+        #expect(
+            rows.map { String($0.prefix(6)).trimmingCharacters(in: .whitespaces) } == [
+                "2.0", "2.0", "4.0", "4.0", "all", "all",
+            ])
+
+        let result = try pipebench(arguments + ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let channels = try #require(report["channels"] as? [[String: Any]])
+        #expect(channels.count == 2)
+        for channel in channels {
+            let statistics = try #require(channel["statistics"] as? [String: Any])
+            let intervals = try #require(statistics["intervals"] as? [[String: Any]])
+            #expect(intervals.map { $0["sessionMs"] as? Int } == [2000, 4000])
+            for interval in intervals {
+                // The links drop 10 % of packets; retransmissions make some of it good before the report.
+                let loss = try #require(interval["receivedPacketLossPercent"] as? Double)
+                #expect(loss > 2 && loss < 20, "\(loss) %")
+            }
+            let session = try #require(statistics["session"] as? [String: Any])
+            // The session's counts are the last interval's (counted since subscribing).
+            #expect(session["nacksSent"] as? Int == intervals.last?["nacksSent"] as? Int)
+            #expect((session["nacksSent"] as? Int ?? 0) > 0)
+            #expect((session["audioPacketsRecovered"] as? Int ?? 0) > 0)
+            #expect((session["audioFrames"] as? Int ?? 0) > 2 * 300)
+            let mean = try #require(session["receivedPacketLossPercent"] as? Double)
+            let perInterval = intervals.compactMap { $0["receivedPacketLossPercent"] as? Double }
+            #expect(abs(mean - perInterval.reduce(0, +) / Double(perInterval.count)) < 1e-9)
+        }
+    }
+
     @Test("bad settings fail in one line")
     func badSettings() throws {
         let folder = TemporaryFolder()
@@ -213,6 +256,8 @@ struct AllocationTests {
             "LD_PRELOAD=\(counter)", releasePipebench, "simulate", "--samples", Fixtures.samples, "--output",
             folder.path,
             "--channels", "2", "--users", "4", "--duration", String(seconds), "--no-canvas-video",
+            // JSON prints the statistics reports at the end only; keeping them allocates nothing.
+            "--json",
         ]
         if !publish { arguments.append("--no-publish") }
         let result = try runTool("/usr/bin/env", arguments)

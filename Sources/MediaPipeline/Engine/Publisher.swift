@@ -124,8 +124,7 @@ extension MediaEngine {
             publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
         guard let encoder = publisher.audioEncoder else { return }
-        let (loss, redundancy) = rateControl.withLock { ($0.audioExpectedLossPercent, $0.audioRedundancyDistance) }
-        publisher.audioRedundancyDistance = configuration.audioRedundancy ? redundancy : 0
+        let loss = rateControl.withLock { $0.audioExpectedLossPercent }
         if loss != publisher.audioExpectedLossPercent {
             try encoder.protect(expectedLossPercent: loss)
             publisher.audioExpectedLossPercent = loss
@@ -182,6 +181,10 @@ extension MediaEngine {
         var packets: Int64 = 0
         let keepsHistory = kind == .video && configuration.videoRetransmission
         let now = self.now
+        if kind == .audio && configuration.audioRedundancy {
+            // Encoded here or not, audio packets repeat earlier frames as the reported loss asks.
+            publisher.audioRedundancyDistance = rateControl.withLock { $0.audioRedundancyDistance }
+        }
         do {
             try publisher.packetize(frame) { packet in
                 packets += 1

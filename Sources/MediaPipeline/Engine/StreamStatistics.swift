@@ -64,7 +64,8 @@ public struct RemoteAudioStats: Sendable, Equatable {
     /// Since subscribing: concealed frames that were silent themselves (under -50 dBFS, as the
     /// W3C statistics' silent concealed samples): concealment nobody hears.
     public var framesConcealedSilent: Int64 = 0
-    /// Since subscribing: lost packets rebuilt from in-band FEC.
+    /// Since subscribing: lost packets rebuilt from in-band FEC or from a redundant copy
+    /// (RFC 2198) a later packet carried.
     public var packetsRecoveredByFEC: Int64 = 0
 
     /// Nothing measured yet.
