@@ -7,16 +7,7 @@ import Testing
 struct AudioReceiverTests {
     /// `count` 20 ms Opus packets of speech-like audio (a tone with a changing pitch).
     private func packets(_ count: Int, configuration: OpusEncoderConfiguration = .init()) throws -> [EncodedFrame] {
-        let encoder = try OpusEncoder(configuration: configuration)
-        let pcm = testTone(samplesPerChannel: 960 * count)
-        var result: [EncodedFrame] = []
-        for index in 0..<count {
-            let samples = Array(pcm[(index * 1920)..<((index + 1) * 1920)])
-            let frame = AudioFrame(
-                samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960))
-            result.append(try encoder.encode(frame))
-        }
-        return result
+        try encodedTone(count, with: try OpusEncoder(configuration: configuration))
     }
 
     /// Plays `ticks` × 10 ms, delivering each packet at its arrival time (microseconds on the
@@ -167,15 +158,7 @@ struct AudioReceiverTests {
         settings.application = .voip
         settings.discontinuousTransmission = true
         let encoder = try OpusEncoder(configuration: settings)
-        let tone = testTone(samplesPerChannel: 960 * 20)
-        var speech: [EncodedFrame] = []
-        for index in 0..<20 {
-            let samples = Array(tone[(index * 1920)..<((index + 1) * 1920)])
-            speech.append(
-                try encoder.encode(
-                    AudioFrame(
-                        samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960))))
-        }
+        let speech = try encodedTone(20, with: encoder)
         var dtx: EncodedFrame?
         for _ in 0..<40 {
             let frame = try encoder.encode(AudioFrame(silenceOf: 960, sampleRate: 48000, channelCount: 2))

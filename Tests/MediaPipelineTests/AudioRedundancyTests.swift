@@ -72,16 +72,7 @@ struct AudioRedundancyTests {
     func burstRebuiltExactly() throws {
         var settings = OpusEncoderConfiguration()
         settings.inbandForwardErrorCorrection = false
-        let encoder = try OpusEncoder(configuration: settings)
-        let pcm = testTone(samplesPerChannel: 960 * 60)
-        var frames: [EncodedFrame] = []
-        for index in 0..<60 {
-            let samples = Array(pcm[(index * 1920)..<((index + 1) * 1920)])
-            frames.append(
-                try encoder.encode(
-                    AudioFrame(
-                        samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960))))
-        }
+        let frames = try encodedTone(60, with: try OpusEncoder(configuration: settings))
         var packetizer = try RTPPacketizer(codec: .opus, ssrc: 9, payloadType: RTPPayloadType.opus)
         var packets: [RTPPacket] = []
         for index in frames.indices {

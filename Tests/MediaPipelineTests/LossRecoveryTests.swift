@@ -44,6 +44,31 @@ struct LossRecoveryTests {
         #expect(tracker.count == 0)
     }
 
+    @Test("the rounds of requests a gap waits for follow the first-try loss: 3 at none, 4 at 10 %, 8 at 30 %")
+    func roundsFollowLoss() {
+        // Every tenth (or every third of ten) packet lost on its first way; 2,000 packets, so
+        // the estimate has forgotten its start.
+        for (lostOfTen, loss, rounds) in [(0, 0.0, 3), (1, 0.1, 4), (3, 0.3, 8)] {
+            var tracker = NackTracker()
+            var sequence: Int64 = 0
+            for index in 0..<2000 {
+                sequence += 1
+                if index % 10 < lostOfTen { continue }
+                _ = tracker.received(sequence, now: Int64(index) * 1000)
+                tracker.forget(before: sequence)
+            }
+            #expect(abs(tracker.lossFraction - loss) < 0.01, "\(tracker.lossFraction)")
+            // 1 - (1 - loss)^2 of requests fail (the request or the resend lost): rounds for 99.5 %.
+            #expect(tracker.roundsNeeded == rounds, "loss \(loss)")
+        }
+        // An outage's gap is not loss: the tracker is reset before the first packet after it.
+        var tracker = NackTracker()
+        for sequence in Int64(0)..<100 { _ = tracker.received(sequence, now: 0) }
+        tracker.reset()
+        _ = tracker.received(300, now: 0)
+        #expect(tracker.lossFraction == 0)
+    }
+
     @Test("packets that come unasked teach the reorder wait: the first request waits for them")
     func reorderWait() {
         var tracker = NackTracker()

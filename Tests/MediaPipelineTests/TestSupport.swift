@@ -133,3 +133,14 @@ func syntheticPicture(width: Int, height: Int, frame: Int) throws -> I420Buffer 
     }
     return buffer
 }
+
+/// `count` 20 ms Opus frames of ``testTone(samplesPerChannel:sampleRate:channels:amplitude:)``
+/// (48 kHz stereo) encoded by `encoder`, with media times from 0.
+func encodedTone(_ count: Int, with encoder: OpusEncoder) throws -> [EncodedFrame] {
+    let pcm = testTone(samplesPerChannel: 960 * count)
+    return try (0..<count).map { index in
+        let samples = Array(pcm[(index * 1920)..<((index + 1) * 1920)])
+        return try encoder.encode(
+            AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960)))
+    }
+}

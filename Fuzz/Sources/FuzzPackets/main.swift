@@ -1,7 +1,8 @@
 @testable import MediaPipeline
 
-/// One input: the first byte picks what is fed (an RTP packet with its VP8 and VP9 descriptors,
-/// an RTCP datagram, or a stream of packets into the frame assemblers), the rest is the data.
+/// One input: the first byte picks what is fed (an RTP packet with its VP8 and VP9 descriptors
+/// and its payload read as redundant audio (RFC 2198), an RTCP datagram, or a stream of packets
+/// into the frame assemblers), the rest is the data.
 /// Every reader must either read it or throw a MediaError; a crash or hang is a bug.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -13,6 +14,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             packet.withUnsafePayload { payload in
                 _ = try? VP8PayloadDescriptor(parsing: payload)
                 _ = try? VP9PayloadDescriptor(parsing: payload)
+                try? AudioRedundancy.forEachBlock(in: payload) { _ in }
             }
         }
     case 1:

@@ -124,7 +124,8 @@ struct NackTracker {
         if drop > 0 { entries.removeFirst(drop) }
     }
 
-    /// Forgets everything (a new stream).
+    /// Forgets the missing numbers and where the stream stood (a new stream, or an outage whose
+    /// packets are not asked for); the loss estimate stays.
     mutating func reset() {
         entries.removeAll(keepingCapacity: true)
         newest = nil
