@@ -129,7 +129,7 @@ struct LossRecoveryTests {
         #expect(history.requestsIgnored == 4)
     }
 
-    @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, and sets Opus FEC from the loss")
+    @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, and sets Opus FEC and RED from the loss")
     func lossController() {
         var controller = LossBasedRateController(
             startBitsPerSecond: 500_000, minimumBitsPerSecond: 100_000, maximumBitsPerSecond: 500_000)
@@ -145,10 +145,14 @@ struct LossRecoveryTests {
         }
         #expect(controller.videoBitsPerSecond == 100_000)  // bounded below
         #expect(controller.audioExpectedLossPercent == 20)
-        // 5 % loss: held.
-        now += 1_000_000
-        controller.report(fractionLost: 0.05, roundTripMicroseconds: 50_000, now: now)
+        #expect(controller.audioRedundancyDistance == 2)  // two earlier frames repeated from 8 %
+        // 5 % loss: held; the smoothed loss (0.3 of each report) comes down to one copy.
+        for _ in 0..<6 {
+            now += 1_000_000
+            controller.report(fractionLost: 0.05, roundTripMicroseconds: 50_000, now: now)
+        }
         #expect(controller.videoBitsPerSecond == 100_000)
+        #expect(controller.audioRedundancyDistance == 1)
         // No loss: +8 % + 1 kbit/s per second, up to the maximum; FEC off once the loss fades.
         for _ in 0..<40 {
             now += 1_000_000
@@ -156,5 +160,6 @@ struct LossRecoveryTests {
         }
         #expect(controller.videoBitsPerSecond == 500_000)
         #expect(controller.audioExpectedLossPercent == 0)
+        #expect(controller.audioRedundancyDistance == 0)
     }
 }
