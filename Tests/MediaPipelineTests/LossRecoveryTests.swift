@@ -129,7 +129,7 @@ struct LossRecoveryTests {
         #expect(history.requestsIgnored == 4)
     }
 
-    @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, and sets Opus FEC and RED from the loss")
+    @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, sets Opus FEC and RED from the loss")
     func lossController() {
         var controller = LossBasedRateController(
             startBitsPerSecond: 500_000, minimumBitsPerSecond: 100_000, maximumBitsPerSecond: 500_000)
