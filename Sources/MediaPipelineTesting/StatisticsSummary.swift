@@ -10,8 +10,11 @@ public struct ChannelStatisticsSummary: Sendable, Equatable {
     /// Channel reports (intervals) summed.
     public var intervals = 0
     /// Means of the channel reports: received bitrate, loss of remote packets, round trip to
-    /// subscribers of the local streams.
+    /// subscribers of the local streams (0 when nobody subscribes to them).
     public var receivedKbps = 0.0, receivedPacketLossPercent = 0.0, roundTripMs = 0.0
+    /// Mean over the audio reports: the network delay to the remote users (half their
+    /// measured round trip).
+    public var networkDelayMs = 0.0
     /// Audio, summed over users: 10 ms frames played, concealed or silent, lost packets rebuilt
     /// (FEC or redundancy), frozen time (Agora's 4 % rule).
     public var audioFrames: Int64 = 0, audioFramesConcealed: Int64 = 0
@@ -58,6 +61,7 @@ public struct ChannelStatisticsSummary: Sendable, Equatable {
                 summary.audioFrozenMs += last.totalFrozenTimeMs
             }
             summary.jitterBufferDelayMs = mean(audioReports.flatMap { $0.map { Double($0.jitterBufferDelayMs) } })
+            summary.networkDelayMs = mean(audioReports.flatMap { $0.map { Double($0.networkTransportDelayMs) } })
             summary.audioLossRatePercent = mean(audioReports.flatMap { $0.map(\.audioLossRatePercent) })
             let videoReports = (video[id] ?? [:]).values
             for reports in videoReports {

@@ -134,7 +134,7 @@ struct SimulateCommand: ParsableCommand {
     }
 
     static let intervalHeader =
-        "time s  channel        rx kbps  loss %  RTT ms | audio loss %  jb ms  rebuilt  frozen ms | video fps  "
+        "time s  channel        rx kbps  loss %  net ms | audio loss %  jb ms  rebuilt  frozen ms | video fps  "
         + "frozen ms  NACKs  PLIs"
 
     /// One line of statistics: a 2 s interval (counts since subscribing) or the whole session.
@@ -143,7 +143,7 @@ struct SimulateCommand: ParsableCommand {
             format: "%@  %@ %7.0f %7.1f %7.0f | %12.1f %6.0f %8lld %10lld | %9.1f %10lld %6lld %5lld",
             sessionMs.map { String(format: "%6.1f", Double($0) / 1000) } ?? "   all",
             summary.channelId.padding(toLength: 14, withPad: " ", startingAt: 0), summary.receivedKbps,
-            summary.receivedPacketLossPercent, summary.roundTripMs, summary.audioLossRatePercent,
+            summary.receivedPacketLossPercent, summary.networkDelayMs, summary.audioLossRatePercent,
             summary.jitterBufferDelayMs, summary.audioPacketsRecovered, summary.audioFrozenMs,
             summary.renderedFramesPerSecond, summary.videoFrozenMs, summary.nacksSent, summary.keyframeRequestsSent)
     }
@@ -210,7 +210,8 @@ struct SimulateCommand: ParsableCommand {
         func object(_ summary: ChannelStatisticsSummary) -> [String: Any] {
             [
                 "receivedKbps": summary.receivedKbps, "receivedPacketLossPercent": summary.receivedPacketLossPercent,
-                "roundTripMs": summary.roundTripMs, "audioFrames": summary.audioFrames,
+                "roundTripMs": summary.roundTripMs, "networkDelayMs": summary.networkDelayMs,
+                "audioFrames": summary.audioFrames,
                 "audioFramesConcealed": summary.audioFramesConcealed,
                 "audioPacketsRecovered": summary.audioPacketsRecovered, "audioFrozenMs": summary.audioFrozenMs,
                 "jitterBufferDelayMs": summary.jitterBufferDelayMs,
