@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages MediaPipeline needs, only those missing.
 #   scripts/install-deps.sh          the codec libraries (to build and run)
-#   scripts/install-deps.sh --test   also the reference tools the tests compare against
+#   scripts/install-deps.sh --test   also the reference tools the tests compare against (ffmpeg,
+#                                    opusdec/opusenc, vpxdec/vpxenc, mkvinfo)
 set -euo pipefail
 packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg opus-tools vpx-tools gcc libc6-dev)
+  packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gcc libc6-dev)
 fi
 missing=()
 for package in "${packages[@]}"; do

@@ -1,15 +1,15 @@
 import ArgumentParser
 import MediaPipeline
 
-/// `pipebench encode IN OUT`: WAV → Ogg Opus, Y4M → IVF.
+/// `pipebench encode IN OUT`: WAV → Ogg Opus, Y4M → IVF or WebM.
 struct EncodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encode",
-        abstract: "Encode WAV to Ogg Opus, or Y4M to IVF (VP8/VP9).")
+        abstract: "Encode WAV to Ogg Opus, or Y4M to IVF or WebM (VP8/VP9).")
 
     @Argument(help: "Input file: WAV (PCM 16/24/32-bit or float, mono/stereo, any rate) or Y4M (4:2:0).")
     var input: String
-    @Argument(help: "Output file: .opus for audio, .ivf for video.")
+    @Argument(help: "Output file: .opus for audio, .ivf or .webm for video.")
     var output: String
 
     @Option(help: "Video codec: vp8 or vp9.") var codec: VideoCodec?
@@ -54,8 +54,8 @@ struct EncodeCommand: ParsableCommand {
                     input: input, output: output, settings: try opusSettings(), progress: progress)
             }
         case .y4m:
-            guard target == .ivf else {
-                throw ValidationError("video encodes to IVF: name the output .ivf, not '\(output)'")
+            guard target == .ivf || target == .webm else {
+                throw ValidationError("video encodes to IVF or WebM: name the output .ivf or .webm, not '\(output)'")
             }
             try rejectAudioOptions()
             var settings = VPXEncoderConfiguration(codec: codec ?? .vp8, width: 1, height: 1)

@@ -60,8 +60,8 @@ struct InfoCommand: ParsableCommand {
             }
             if let keyframes = info.keyframes { line += ", \(keyframes) keyframes" }
             lines.append(line)
-        case .rawI420:
-            break
+        case .rawI420, .webm:
+            break  // probe() reads neither
         }
         print(json ? Report.json(object) : lines.joined(separator: "\n"))
     }

@@ -95,6 +95,8 @@ public struct MediaFileInfo: Sendable, Equatable {
             if units != Int64(info.frames), info.durationSeconds > 0 {
                 info.framesPerSecond = Double(info.frames) / info.durationSeconds
             }
+        case .webm:
+            throw MediaError.unsupported("is WebM, which is written but not read yet", file: path)
         case .rawI420:
             break
         }

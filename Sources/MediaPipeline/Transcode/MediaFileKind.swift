@@ -14,6 +14,8 @@ public enum MediaFileKind: String, Sendable, CaseIterable {
     case y4m
     /// IVF (VP8/VP9) video.
     case ivf
+    /// WebM (VP8/VP9 video, Opus audio): written; not read yet.
+    case webm
     /// Packed raw I420 frames (output only).
     case rawI420 = "i420"
 
@@ -32,6 +34,7 @@ public enum MediaFileKind: String, Sendable, CaseIterable {
         if starts("OggS") { return .oggOpus }
         if starts("YUV4MPEG2") { return .y4m }
         if starts("DKIF") { return .ivf }
+        if magic.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return .webm }
         if count == 0 { throw MediaError(.truncated, "file is empty", file: path) }
         throw MediaError.unsupported(
             "unrecognised file format (first bytes '\(magic.printable(0..<min(8, magic.count)))'); expected WAV, Ogg Opus, Y4M or IVF",
@@ -47,6 +50,7 @@ public enum MediaFileKind: String, Sendable, CaseIterable {
         case "opus", "ogg", "oga": return .oggOpus
         case "y4m": return .y4m
         case "ivf": return .ivf
+        case "webm": return .webm
         case "yuv", "i420": return .rawI420
         default: return nil
         }

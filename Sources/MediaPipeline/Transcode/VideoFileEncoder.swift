@@ -1,7 +1,8 @@
-/// Encodes a Y4M file into an IVF file with VP8 or VP9.
+/// Encodes a Y4M file into an IVF or WebM file with VP8 or VP9.
 public enum VideoFileEncoder {
-    /// Encodes `input` (Y4M) into `output` (IVF). The size and frame rate in `settings` are
-    /// replaced by the file's; frame `n` gets timestamp `n` in a time base of one frame.
+    /// Encodes `input` (Y4M) into `output`: WebM when its name ends in `.webm`, IVF otherwise.
+    /// The size and frame rate in `settings` are replaced by the file's; frame `n` gets
+    /// timestamp `n` in IVF's time base of one frame, and its time in milliseconds in WebM.
     @discardableResult
     public static func encode(
         input: String, output: String, settings: VPXEncoderConfiguration, progress: ProgressHandler? = nil
@@ -14,26 +15,76 @@ public enum VideoFileEncoder {
         configuration.frameRateNumerator = header.frameRateNumerator
         configuration.frameRateDenominator = header.frameRateDenominator
         let encoder = try VPXEncoder(configuration: configuration)
-        let writer = try IVFWriter(
-            path: output,
-            header: IVFHeader(
-                codec: configuration.codec, width: header.width, height: header.height,
-                timebaseNumerator: header.frameRateDenominator, timebaseDenominator: header.frameRateNumerator))
+        let sink = try VideoFileSink(path: output, configuration: configuration)
+        let frameMicroseconds = 1_000_000 * Int64(header.frameRateDenominator) / Int64(header.frameRateNumerator)
         var index: Int64 = 0
         while let picture = try reader.readFrame() {
             let frame = try encoder.encode(picture)
-            try writer.write(frame.bytes, timestamp: index)
+            try sink.write(
+                frame, index: index,
+                timestampMicroseconds: index * 1_000_000 * Int64(header.frameRateDenominator)
+                    / Int64(header.frameRateNumerator), durationMicroseconds: frameMicroseconds)
             index += 1
             if let progress, reader.fileSize > 0, index % 8 == 0 {
                 progress(Double(reader.bytesRead) / Double(reader.fileSize))
             }
         }
         guard index > 0 else { throw MediaError(.truncated, "Y4M file has no frame", file: input) }
-        try writer.finish()
+        try sink.finish()
         progress?(1)
         return TranscodeSummary(
             kind: .video, codec: configuration.codec.mediaCodec, input: input, output: output,
             durationSeconds: Double(index) / header.framesPerSecond, frames: index, width: header.width,
-            height: header.height, compressedBytes: writer.payloadBytes)
+            height: header.height, compressedBytes: sink.payloadBytes)
+    }
+}
+
+/// Where encoded video goes: an IVF or a WebM file, chosen by the output's name.
+private enum VideoFileSink {
+    case ivf(IVFWriter)
+    case webm(WebMWriter)
+
+    init(path: String, configuration: VPXEncoderConfiguration) throws {
+        if MediaFileKind.forOutput(path: path) == .webm {
+            self = .webm(
+                try WebMWriter(
+                    path: path,
+                    tracks: [.video(configuration.codec, width: configuration.width, height: configuration.height)]))
+        } else {
+            self = .ivf(
+                try IVFWriter(
+                    path: path,
+                    header: IVFHeader(
+                        codec: configuration.codec, width: configuration.width, height: configuration.height,
+                        timebaseNumerator: configuration.frameRateDenominator,
+                        timebaseDenominator: configuration.frameRateNumerator)))
+        }
+    }
+
+    func write(_ frame: EncodedFrame, index: Int64, timestampMicroseconds: Int64, durationMicroseconds: Int64) throws {
+        switch self {
+        case .ivf(let writer): try writer.write(frame.bytes, timestamp: index)
+        case .webm(let writer):
+            try frame.withUnsafeBytes {
+                try writer.write(
+                    track: 0, $0, timestampMicroseconds: timestampMicroseconds,
+                    durationMicroseconds: durationMicroseconds,
+                    isKeyframe: frame.isKeyframe)
+            }
+        }
+    }
+
+    var payloadBytes: Int64 {
+        switch self {
+        case .ivf(let writer): writer.payloadBytes
+        case .webm(let writer): writer.payloadBytes
+        }
+    }
+
+    func finish() throws {
+        switch self {
+        case .ivf(let writer): try writer.finish()
+        case .webm(let writer): try writer.finish()
+        }
     }
 }

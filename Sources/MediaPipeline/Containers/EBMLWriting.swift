@@ -1,0 +1,127 @@
+/// Building blocks of EBML (RFC 8794), the binary format of Matroska and WebM: elements are an
+/// ID (its bytes carry their own length marker), a size as a variable-length integer, and data.
+/// Appends to a byte array; masters are built inside out (children first).
+enum EBML {
+    /// Element IDs of the WebM subset written here (Matroska's IDs, RFC 9559).
+    enum ID {
+        static let ebml: UInt32 = 0x1A45_DFA3
+        static let ebmlVersion: UInt32 = 0x4286
+        static let ebmlReadVersion: UInt32 = 0x42F7
+        static let ebmlMaxIDLength: UInt32 = 0x42F2
+        static let ebmlMaxSizeLength: UInt32 = 0x42F3
+        static let docType: UInt32 = 0x4282
+        static let docTypeVersion: UInt32 = 0x4287
+        static let docTypeReadVersion: UInt32 = 0x4285
+        static let segment: UInt32 = 0x1853_8067
+        static let seekHead: UInt32 = 0x114D_9B74
+        static let seek: UInt32 = 0x4DBB
+        static let seekID: UInt32 = 0x53AB
+        static let seekPosition: UInt32 = 0x53AC
+        static let info: UInt32 = 0x1549_A966
+        static let timestampScale: UInt32 = 0x2A_D7B1
+        static let duration: UInt32 = 0x4489
+        static let muxingApp: UInt32 = 0x4D80
+        static let writingApp: UInt32 = 0x5741
+        static let tracks: UInt32 = 0x1654_AE6B
+        static let trackEntry: UInt32 = 0xAE
+        static let trackNumber: UInt32 = 0xD7
+        static let trackUID: UInt32 = 0x73C5
+        static let trackType: UInt32 = 0x83
+        static let flagLacing: UInt32 = 0x9C
+        static let codecID: UInt32 = 0x86
+        static let codecPrivate: UInt32 = 0x63A2
+        static let codecDelay: UInt32 = 0x56AA
+        static let seekPreRoll: UInt32 = 0x56BB
+        static let defaultDuration: UInt32 = 0x23_E383
+        static let video: UInt32 = 0xE0
+        static let pixelWidth: UInt32 = 0xB0
+        static let pixelHeight: UInt32 = 0xBA
+        static let audio: UInt32 = 0xE1
+        static let samplingFrequency: UInt32 = 0xB5
+        static let channels: UInt32 = 0x9F
+        static let cluster: UInt32 = 0x1F43_B675
+        static let timestamp: UInt32 = 0xE7
+        static let simpleBlock: UInt32 = 0xA3
+        static let cues: UInt32 = 0x1C53_BB6B
+        static let cuePoint: UInt32 = 0xBB
+        static let cueTime: UInt32 = 0xB3
+        static let cueTrackPositions: UInt32 = 0xB7
+        static let cueTrack: UInt32 = 0xF7
+        static let cueClusterPosition: UInt32 = 0xF1
+        static let void: UInt32 = 0xEC
+    }
+
+    /// Appends an element ID: its 1 to 4 bytes, without leading zero bytes.
+    static func appendID(_ id: UInt32, to bytes: inout [UInt8]) {
+        let count = id > 0xFF_FFFF ? 4 : id > 0xFFFF ? 3 : id > 0xFF ? 2 : 1
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: id >> (8 * index)))
+        }
+    }
+
+    /// Appends `value` as a variable-length size in `width` bytes (1...8), or the fewest that hold it.
+    static func appendSize(_ value: UInt64, width: Int? = nil, to bytes: inout [UInt8]) {
+        var count = 1
+        // A width of n holds values below 2^(7n) - 1 (all ones means "unknown").
+        while count < 8 && value >= (UInt64(1) << (7 * UInt64(count))) - 1 { count += 1 }
+        if let width { count = max(count, width) }
+        let marked = value | (UInt64(1) << (7 * UInt64(count)))
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: marked >> (8 * UInt64(index))))
+        }
+    }
+
+    /// Appends an element holding `data`.
+    static func appendElement(_ id: UInt32, _ data: [UInt8], to bytes: inout [UInt8]) {
+        appendID(id, to: &bytes)
+        appendSize(UInt64(data.count), to: &bytes)
+        bytes.append(contentsOf: data)
+    }
+
+    /// Appends an unsigned integer element in the fewest bytes (at least one).
+    static func appendUnsigned(_ id: UInt32, _ value: UInt64, to bytes: inout [UInt8]) {
+        var count = 1
+        while count < 8 && value >> (8 * UInt64(count)) != 0 { count += 1 }
+        appendID(id, to: &bytes)
+        appendSize(UInt64(count), to: &bytes)
+        for index in stride(from: count - 1, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))))
+        }
+    }
+
+    /// Appends an 8-byte float element.
+    static func appendFloat(_ id: UInt32, _ value: Double, to bytes: inout [UInt8]) {
+        appendID(id, to: &bytes)
+        appendSize(8, to: &bytes)
+        let bits = value.bitPattern
+        for index in stride(from: 7, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
+        }
+    }
+
+    /// Appends a string element (ASCII or UTF-8).
+    static func appendString(_ id: UInt32, _ value: String, to bytes: inout [UInt8]) {
+        appendElement(id, Array(value.utf8), to: &bytes)
+    }
+
+    /// Appends a master element whose children `build` appends.
+    static func appendMaster(_ id: UInt32, to bytes: inout [UInt8], _ build: (inout [UInt8]) -> Void) {
+        var children: [UInt8] = []
+        build(&children)
+        appendElement(id, children, to: &bytes)
+    }
+
+    /// Appends a Void element of exactly `total` bytes (at least 2), header included.
+    static func appendVoid(totalBytes total: Int, to bytes: inout [UInt8]) {
+        precondition(total >= 2, "a Void element takes at least 2 bytes")
+        appendID(ID.void, to: &bytes)
+        // A size of 1 byte holds up to 126; beyond that, 8 bytes.
+        if total - 2 <= 126 {
+            appendSize(UInt64(total - 2), width: 1, to: &bytes)
+            bytes.append(contentsOf: repeatElement(0, count: total - 2))
+        } else {
+            appendSize(UInt64(total - 9), width: 8, to: &bytes)
+            bytes.append(contentsOf: repeatElement(0, count: total - 9))
+        }
+    }
+}

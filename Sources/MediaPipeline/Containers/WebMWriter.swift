@@ -1,0 +1,296 @@
+/// One track of a WebM file: VP8 or VP9 video of a size, or Opus audio described by its
+/// `OpusHead` (stored as the track's CodecPrivate, its pre-skip as CodecDelay).
+public struct WebMTrack: Sendable, Equatable {
+    /// The codec of the track's frames.
+    public var codec: MediaCodec
+    /// Video: the picture size.
+    public var width = 0, height = 0
+    /// Opus: the identification header.
+    public var opusHead: OpusHead?
+
+    /// A VP8 or VP9 video track of `width` × `height` pictures.
+    public static func video(_ codec: VideoCodec, width: Int, height: Int) -> WebMTrack {
+        WebMTrack(codec: codec.mediaCodec, width: width, height: height)
+    }
+
+    /// An Opus audio track.
+    public static func opus(_ head: OpusHead) -> WebMTrack { WebMTrack(codec: .opus, opusHead: head) }
+}
+
+/// Writes a WebM file (the Matroska subset WebM uses) of VP8, VP9 and Opus tracks, whole or not
+/// at all, seekable as vpxenc and ffmpeg write them:
+///
+/// - the Segment begins with a SeekHead (to Info, Tracks and Cues), Info (1 ms timestamps, the
+///   Duration filled in at the end), and Tracks;
+/// - a new Cluster starts at every video keyframe (with video; every 5 s of audio-only), and
+///   before a block's time would leave the 16-bit range relative to its cluster;
+/// - frames are SimpleBlocks (keyframe flag set for keyframes and every audio frame);
+/// - Cues point at each cluster that starts with a video keyframe (or at every cluster of an
+///   audio-only file), so players seek to keyframes.
+///
+/// Frames are written as they come (clusters are closed in place); the head is patched at
+/// ``finish()``. Memory stays bounded: one cue per cluster.
+public final class WebMWriter {
+    /// The destination.
+    public let path: String
+    /// The tracks, numbered from 1 in this order.
+    public let tracks: [WebMTrack]
+    /// Frames written per track, and the bytes of their frames.
+    public private(set) var framesWritten: [Int64]
+    public private(set) var payloadBytes: Int64 = 0
+
+    private let output: AtomicFileWriter
+    /// File offsets: where the Segment's size and data start, the reserved SeekHead space, and
+    /// the Duration value.
+    private var segmentSizeOffset: Int64 = 0
+    private var segmentDataStart: Int64 = 0
+    private var seekHeadOffset: Int64 = 0
+    private var durationValueOffset: Int64 = 0
+    /// Positions of Info and Tracks relative to the Segment's data (for the SeekHead).
+    private var infoPosition: Int64 = 0
+    private var tracksPosition: Int64 = 0
+    /// The open cluster: where its size field is, and its time in milliseconds.
+    private var clusterSizeOffset: Int64?
+    private var clusterTimeMs: Int64 = 0
+    private var cues: [(timeMs: Int64, track: Int, clusterPosition: Int64)] = []
+    private var scratch: [UInt8] = []
+    private var endMs: Int64 = 0
+    private var lastTimeMs: [Int64]
+    private let hasVideo: Bool
+
+    /// Space kept for the SeekHead at the start of the Segment (three entries fit in 60 bytes).
+    private static let seekHeadReservedBytes = 96
+    /// The longest audio-only cluster.
+    private static let audioClusterMs: Int64 = 5_000
+
+    /// Starts a file with `tracks`.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for no track, a video track of a size
+    ///   outside 1...65535 or of an audio codec, an Opus track without its header.
+    public init(path: String, tracks: [WebMTrack]) throws {
+        guard !tracks.isEmpty else { throw MediaError.invalidArgument("\(path): a WebM file needs a track") }
+        for (index, track) in tracks.enumerated() {
+            if track.codec == .opus {
+                guard track.opusHead != nil else {
+                    throw MediaError.invalidArgument("\(path): Opus track \(index + 1) has no OpusHead")
+                }
+            } else {
+                guard (1...65535).contains(track.width), (1...65535).contains(track.height) else {
+                    throw MediaError.invalidArgument(
+                        "\(path): video track \(index + 1) size \(track.width)x\(track.height) is outside 1...65535")
+                }
+            }
+        }
+        self.path = path
+        self.tracks = tracks
+        framesWritten = Array(repeating: 0, count: tracks.count)
+        lastTimeMs = Array(repeating: .min, count: tracks.count)
+        hasVideo = tracks.contains { $0.codec != .opus }
+        output = try AtomicFileWriter(path: path)
+        try writeHead()
+    }
+
+    private func writeHead() throws {
+        var bytes: [UInt8] = []
+        EBML.appendMaster(EBML.ID.ebml, to: &bytes) { header in
+            EBML.appendUnsigned(EBML.ID.ebmlVersion, 1, to: &header)
+            EBML.appendUnsigned(EBML.ID.ebmlReadVersion, 1, to: &header)
+            EBML.appendUnsigned(EBML.ID.ebmlMaxIDLength, 4, to: &header)
+            EBML.appendUnsigned(EBML.ID.ebmlMaxSizeLength, 8, to: &header)
+            EBML.appendString(EBML.ID.docType, "webm", to: &header)
+            EBML.appendUnsigned(EBML.ID.docTypeVersion, 4, to: &header)
+            EBML.appendUnsigned(EBML.ID.docTypeReadVersion, 2, to: &header)
+        }
+        EBML.appendID(EBML.ID.segment, to: &bytes)
+        segmentSizeOffset = Int64(bytes.count)
+        EBML.appendSize(0, width: 8, to: &bytes)  // patched by finish()
+        segmentDataStart = Int64(bytes.count)
+        seekHeadOffset = Int64(bytes.count)
+        EBML.appendVoid(totalBytes: Self.seekHeadReservedBytes, to: &bytes)
+
+        infoPosition = Int64(bytes.count) - segmentDataStart
+        var info: [UInt8] = []
+        EBML.appendUnsigned(EBML.ID.timestampScale, 1_000_000, to: &info)
+        EBML.appendString(EBML.ID.muxingApp, "MediaPipeline", to: &info)
+        EBML.appendString(EBML.ID.writingApp, "MediaPipeline", to: &info)
+        let durationStart = info.count
+        EBML.appendFloat(EBML.ID.duration, 0, to: &info)  // patched by finish()
+        EBML.appendID(EBML.ID.info, to: &bytes)
+        EBML.appendSize(UInt64(info.count), to: &bytes)
+        durationValueOffset = Int64(bytes.count + durationStart + 3)  // after the 2-byte ID and 1-byte size
+        bytes.append(contentsOf: info)
+
+        tracksPosition = Int64(bytes.count) - segmentDataStart
+        EBML.appendMaster(EBML.ID.tracks, to: &bytes) { list in
+            for (index, track) in tracks.enumerated() {
+                EBML.appendMaster(EBML.ID.trackEntry, to: &list) { entry in
+                    EBML.appendUnsigned(EBML.ID.trackNumber, UInt64(index + 1), to: &entry)
+                    EBML.appendUnsigned(EBML.ID.trackUID, UInt64(index + 1), to: &entry)
+                    EBML.appendUnsigned(EBML.ID.flagLacing, 0, to: &entry)
+                    switch track.codec {
+                    case .vp8, .vp9:
+                        EBML.appendUnsigned(EBML.ID.trackType, 1, to: &entry)
+                        EBML.appendString(EBML.ID.codecID, track.codec == .vp8 ? "V_VP8" : "V_VP9", to: &entry)
+                        EBML.appendMaster(EBML.ID.video, to: &entry) { video in
+                            EBML.appendUnsigned(EBML.ID.pixelWidth, UInt64(track.width), to: &video)
+                            EBML.appendUnsigned(EBML.ID.pixelHeight, UInt64(track.height), to: &video)
+                        }
+                    case .opus:
+                        let head = track.opusHead!
+                        EBML.appendUnsigned(EBML.ID.trackType, 2, to: &entry)
+                        EBML.appendString(EBML.ID.codecID, "A_OPUS", to: &entry)
+                        EBML.appendElement(EBML.ID.codecPrivate, head.serialized(), to: &entry)
+                        // Pre-skip in nanoseconds at 48 kHz; 80 ms of pre-roll after a seek (Matroska's Opus mapping).
+                        EBML.appendUnsigned(
+                            EBML.ID.codecDelay, UInt64(head.preSkip) * 1_000_000_000 / 48_000, to: &entry)
+                        EBML.appendUnsigned(EBML.ID.seekPreRoll, 80_000_000, to: &entry)
+                        EBML.appendMaster(EBML.ID.audio, to: &entry) { audio in
+                            EBML.appendFloat(EBML.ID.samplingFrequency, 48_000, to: &audio)
+                            EBML.appendUnsigned(EBML.ID.channels, UInt64(head.channelCount), to: &audio)
+                        }
+                    }
+                }
+            }
+        }
+        try output.write(bytes)
+    }
+
+    /// Appends one frame of track `track` (0-based) at media time `timestampMicroseconds`
+    /// lasting `durationMicroseconds` (for the file's duration). Timestamps of a track must not
+    /// go back.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for an unknown track, an empty frame or a
+    ///   timestamp before the track's previous one.
+    public func write(
+        track: Int, _ frame: UnsafeRawBufferPointer, timestampMicroseconds: Int64, durationMicroseconds: Int64,
+        isKeyframe: Bool
+    ) throws {
+        guard tracks.indices.contains(track) else {
+            throw MediaError.invalidArgument("\(path): no track \(track + 1) (the file has \(tracks.count))")
+        }
+        guard !frame.isEmpty else { throw MediaError.invalidArgument("\(path): an empty frame for track \(track + 1)") }
+        let timeMs = (timestampMicroseconds + 500) / 1000
+        guard timeMs >= lastTimeMs[track], timestampMicroseconds >= 0 else {
+            throw MediaError.invalidArgument(
+                "\(path): track \(track + 1) frame at \(timestampMicroseconds) µs comes before its previous one")
+        }
+        lastTimeMs[track] = timeMs
+        let isVideo = tracks[track].codec != .opus
+        let startsCluster: Bool
+        if clusterSizeOffset == nil {
+            startsCluster = true
+        } else if hasVideo {
+            startsCluster = (isVideo && isKeyframe) || timeMs - clusterTimeMs > Int64(Int16.max)
+        } else {
+            startsCluster = timeMs - clusterTimeMs >= Self.audioClusterMs
+        }
+        if startsCluster { try openCluster(timeMs: timeMs, cue: !hasVideo || (isVideo && isKeyframe), track: track) }
+        let relative = timeMs - clusterTimeMs
+        guard relative >= Int64(Int16.min) else {
+            throw MediaError.invalidArgument(
+                "\(path): track \(track + 1) frame at \(timeMs) ms is too far before its cluster (\(clusterTimeMs) ms)")
+        }
+        scratch.removeAll(keepingCapacity: true)
+        EBML.appendID(EBML.ID.simpleBlock, to: &scratch)
+        EBML.appendSize(UInt64(4 + frame.count), to: &scratch)
+        EBML.appendSize(UInt64(track + 1), to: &scratch)  // the track number, as a variable-length integer
+        scratch.append(UInt8(truncatingIfNeeded: relative >> 8))
+        scratch.append(UInt8(truncatingIfNeeded: relative))
+        scratch.append(isKeyframe || !isVideo ? 0x80 : 0x00)
+        try output.write(scratch)
+        try output.write(frame)
+        framesWritten[track] += 1
+        payloadBytes += Int64(frame.count)
+        endMs = max(endMs, (timestampMicroseconds + durationMicroseconds + 500) / 1000)
+    }
+
+    /// Appends one frame (see ``write(track:_:timestampMicroseconds:durationMicroseconds:isKeyframe:)``).
+    public func write(track: Int, _ frame: EncodedFrame, durationMicroseconds: Int64) throws {
+        try frame.withUnsafeBytes {
+            try write(
+                track: track, $0, timestampMicroseconds: frame.timestampMicroseconds,
+                durationMicroseconds: durationMicroseconds, isKeyframe: frame.isKeyframe)
+        }
+    }
+
+    private func openCluster(timeMs: Int64, cue: Bool, track: Int) throws {
+        try closeCluster()
+        let start = output.position
+        if cue { cues.append((timeMs, track, start - segmentDataStart)) }
+        scratch.removeAll(keepingCapacity: true)
+        EBML.appendID(EBML.ID.cluster, to: &scratch)
+        let sizeAt = Int64(scratch.count)
+        EBML.appendSize(0, width: 8, to: &scratch)  // patched when it closes
+        EBML.appendUnsigned(EBML.ID.timestamp, UInt64(timeMs), to: &scratch)
+        try output.write(scratch)
+        clusterSizeOffset = start + sizeAt
+        clusterTimeMs = timeMs
+    }
+
+    private func closeCluster() throws {
+        guard let sizeOffset = clusterSizeOffset else { return }
+        let end = output.position
+        try patchSize(at: sizeOffset, value: UInt64(end - sizeOffset - 8))
+        try output.seek(to: end)
+        clusterSizeOffset = nil
+    }
+
+    private func patchSize(at offset: Int64, value: UInt64) throws {
+        var bytes: [UInt8] = []
+        EBML.appendSize(value, width: 8, to: &bytes)
+        try output.seek(to: offset)
+        try output.write(bytes)
+    }
+
+    /// Closes the last cluster, writes the Cues, the SeekHead, the Duration and the Segment's
+    /// size, and moves the file into place.
+    /// - Throws: ``MediaError/Code/truncated`` when no frame was written.
+    public func finish() throws {
+        guard framesWritten.contains(where: { $0 > 0 }) else {
+            throw MediaError(.truncated, "no frame was written", file: path)
+        }
+        try closeCluster()
+        let cuesPosition = output.position - segmentDataStart
+        var bytes: [UInt8] = []
+        EBML.appendMaster(EBML.ID.cues, to: &bytes) { list in
+            for cue in cues {
+                EBML.appendMaster(EBML.ID.cuePoint, to: &list) { point in
+                    EBML.appendUnsigned(EBML.ID.cueTime, UInt64(cue.timeMs), to: &point)
+                    EBML.appendMaster(EBML.ID.cueTrackPositions, to: &point) { positions in
+                        EBML.appendUnsigned(EBML.ID.cueTrack, UInt64(cue.track + 1), to: &positions)
+                        EBML.appendUnsigned(EBML.ID.cueClusterPosition, UInt64(cue.clusterPosition), to: &positions)
+                    }
+                }
+            }
+        }
+        try output.write(bytes)
+        let end = output.position
+
+        var seekHead: [UInt8] = []
+        EBML.appendMaster(EBML.ID.seekHead, to: &seekHead) { list in
+            for (id, position) in [
+                (EBML.ID.info, infoPosition), (EBML.ID.tracks, tracksPosition), (EBML.ID.cues, cuesPosition),
+            ] {
+                EBML.appendMaster(EBML.ID.seek, to: &list) { seek in
+                    var idBytes: [UInt8] = []
+                    EBML.appendID(id, to: &idBytes)
+                    EBML.appendElement(EBML.ID.seekID, idBytes, to: &seek)
+                    EBML.appendUnsigned(EBML.ID.seekPosition, UInt64(position), to: &seek)
+                }
+            }
+        }
+        EBML.appendVoid(totalBytes: Self.seekHeadReservedBytes - seekHead.count, to: &seekHead)
+        try output.seek(to: seekHeadOffset)
+        try output.write(seekHead)
+
+        var duration: [UInt8] = []
+        let bits = Double(endMs).bitPattern
+        for index in stride(from: 7, through: 0, by: -1) {
+            duration.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
+        }
+        try output.seek(to: durationValueOffset)
+        try output.write(duration)
+
+        try patchSize(at: segmentSizeOffset, value: UInt64(end - segmentDataStart))
+        try output.seekToEnd()
+        try output.commit()
+    }
+}

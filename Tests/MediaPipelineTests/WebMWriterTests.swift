@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("WebM writer against ffprobe, mkvinfo, ffmpeg and vpxdec")
+struct WebMWriterTests {
+    @Test("EBML sizes and IDs are written as RFC 8794 spells them")
+    func variableLengthIntegers() {
+        func size(_ value: UInt64, width: Int? = nil) -> [UInt8] {
+            var bytes: [UInt8] = []
+            EBML.appendSize(value, width: width, to: &bytes)
+            return bytes
+        }
+        #expect(size(0) == [0x80])
+        #expect(size(1) == [0x81])
+        #expect(size(126) == [0xFE])
+        // 127 in one byte would be all ones, which means "unknown size": two bytes.
+        #expect(size(127) == [0x40, 0x7F])
+        #expect(size(0x3FFF) == [0x20, 0x3F, 0xFF])
+        #expect(size(5, width: 8) == [0x01, 0, 0, 0, 0, 0, 0, 0x05])
+        var id: [UInt8] = []
+        EBML.appendID(EBML.ID.segment, to: &id)
+        EBML.appendID(EBML.ID.simpleBlock, to: &id)
+        EBML.appendID(EBML.ID.timestampScale, to: &id)
+        #expect(id == [0x18, 0x53, 0x80, 0x67, 0xA3, 0x2A, 0xD7, 0xB1])
+        var void: [UInt8] = []
+        EBML.appendVoid(totalBytes: 200, to: &void)
+        #expect(void.count == 200 && void.prefix(2) == [0xEC, 0x01])
+    }
+
+    @Test("VP8 and VP9 encodes to WebM read cleanly, seek to keyframes and decode to the IVF encode's frames")
+    func videoFiles() throws {
+        let folder = TemporaryFolder()
+        for codec in [VideoCodec.vp8, .vp9] {
+            var settings = VPXEncoderConfiguration(codec: codec, width: 1, height: 1)
+            settings.keyframeIntervalFrames = 10
+            let webm = folder.file("odd-\(codec).webm")
+            let ivf = folder.file("odd-\(codec).ivf")
+            let summary = try VideoFileEncoder.encode(input: Fixtures.oddY4M, output: webm, settings: settings)
+            try VideoFileEncoder.encode(input: Fixtures.oddY4M, output: ivf, settings: settings)
+            #expect(summary.frames == 30)
+            #expect(try MediaFileKind.detect(path: webm) == .webm)
+
+            // ffprobe: no warning, the exact frame count, size and duration (30 frames at 15 fps).
+            let probe = try runTool(
+                "ffprobe",
+                [
+                    "-v", "warning", "-count_frames", "-show_entries",
+                    "stream=codec_name,width,height,nb_read_frames:format=duration,format_name", "-of", "csv=p=0", webm,
+                ])
+            #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+            let lines = probe.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first == "\(codec == .vp8 ? "vp8" : "vp9"),161,91,30", "\(lines)")
+            #expect(lines.last == "\"matroska,webm\",2.000000", "\(lines)")
+
+            // mkvinfo (mkvtoolnix) walks every element (-a) without an error or a warning; the
+            // Cues point at the three clusters, one per keyframe.
+            let info = try runTool("mkvinfo", ["-a", webm])
+            #expect(info.status == 0, "\(info.stdout)\(info.stderr)")
+            #expect(!info.stdout.lowercased().contains("error") && !info.stdout.lowercased().contains("warning"))
+            #expect(info.stdout.contains("Document type: webm"))
+            #expect(info.stdout.components(separatedBy: "+ Cluster timestamp").count == 4)
+            #expect(info.stdout.components(separatedBy: "+ Cue point").count == 4)
+
+            // Seeking through the Cues: from 1.0 s, ffprobe starts at the keyframe of 0.667 s.
+            let seek = try reference(
+                "ffprobe",
+                [
+                    "-v", "warning", "-read_intervals", "1.0%+0.1", "-show_entries", "packet=pts_time,flags", "-of",
+                    "csv", webm,
+                ])
+            #expect(seek.split(separator: "\n").first == "packet,0.667000,K_", "\(seek)")
+
+            // The same frames as the IVF of the same encode, decoded by vpxdec and by ffmpeg.
+            #expect(
+                try reference("vpxdec", ["--md5", "--i420", webm])
+                    == (try reference("vpxdec", ["--md5", "--i420", ivf])))
+            func frameHashes(_ path: String) throws -> [Substring] {
+                try reference("ffmpeg", ["-v", "warning", "-i", path, "-f", "framemd5", "-"])
+                    .split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last }
+            }
+            let hashes = try frameHashes(webm)
+            #expect(hashes.count == 30)
+            #expect(hashes == (try frameHashes(ivf)))
+        }
+    }
+
+    @Test("bad calls are typed errors naming the file; a writer never finished leaves no file")
+    func badCalls() throws {
+        let folder = TemporaryFolder()
+        let path = folder.file("bad.webm")
+        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: []) }
+        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: [.video(.vp8, width: 0, height: 90)]) }
+        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: [WebMTrack(codec: .opus)]) }
+        do {
+            let writer = try WebMWriter(path: path, tracks: [.video(.vp8, width: 160, height: 90)])
+            let frame: [UInt8] = [0x10, 0x02, 0x00]
+            try frame.withUnsafeBytes {
+                try writer.write(track: 0, $0, timestampMicroseconds: 40_000, durationMicroseconds: 0, isKeyframe: true)
+            }
+            do {
+                try frame.withUnsafeBytes {
+                    try writer.write(track: 0, $0, timestampMicroseconds: 0, durationMicroseconds: 0, isKeyframe: false)
+                }
+                Issue.record("a frame going back in time was written")
+            } catch let error as MediaError {
+                #expect(error.code == .invalidArgument && "\(error)".contains(path))
+            }
+            #expect(throws: MediaError.self) {
+                try frame.withUnsafeBytes {
+                    try writer.write(
+                        track: 1, $0, timestampMicroseconds: 80_000, durationMicroseconds: 0, isKeyframe: false)
+                }
+            }
+        }
+        // Dropped without finish(): nothing at the destination.
+        #expect(!FileManager.default.fileExists(atPath: path))
+        let empty = try WebMWriter(path: path, tracks: [.video(.vp8, width: 160, height: 90)])
+        #expect(throws: MediaError.self) { try empty.finish() }
+    }
+}
