@@ -1,15 +1,15 @@
 import ArgumentParser
 import MediaPipeline
 
-/// `pipebench encode IN OUT`: WAV → Ogg Opus, Y4M → IVF or WebM.
+/// `pipebench encode IN OUT`: WAV → Ogg Opus or WebM, Y4M → IVF or WebM.
 struct EncodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encode",
-        abstract: "Encode WAV to Ogg Opus, or Y4M to IVF or WebM (VP8/VP9).")
+        abstract: "Encode WAV to Ogg Opus or WebM, or Y4M to IVF or WebM (VP8/VP9).")
 
     @Argument(help: "Input file: WAV (PCM 16/24/32-bit or float, mono/stereo, any rate) or Y4M (4:2:0).")
     var input: String
-    @Argument(help: "Output file: .opus for audio, .ivf or .webm for video.")
+    @Argument(help: "Output file: .opus or .webm for audio, .ivf or .webm for video.")
     var output: String
 
     @Option(help: "Video codec: vp8 or vp9.") var codec: VideoCodec?
@@ -45,8 +45,9 @@ struct EncodeCommand: ParsableCommand {
         let (summary, elapsed): (TranscodeSummary, Double)
         switch kind {
         case .wav:
-            guard target == .oggOpus else {
-                throw ValidationError("audio encodes to Ogg Opus: name the output .opus, not '\(output)'")
+            guard target == .oggOpus || target == .webm else {
+                throw ValidationError(
+                    "audio encodes to Ogg Opus or WebM: name the output .opus or .webm, not '\(output)'")
             }
             try rejectVideoOptions()
             (summary, elapsed) = try measure {

@@ -86,6 +86,37 @@ struct WebMWriterTests {
         }
     }
 
+    @Test("an Opus encode to WebM decodes to the source's exact length, sample for sample as the Ogg Opus encode")
+    func opusFile() throws {
+        let folder = TemporaryFolder()
+        let webm = folder.file("speech.webm")
+        let ogg = folder.file("speech.opus")
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: webm)
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: ogg)
+        let probe = try runTool(
+            "ffprobe",
+            [
+                "-v", "warning", "-show_entries", "stream=codec_name,channels,sample_rate:format=duration", "-of",
+                "csv=p=0", webm,
+            ])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout.split(separator: "\n") == ["opus,48000,2", "4.000000"])
+        let info = try runTool("mkvinfo", ["-a", webm])
+        #expect(info.status == 0 && !info.stdout.lowercased().contains("error"), "\(info.stdout)")
+        // The pre-skip as CodecDelay (312 samples = 6.5 ms), the last block's padding dropped.
+        #expect(info.stdout.contains("Codec-inherent delay: 00:00:00.006500000"))
+        #expect(info.stdout.contains("Discard padding"))
+        // ffmpeg trims both files to the WAV's 192,000 frames, to the same samples.
+        func decoded(_ path: String) throws -> Data {
+            let out = folder.file(URL(fileURLWithPath: path).lastPathComponent + ".s16")
+            try reference("ffmpeg", ["-v", "warning", "-y", "-i", path, "-f", "s16le", out])
+            return try Data(contentsOf: URL(fileURLWithPath: out))
+        }
+        let fromWebM = try decoded(webm)
+        #expect(fromWebM.count == 192_000 * 4)
+        #expect(fromWebM == (try decoded(ogg)))
+    }
+
     @Test("bad calls are typed errors naming the file; a writer never finished leaves no file")
     func badCalls() throws {
         let folder = TemporaryFolder()

@@ -42,6 +42,9 @@ enum EBML {
         static let cluster: UInt32 = 0x1F43_B675
         static let timestamp: UInt32 = 0xE7
         static let simpleBlock: UInt32 = 0xA3
+        static let blockGroup: UInt32 = 0xA0
+        static let block: UInt32 = 0xA1
+        static let discardPadding: UInt32 = 0x75A2
         static let cues: UInt32 = 0x1C53_BB6B
         static let cuePoint: UInt32 = 0xBB
         static let cueTime: UInt32 = 0xB3
@@ -86,6 +89,16 @@ enum EBML {
         appendSize(UInt64(count), to: &bytes)
         for index in stride(from: count - 1, through: 0, by: -1) {
             bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))))
+        }
+    }
+
+    /// Appends a signed integer element in 8 bytes.
+    static func appendSigned(_ id: UInt32, _ value: Int64, to bytes: inout [UInt8]) {
+        appendID(id, to: &bytes)
+        appendSize(8, to: &bytes)
+        let bits = UInt64(bitPattern: value)
+        for index in stride(from: 7, through: 0, by: -1) {
+            bytes.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
         }
     }
 

@@ -156,12 +156,14 @@ public final class WebMWriter {
 
     /// Appends one frame of track `track` (0-based) at media time `timestampMicroseconds`
     /// lasting `durationMicroseconds` (for the file's duration). Timestamps of a track must not
-    /// go back.
+    /// go back. `discardPaddingNanoseconds` (the last Opus frame's) is how much of the frame's
+    /// decoded end is padding to drop, so the track decodes to its exact length (it makes the
+    /// frame a BlockGroup with DiscardPadding).
     /// - Throws: ``MediaError/Code/invalidArgument`` for an unknown track, an empty frame or a
     ///   timestamp before the track's previous one.
     public func write(
         track: Int, _ frame: UnsafeRawBufferPointer, timestampMicroseconds: Int64, durationMicroseconds: Int64,
-        isKeyframe: Bool
+        isKeyframe: Bool, discardPaddingNanoseconds: Int64 = 0
     ) throws {
         guard tracks.indices.contains(track) else {
             throw MediaError.invalidArgument("\(path): no track \(track + 1) (the file has \(tracks.count))")
@@ -189,17 +191,34 @@ public final class WebMWriter {
                 "\(path): track \(track + 1) frame at \(timeMs) ms is too far before its cluster (\(clusterTimeMs) ms)")
         }
         scratch.removeAll(keepingCapacity: true)
-        EBML.appendID(EBML.ID.simpleBlock, to: &scratch)
-        EBML.appendSize(UInt64(4 + frame.count), to: &scratch)
-        EBML.appendSize(UInt64(track + 1), to: &scratch)  // the track number, as a variable-length integer
-        scratch.append(UInt8(truncatingIfNeeded: relative >> 8))
-        scratch.append(UInt8(truncatingIfNeeded: relative))
-        scratch.append(isKeyframe || !isVideo ? 0x80 : 0x00)
-        try output.write(scratch)
-        try output.write(frame)
+        if discardPaddingNanoseconds > 0 {
+            // BlockGroup { Block, DiscardPadding }: a Block has no keyframe flag.
+            var padding: [UInt8] = []
+            EBML.appendSigned(EBML.ID.discardPadding, discardPaddingNanoseconds, to: &padding)
+            var blockHeader: [UInt8] = []
+            EBML.appendID(EBML.ID.block, to: &blockHeader)
+            EBML.appendSize(UInt64(4 + frame.count), to: &blockHeader)
+            EBML.appendID(EBML.ID.blockGroup, to: &scratch)
+            EBML.appendSize(UInt64(blockHeader.count + 4 + frame.count + padding.count), to: &scratch)
+            scratch.append(contentsOf: blockHeader)
+            appendBlockHeader(track: track, relative: relative, flags: 0)
+            try output.write(scratch)
+            try output.write(frame)
+            try output.write(padding)
+        } else {
+            EBML.appendID(EBML.ID.simpleBlock, to: &scratch)
+            EBML.appendSize(UInt64(4 + frame.count), to: &scratch)
+            appendBlockHeader(track: track, relative: relative, flags: isKeyframe || !isVideo ? 0x80 : 0x00)
+            try output.write(scratch)
+            try output.write(frame)
+        }
         framesWritten[track] += 1
         payloadBytes += Int64(frame.count)
-        endMs = max(endMs, (timestampMicroseconds + durationMicroseconds + 500) / 1000)
+        // The presentation ends where the frame does, less (Opus) the codec delay and padding
+        // the decoder drops.
+        var endMicroseconds = timestampMicroseconds + durationMicroseconds - discardPaddingNanoseconds / 1000
+        if let head = tracks[track].opusHead { endMicroseconds -= Int64(head.preSkip) * 1_000_000 / 48_000 }
+        endMs = max(endMs, (endMicroseconds + 500) / 1000)
     }
 
     /// Appends one frame (see ``write(track:_:timestampMicroseconds:durationMicroseconds:isKeyframe:)``).
@@ -209,6 +228,14 @@ public final class WebMWriter {
                 track: track, $0, timestampMicroseconds: frame.timestampMicroseconds,
                 durationMicroseconds: durationMicroseconds, isKeyframe: frame.isKeyframe)
         }
+    }
+
+    /// Appends a block's track number (a variable-length integer), 16-bit relative time and flags.
+    private func appendBlockHeader(track: Int, relative: Int64, flags: UInt8) {
+        EBML.appendSize(UInt64(track + 1), to: &scratch)
+        scratch.append(UInt8(truncatingIfNeeded: relative >> 8))
+        scratch.append(UInt8(truncatingIfNeeded: relative))
+        scratch.append(flags)
     }
 
     private func openCluster(timeMs: Int64, cue: Bool, track: Int) throws {

@@ -1,11 +1,13 @@
-/// Encodes a WAV file into an Ogg Opus file.
+/// Encodes a WAV file into an Ogg Opus file, or a WebM file with one Opus track.
 ///
 /// Sample rates that Opus takes (8, 12, 16, 24, 48 kHz) are encoded as they are; any other rate
-/// is resampled to 48 kHz with libsoxr. The file's granule positions trim the decoded output to
-/// exactly the source's duration (RFC 7845 §4.4).
+/// is resampled to 48 kHz with libsoxr. The decoded output is trimmed to exactly the source's
+/// duration: by the Ogg file's granule positions (RFC 7845 §4.4), or by the WebM track's
+/// CodecDelay and its last block's DiscardPadding.
 public enum AudioFileEncoder {
-    /// Encodes `input` (WAV) into `output` (Ogg Opus) with `settings`; the sample rate and
-    /// channel count in `settings` are replaced by the file's.
+    /// Encodes `input` (WAV) into `output` (WebM when its name ends in `.webm`, Ogg Opus
+    /// otherwise) with `settings`; the sample rate and channel count in `settings` are replaced
+    /// by the file's.
     @discardableResult
     public static func encode(
         input: String, output: String, settings: OpusEncoderConfiguration = .init(), progress: ProgressHandler? = nil
@@ -24,10 +26,9 @@ public enum AudioFileEncoder {
         let channels = format.channelCount
         let samplesPerFrame = encoder.samplesPerFrame
         let rateFactor = 48000 / configuration.sampleRate  // encoder rate → 48 kHz granule units
-        let writer = try OggOpusWriter(
+        let writer = try OpusFileSink(
             path: output,
-            head: OpusHead(channelCount: channels, preSkip: encoder.preSkip48kHz, inputSampleRate: format.sampleRate),
-            tags: OpusTags(vendor: "MediaPipeline (libopus)", comments: ["ENCODER=MediaPipeline"]))
+            head: OpusHead(channelCount: channels, preSkip: encoder.preSkip48kHz, inputSampleRate: format.sampleRate))
 
         var pending: [Float] = []  // samples at the encoder rate waiting for a whole frame
         var pendingStart = 0
@@ -97,7 +98,7 @@ public enum AudioFileEncoder {
         let queued = encodedFrames + Int64(pending.count / channels)
         if queued < needed { pending.append(contentsOf: repeatElement(0, count: Int(needed - queued) * channels)) }
         try encodeWhole(padToFrame: true)
-        try writer.finish(playableSamples48k: playableFrames * Int64(rateFactor))
+        try writer.finish(playableSamples48k: playableFrames * Int64(rateFactor), preSkip: encoder.preSkip48kHz)
         progress?(1)
         return TranscodeSummary(
             kind: .audio, codec: .opus, input: input, output: output,
