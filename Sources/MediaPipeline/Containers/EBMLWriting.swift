@@ -96,19 +96,20 @@ enum EBML {
     static func appendSigned(_ id: UInt32, _ value: Int64, to bytes: inout [UInt8]) {
         appendID(id, to: &bytes)
         appendSize(8, to: &bytes)
-        let bits = UInt64(bitPattern: value)
-        for index in stride(from: 7, through: 0, by: -1) {
-            bytes.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
-        }
+        appendBigEndian(UInt64(bitPattern: value), to: &bytes)
     }
 
     /// Appends an 8-byte float element.
     static func appendFloat(_ id: UInt32, _ value: Double, to bytes: inout [UInt8]) {
         appendID(id, to: &bytes)
         appendSize(8, to: &bytes)
-        let bits = value.bitPattern
+        appendBigEndian(value.bitPattern, to: &bytes)
+    }
+
+    /// Appends the 8 bytes of `value`, most significant first (an element's 8-byte data).
+    static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
         for index in stride(from: 7, through: 0, by: -1) {
-            bytes.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
+            bytes.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))))
         }
     }
 

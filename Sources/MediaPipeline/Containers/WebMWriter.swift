@@ -309,10 +309,7 @@ public final class WebMWriter {
         try output.write(seekHead)
 
         var duration: [UInt8] = []
-        let bits = Double(endMs).bitPattern
-        for index in stride(from: 7, through: 0, by: -1) {
-            duration.append(UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))))
-        }
+        EBML.appendBigEndian(Double(endMs).bitPattern, to: &duration)
         try output.seek(to: durationValueOffset)
         try output.write(duration)
 
