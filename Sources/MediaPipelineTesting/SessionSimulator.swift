@@ -107,31 +107,23 @@ public final class SessionSimulator {
     private let eventCounter: Counter
 
     /// What the local user's channel events said: state changes counted, statistics reports
-    /// kept (storage reserved for the whole session, so keeping them allocates nothing).
+    /// kept with the session time they came at (storage reserved for the whole session, so
+    /// keeping them allocates nothing).
     private final class Counter: @unchecked Sendable {
         private let lock = NSLock()
         private var changes: [String: Int] = [:]
         private var records: [StatisticsRecord] = []
-        private var pending: [(channelId: String, kind: StatisticsRecord.Kind)] = []
-        init(expectedRecords: Int) {
-            records.reserveCapacity(expectedRecords)
-            pending.reserveCapacity(expectedRecords)
-        }
+        /// Reports handed to ``drain(_:)`` so far.
+        private var drained = 0
+        init(expectedRecords: Int) { records.reserveCapacity(expectedRecords) }
         func add(_ channelId: String) { lock.withLock { changes[channelId, default: 0] += 1 } }
         func count(_ channelId: String) -> Int { lock.withLock { changes[channelId] ?? 0 } }
-        func report(_ channelId: String, _ kind: StatisticsRecord.Kind) {
-            lock.withLock { pending.append((channelId, kind)) }
-        }
-        /// Stamps the reports that came since the last call with `sessionMs`, keeps them and
-        /// passes each to `body`.
-        func drain(sessionMs: Int64, _ body: ((StatisticsRecord) -> Void)?) {
+        func report(_ record: StatisticsRecord) { lock.withLock { records.append(record) } }
+        /// Passes each report kept since the last call to `body`.
+        func drain(_ body: ((StatisticsRecord) -> Void)?) {
             let fresh = lock.withLock { () -> ArraySlice<StatisticsRecord>? in
-                let start = records.count
-                for (channelId, kind) in pending {
-                    records.append(StatisticsRecord(channelId: channelId, sessionMs: sessionMs, kind: kind))
-                }
-                pending.removeAll(keepingCapacity: true)
-                return body == nil || start == records.count ? nil : records[start...]
+                defer { drained = records.count }
+                return body == nil || drained == records.count ? nil : records[drained...]
             }
             if let fresh, let body { fresh.forEach(body) }
         }
@@ -168,14 +160,19 @@ public final class SessionSimulator {
             }
             let channel = try local.createChannel(id)
             let counter = eventCounter
+            let clock = clock
             channel.setEventHandler { event in
+                let kind: StatisticsRecord.Kind
                 switch event {
-                case .remoteAudioStateChanged, .remoteVideoStateChanged: counter.add(id)
-                case .rtcStats(let stats): counter.report(id, .channel(stats))
-                case .remoteAudioStats(let stats): counter.report(id, .audio(stats))
-                case .remoteVideoStats(let stats): counter.report(id, .video(stats))
-                default: break
+                case .remoteAudioStateChanged, .remoteVideoStateChanged:
+                    counter.add(id)
+                    return
+                case .rtcStats(let stats): kind = .channel(stats)
+                case .remoteAudioStats(let stats): kind = .audio(stats)
+                case .remoteVideoStats(let stats): kind = .video(stats)
+                default: return
                 }
+                counter.report(StatisticsRecord(channelId: id, sessionMs: clock.nowMicroseconds / 1000, kind: kind))
             }
             let publishes = configuration.localPublishes && index == 0
             if !publishes { try channel.setClientRole(.audience) }
@@ -234,7 +231,7 @@ public final class SessionSimulator {
                 local.renderVideo()
                 try videoTick?()
             }
-            eventCounter.drain(sessionMs: now / 1000, statistics)
+            eventCounter.drain(statistics)
             clock.advance(byMicroseconds: 10_000)
             hub.deliverDue()
             if tick % 50 == 0 { progress?(Double(tick) / Double(ticks)) }

@@ -76,3 +76,20 @@ public struct ChannelStatisticsSummary: Sendable, Equatable {
         }
     }
 }
+
+/// Cuts statistics reports into intervals as they come: a channel's reports up to its channel
+/// report (each interval's last) make one interval.
+public struct StatisticsIntervals {
+    private var pending: [String: [StatisticsRecord]] = [:]
+
+    public init() {}
+
+    /// Takes the next report; when it closes an interval, returns the interval's time and sums.
+    public mutating func add(_ record: StatisticsRecord) -> (sessionMs: Int64, summary: ChannelStatisticsSummary)? {
+        pending[record.channelId, default: []].append(record)
+        guard case .channel = record.kind, let records = pending.removeValue(forKey: record.channelId),
+            let summary = ChannelStatisticsSummary.summarize(records).first
+        else { return nil }
+        return (record.sessionMs, summary)
+    }
+}

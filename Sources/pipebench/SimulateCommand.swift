@@ -85,16 +85,12 @@ struct SimulateCommand: ParsableCommand {
                 }
             }
         }
-        // The reports of each channel's current interval, printed when its channel report (the
-        // interval's last) comes.
-        var interval: [String: [StatisticsRecord]] = [:]
+        // Each channel's interval is printed when its channel report (the interval's last) comes.
+        var intervals = StatisticsIntervals()
         let printInterval = { (record: StatisticsRecord) in
-            interval[record.channelId, default: []].append(record)
-            guard case .channel = record.kind, let records = interval.removeValue(forKey: record.channelId),
-                let summary = ChannelStatisticsSummary.summarize(records).first
-            else { return }
+            guard let (sessionMs, summary) = intervals.add(record) else { return }
             Terminal.clearProgress()
-            print(Self.intervalLine(summary, sessionMs: record.sessionMs))
+            print(Self.intervalLine(summary, sessionMs: sessionMs))
         }
         if !json { print(Self.intervalHeader) }
         let pacing = ContinuousClock()
@@ -222,16 +218,12 @@ struct SimulateCommand: ParsableCommand {
             ]
         }
         var intervals: [[String: Any]] = []
-        var current: [StatisticsRecord] = []
+        var splitter = StatisticsIntervals()
         for record in records {
-            current.append(record)
-            guard case .channel = record.kind else { continue }
-            if let summary = ChannelStatisticsSummary.summarize(current).first {
-                var entry = object(summary)
-                entry["sessionMs"] = record.sessionMs
-                intervals.append(entry)
-            }
-            current.removeAll()
+            guard let (sessionMs, summary) = splitter.add(record) else { continue }
+            var entry = object(summary)
+            entry["sessionMs"] = sessionMs
+            intervals.append(entry)
         }
         return [
             "intervals": intervals,

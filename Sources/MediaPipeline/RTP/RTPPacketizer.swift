@@ -131,16 +131,20 @@ public struct RTPPacketizer {
                 && AudioRedundancy.fits(byteCount: earlierFrame.byteCount, timestampOffset: offset(earlierFrame))
         }
         var payloadBytes = 1 + frame.byteCount
-        for earlierFrame in earlier where carried(earlierFrame) { payloadBytes += 4 + earlierFrame.byteCount }
+        var blocks = 0
+        for earlierFrame in earlier where carried(earlierFrame) {
+            payloadBytes += 4 + earlierFrame.byteCount
+            blocks += 1
+        }
         let header = RTPHeader(
             marker: false, payloadType: redundantPayloadType, sequenceNumber: nextSequenceNumber, timestamp: timestamp,
             ssrc: ssrc)
         nextSequenceNumber &+= 1
         let bytes = recycler.bytes(count: RTPHeader.fixedByteCount + payloadBytes) { out in
             header.write(into: out)
+            // Every block's header first (4 bytes each, 1 for the primary), then their data.
             var headerAt = RTPHeader.fixedByteCount
-            var dataAt = headerAt + payloadBytes - frame.byteCount
-            for earlierFrame in earlier where carried(earlierFrame) { dataAt -= earlierFrame.byteCount }
+            var dataAt = headerAt + 4 * blocks + 1
             for earlierFrame in earlier where carried(earlierFrame) {
                 AudioRedundancy.writeRedundantHeader(
                     payloadType: payloadType, timestampOffset: UInt32(offset(earlierFrame)),

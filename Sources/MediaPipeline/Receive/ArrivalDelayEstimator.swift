@@ -7,9 +7,10 @@
 /// that forgets geometrically (by default 0.983 per packet, as NetEq; faster while the first
 /// packets come, so the start value is soon replaced). The target delay is the 0.99 quantile's
 /// bucket top plus one bucket of margin, so a steady jitter leaves no packet late. Starts at
-/// 60 ms; bounded by ``longestDelayMicroseconds`` (1 s for audio). The sliding minimum follows a drifting sender clock, so the target
-/// does not grow under clock skew; a transit that moves by more than that bound at once is a
-/// sender whose clock jumped (or that paused), and everything is learnt again from it. (Video
+/// 60 ms; bounded by ``longestDelayMicroseconds`` (1 s for audio). The sliding minimum follows
+/// a drifting sender clock, so the target does not grow under clock skew; a transit that moves
+/// by more than that bound at once is a sender whose clock jumped (or that paused), and
+/// everything is learnt again from it. (Video
 /// frames use it too, with their completion times, the bottom of the quantile's bucket and a
 /// slower forgetting: a steady stream is shown at once, and the render delay does not swing with
 /// every retransmission.)

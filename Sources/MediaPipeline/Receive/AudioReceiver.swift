@@ -89,42 +89,38 @@ final class AudioReceiver: @unchecked Sendable {
         private var recentArrivals = [Int64](repeating: .min, count: 16)
         private var recentArrivalsNext = 0
 
-        /// Takes a copy of an earlier frame a redundant packet carried (RFC 2198). When its own
-        /// packet never came, the copy is that frame's arrival: its delay counts towards the
-        /// target (so under loss the buffer learns to wait for the copies), and it is queued if
-        /// its time is not played yet. A copy of a packet that came is left alone.
+        /// Takes a copy of an earlier frame a redundant packet carried (RFC 2198). A copy of a
+        /// packet that came is left alone; when its own packet never came, the copy stands for
+        /// it (``enqueue(_:arrival:sequence:redundantCopy:)``).
         mutating func enqueueRedundantCopy(_ frame: EncodedFrame, arrival: Int64) {
             guard !recentArrivals.contains(frame.timestampMicroseconds) else { return }
-            if delays.add(transitMicroseconds: arrival - frame.timestampMicroseconds, now: arrival) {
-                restartPlayout()
-            }
-            guard let until = decodedUntil, frame.timestampMicroseconds >= until else { return }
-            let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
-            guard let samples else { return }
-            _ = queue.insertOrdered(
-                QueuedAudio(
-                    frame: frame, durationMicroseconds: Int64(samples) * 1_000_000 / 48_000,
-                    arrivalMicroseconds: arrival, isRedundantCopy: true))
+            enqueue(frame, arrival: arrival, redundantCopy: true)
         }
 
         /// Queues an Opus packet arrived at `arrival`, in media-time order. A packet whose time
         /// was already played (or concealed, or rebuilt) is late and dropped, as is a duplicate.
-        /// Returns whether it was queued.
+        /// Its arrival counts towards the target delay. A `redundantCopy` (of a packet that never
+        /// came) counts the same, so under loss the buffer learns to wait for copies; it is
+        /// queued only while playout runs, and never counted late. Returns whether it was queued.
         @discardableResult
-        mutating func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) -> Bool {
+        mutating func enqueue(
+            _ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil, redundantCopy: Bool = false
+        ) -> Bool {
             let samples = frame.withUnsafeBytes { try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
             let duration = Int64(samples ?? 960) * 1_000_000 / 48_000
             if delays.add(transitMicroseconds: arrival - frame.timestampMicroseconds, now: arrival) {
                 restartPlayout()  // the sender's clock jumped (or it paused): follow it from here
             }
+            if redundantCopy && decodedUntil == nil { return false }
             if let until = decodedUntil, frame.timestampMicroseconds < until {
-                latePackets += 1
+                if !redundantCopy { latePackets += 1 }
                 return false
             }
             let packet = QueuedAudio(
-                frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival, sequence: sequence)
+                frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival, sequence: sequence,
+                isRedundantCopy: redundantCopy)
             guard queue.insertOrdered(packet) else {
-                latePackets += 1
+                if !redundantCopy { latePackets += 1 }
                 return false
             }
             return true
@@ -255,7 +251,7 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:)``).
+    /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
         inbox.withLock { $0.enqueue(frame, arrival: arrival, sequence: sequence) }
     }

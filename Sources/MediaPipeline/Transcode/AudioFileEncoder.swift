@@ -98,7 +98,7 @@ public enum AudioFileEncoder {
         let queued = encodedFrames + Int64(pending.count / channels)
         if queued < needed { pending.append(contentsOf: repeatElement(0, count: Int(needed - queued) * channels)) }
         try encodeWhole(padToFrame: true)
-        try writer.finish(playableSamples48k: playableFrames * Int64(rateFactor), preSkip: encoder.preSkip48kHz)
+        try writer.finish(playableSamples48k: playableFrames * Int64(rateFactor))
         progress?(1)
         return TranscodeSummary(
             kind: .audio, codec: .opus, input: input, output: output,

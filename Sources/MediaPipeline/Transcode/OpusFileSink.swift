@@ -38,13 +38,14 @@ enum OpusFileSink {
 
     /// Writes what is held and finishes the file, trimmed to `playableSamples48k` after the
     /// pre-skip.
-    func finish(playableSamples48k: Int64, preSkip: Int) throws {
+    func finish(playableSamples48k: Int64) throws {
         switch self {
         case .ogg(let writer):
             try writer.finish(playableSamples48k: playableSamples48k)
         case .webm(let writer, let held):
             let end = held.position48k + Int64(held.duration48k)
-            let padding = max(0, end - Int64(preSkip) - playableSamples48k)
+            let preSkip = Int64(writer.tracks[0].opusHead?.preSkip ?? 0)
+            let padding = max(0, end - preSkip - playableSamples48k)
             try flush(writer, held, discardPadding48k: min(padding, Int64(held.duration48k)))
             try writer.finish()
         }
