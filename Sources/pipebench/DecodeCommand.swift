@@ -2,15 +2,17 @@ import ArgumentParser
 import Foundation
 import MediaPipeline
 
-/// `pipebench decode IN [OUT]`: Ogg Opus → WAV, IVF → Y4M or raw I420, with per-frame MD5s.
+/// `pipebench decode IN [OUT]`: Ogg Opus → WAV, IVF → Y4M or raw I420, WebM → either (its first
+/// Opus track to WAV, its first VP8/VP9 track to Y4M or raw I420), with per-frame MD5s.
 struct DecodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decode",
-        abstract: "Decode Ogg Opus to WAV, or IVF to Y4M / raw I420.",
+        abstract: "Decode Ogg Opus to WAV, IVF to Y4M / raw I420, or WebM to either.",
         discussion:
-            "With --md5, prints each decoded frame's MD5 over its packed I420 planes, as `vpxdec --md5 --i420` does.")
+            "With --md5, prints each decoded frame's MD5 over its packed I420 planes, as `vpxdec --md5 --i420` does. "
+            + "A WebM file's Opus track decodes to a .wav output, its video track to the others.")
 
-    @Argument(help: "Input file: Ogg Opus or IVF.") var input: String
+    @Argument(help: "Input file: Ogg Opus, IVF or WebM.") var input: String
     @Argument(help: "Output file: .wav for audio; .y4m, or .yuv/.i420 for raw I420. Optional with --md5.") var output:
         String?
     @Flag(help: "Write packed raw I420 frames whatever the output's extension.") var i420 = false
@@ -23,29 +25,32 @@ struct DecodeCommand: ParsableCommand {
         let kind = try MediaFileKind.detect(path: input)
         let progress: ProgressHandler? = quiet || json ? nil : { Terminal.progress("decoding", $0) }
         let (summary, elapsed): (TranscodeSummary, Double)
+        let wanted = output.flatMap(MediaFileKind.forOutput(path:))
+        let decodesAudio = kind == .oggOpus || (kind == .webm && wanted == .wav)
         switch kind {
-        case .oggOpus:
+        case .oggOpus, .ivf, .webm: break
+        default: throw MediaError.unsupportedInput(input, kind, "decode takes Ogg Opus, IVF or WebM")
+        }
+        if decodesAudio {
             guard let output else { throw ValidationError("an output .wav file is needed") }
-            guard MediaFileKind.forOutput(path: output) == .wav else {
-                throw ValidationError("Ogg Opus decodes to WAV: name the output .wav, not '\(output)'")
+            guard wanted == .wav else {
+                throw ValidationError("Opus audio decodes to WAV: name the output .wav, not '\(output)'")
             }
-            guard !md5, !i420 else {
-                throw ValidationError("--md5 and --i420 apply to video; '\(input)' is Ogg Opus audio")
-            }
+            guard !md5, !i420 else { throw ValidationError("--md5 and --i420 apply to video; '\(input)' decodes to audio") }
             (summary, elapsed) = try measure {
                 try AudioFileDecoder.decode(input: input, output: output, sampleRate: rate ?? 48000, progress: progress)
             }
-        case .ivf:
-            guard rate == nil else { throw ValidationError("--rate applies to audio; '\(input)' is IVF video") }
+        } else {
+            guard rate == nil else { throw ValidationError("--rate applies to audio (a .wav output)") }
             let target: VideoFileDecoder.Output
             if let output {
-                let wanted = MediaFileKind.forOutput(path: output)
                 if i420 || wanted == .rawI420 {
                     target = .rawI420(output)
                 } else if wanted == .y4m {
                     target = .y4m(output)
                 } else {
-                    throw ValidationError("IVF decodes to .y4m or raw I420 (.yuv, .i420, or --i420), not '\(output)'")
+                    throw ValidationError(
+                        "video decodes to .y4m or raw I420 (.yuv, .i420, or --i420)\(kind == .webm ? ", audio to .wav" : ""), not '\(output)'")
                 }
             } else {
                 guard md5 else { throw ValidationError("an output file is needed (or --md5 to only check frames)") }
@@ -54,8 +59,6 @@ struct DecodeCommand: ParsableCommand {
             (summary, elapsed) = try measure {
                 try VideoFileDecoder.decode(input: input, output: target, computeMD5: md5, progress: progress)
             }
-        default:
-            throw MediaError.unsupportedInput(input, kind, "decode takes Ogg Opus or IVF")
         }
         Terminal.clearProgress()
         if json {

@@ -7,6 +7,14 @@ public enum VideoCodec: String, Sendable, CaseIterable, CustomStringConvertible 
 
     /// The matching ``MediaCodec``.
     public var mediaCodec: MediaCodec { self == .vp8 ? .vp8 : .vp9 }
+    /// The video codec `codec` names (nil for Opus).
+    public init?(mediaCodec codec: MediaCodec) {
+        switch codec {
+        case .vp8: self = .vp8
+        case .vp9: self = .vp9
+        case .opus: return nil
+        }
+    }
     /// The IVF fourcc.
     public var fourcc: String { self == .vp8 ? "VP80" : "VP90" }
     public var description: String { rawValue.uppercased() }

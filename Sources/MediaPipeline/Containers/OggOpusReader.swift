@@ -58,49 +58,23 @@ public final class OggOpusReader {
     /// The header's output gain is applied.
     @discardableResult
     public func decode(sampleRate: Int = 48000, _ body: (UnsafeBufferPointer<Int16>) throws -> Void) throws -> Int64 {
-        guard 48000 % sampleRate == 0, OpusEncoderConfiguration.supportedSampleRates.contains(sampleRate) else {
-            throw MediaError.invalidArgument(
-                "Opus decode rate \(sampleRate) Hz is not one of \(OpusEncoderConfiguration.supportedSampleRates)")
-        }
-        let decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: head.channelCount)
-        try decoder.setGain(q8dB: head.outputGainQ8dB)
-        let factor = Int64(48000 / sampleRate)
-        let channels = head.channelCount
-        var pcm = [Int16](repeating: 0, count: decoder.maximumSamplesPerPacket * channels)
-        var position48k: Int64 = 0  // decoded so far, including pre-skip
-        var delivered: Int64 = 0
+        var stream = try OpusStreamDecoder(head: head, sampleRate: sampleRate)
         let preSkip = Int64(head.preSkip)
-        var index = 0
         while let packet = try nextPacket() {
-            let count: Int
+            if packet.isLast, packet.granulePosition < preSkip {
+                throw MediaError.invalidFormat(
+                    "final granule position \(packet.granulePosition) is smaller than the pre-skip \(preSkip)",
+                    file: path)
+            }
             do {
-                count = try packet.bytes.withUnsafeBytes { raw in
-                    try pcm.withUnsafeMutableBufferPointer { try decoder.decode(raw, into: $0) }
+                // The last packet's granule position ends the stream (RFC 7845 §4.4).
+                try packet.bytes.withUnsafeBytes {
+                    try stream.decode($0, endLimit48k: packet.isLast ? packet.granulePosition : nil, body)
                 }
             } catch let error as MediaError {
-                throw MediaError(
-                    error.code, "audio packet \(index): \(error.message)", file: path, codecStatus: error.codecStatus)
-            }
-            index += 1
-            let start = position48k
-            var end = start + Int64(count) * factor
-            position48k = end
-            if packet.isLast {
-                guard packet.granulePosition >= preSkip else {
-                    throw MediaError.invalidFormat(
-                        "final granule position \(packet.granulePosition) is smaller than the pre-skip \(preSkip)",
-                        file: path)
-                }
-                end = min(end, packet.granulePosition)  // end trimming (RFC 7845 §4.4)
-            }
-            let from = max(start, preSkip)
-            if end > from {
-                let first = Int((from - start) / factor) * channels
-                let last = Int((end - start) / factor) * channels
-                try pcm.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[first..<last])) }
-                delivered += Int64(last - first) / Int64(channels)
+                throw error.attributed(to: path)
             }
         }
-        return delivered
+        return stream.delivered
     }
 }

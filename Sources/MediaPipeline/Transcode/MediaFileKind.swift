@@ -14,7 +14,7 @@ public enum MediaFileKind: String, Sendable, CaseIterable {
     case y4m
     /// IVF (VP8/VP9) video.
     case ivf
-    /// WebM (VP8/VP9 video, Opus audio): written; not read yet.
+    /// WebM (VP8/VP9 video, Opus audio), or Matroska of the same codecs.
     case webm
     /// Packed raw I420 frames (output only).
     case rawI420 = "i420"
@@ -37,7 +37,7 @@ public enum MediaFileKind: String, Sendable, CaseIterable {
         if magic.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return .webm }
         if count == 0 { throw MediaError(.truncated, "file is empty", file: path) }
         throw MediaError.unsupported(
-            "unrecognised file format (first bytes '\(magic.printable(0..<min(8, magic.count)))'); expected WAV, Ogg Opus, Y4M or IVF",
+            "unrecognised file format (first bytes '\(magic.printable(0..<min(8, magic.count)))'); expected WAV, Ogg Opus, Y4M, IVF or WebM",
             file: path)
     }
 

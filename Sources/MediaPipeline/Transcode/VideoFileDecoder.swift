@@ -1,4 +1,5 @@
-/// Decodes an IVF file (VP8 or VP9) into Y4M or raw I420, optionally with per-frame MD5s.
+/// Decodes an IVF file, or a WebM file's first VP8 or VP9 track, into Y4M or raw I420,
+/// optionally with per-frame MD5s.
 public enum VideoFileDecoder {
     /// Where decoded pictures go.
     public enum Output: Sendable, Equatable {
@@ -16,23 +17,18 @@ public enum VideoFileDecoder {
     public static func decode(
         input: String, output: Output, computeMD5: Bool = false, progress: ProgressHandler? = nil
     ) throws -> TranscodeSummary {
-        let reader = try IVFReader(path: input)
-        let header = reader.header
-        let decoder = try VPXDecoder(codec: header.codec)
+        let source = try VideoFileSource(path: input)
+        let decoder = try VPXDecoder(codec: source.codec)
         var y4m: Y4MWriter?
         var raw: RawI420Writer?
         if case .rawI420(let path) = output { raw = try RawI420Writer(path: path) }
         var summary = TranscodeSummary(
-            kind: .video, codec: header.codec.mediaCodec, input: input, output: "", durationSeconds: 0, frames: 0,
+            kind: .video, codec: source.codec.mediaCodec, input: input, output: "", durationSeconds: 0, frames: 0,
             compressedBytes: 0)
-        var firstTimestamp: Int64?
-        var lastTimestamp: Int64 = 0
-        while let frame = try reader.readFrame() {
-            summary.compressedBytes += Int64(frame.bytes.count)
-            if firstTimestamp == nil { firstTimestamp = frame.timestamp }
-            lastTimestamp = frame.timestamp
+        while let frame = try source.next() {
+            summary.compressedBytes += Int64(frame.count)
             do {
-                _ = try frame.bytes.withUnsafeBytes { bytes in
+                _ = try frame.withUnsafeBytes { bytes in
                     try decoder.decode(bytes) { picture in
                         if summary.frames == 0 {
                             summary.width = picture.width
@@ -42,8 +38,8 @@ public enum VideoFileDecoder {
                                     path: path,
                                     header: Y4MHeader(
                                         width: picture.width, height: picture.height,
-                                        frameRateNumerator: header.timebaseDenominator,
-                                        frameRateDenominator: header.timebaseNumerator))
+                                        frameRateNumerator: source.frameRateNumerator,
+                                        frameRateDenominator: source.frameRateDenominator))
                             }
                         }
                         if let y4m {
@@ -63,19 +59,18 @@ public enum VideoFileDecoder {
             } catch let error as MediaError {
                 throw error.attributed(to: input)
             }
-            if let progress, reader.fileSize > 0, reader.framesRead % 8 == 0 {
-                progress(Double(reader.bytesRead) / Double(reader.fileSize))
+            if let progress, source.fileSize > 0, source.framesRead % 8 == 0 {
+                progress(Double(source.bytesRead) / Double(source.fileSize))
             }
         }
-        guard summary.frames > 0 else { throw MediaError(.truncated, "IVF file has no decodable frame", file: input) }
+        guard summary.frames > 0 else { throw MediaError(.truncated, "has no decodable frame", file: input) }
         try y4m?.finish()
         try raw?.finish()
         switch output {
         case .y4m(let path), .rawI420(let path): summary.output = path
         case .none: summary.output = ""
         }
-        let units = IVFTiming.durationUnits(first: firstTimestamp ?? 0, last: lastTimestamp, frames: reader.framesRead)
-        summary.durationSeconds = Double(units) * Double(header.timebaseNumerator) / Double(header.timebaseDenominator)
+        summary.durationSeconds = source.durationSeconds
         progress?(1)
         return summary
     }
