@@ -5,7 +5,7 @@ import MediaPipeline
 /// `pipebench info FILE`: what a media file holds.
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "info", abstract: "Describe a WAV, Ogg Opus, Y4M or IVF file (reading it through).")
+        commandName: "info", abstract: "Describe a WAV, Ogg Opus, Y4M, IVF or WebM file (reading it through).")
 
     @Argument(help: "The file.") var file: String
     @Flag(help: "Print JSON.") var json = false
@@ -27,42 +27,77 @@ struct InfoCommand: ParsableCommand {
                     format: "  %d Hz, %d ch, %@, %lld samples (%.3f s)", info.sampleRate, info.channelCount,
                     info.sampleEncoding ?? "", info.sampleFrames, info.durationSeconds))
         case .oggOpus:
-            object.merge([
-                "codec": "opus", "inputSampleRate": info.sampleRate, "channelCount": info.channelCount,
-                "sampleFrames48k": info.sampleFrames, "preSkip": info.preSkip, "outputGainQ8dB": info.outputGainQ8dB,
-                "vendor": info.vendor ?? "", "comments": info.comments, "packets": info.frames,
-                "bitrateBitsPerSecond": info.bitrateBitsPerSecond.rounded(),
-            ]) { $1 }
-            lines.append(
-                String(
-                    format: "  Opus, %d ch, input %d Hz, pre-skip %d, %lld samples at 48 kHz (%.3f s)",
-                    info.channelCount,
-                    info.sampleRate, info.preSkip, info.sampleFrames, info.durationSeconds))
-            lines.append(
-                String(
-                    format: "  %d packets, %.1f kbit/s, vendor '%@'", info.frames, info.bitrateBitsPerSecond / 1000,
-                    info.vendor ?? ""))
+            let (fields, description) = Self.describeOpus(info)
+            object.merge(fields) { $1 }
+            object.merge(["inputSampleRate": info.sampleRate, "vendor": info.vendor ?? "", "comments": info.comments]) {
+                $1
+            }
+            lines.append("  " + description + String(format: ", input %d Hz, vendor '%@'", info.sampleRate, info.vendor ?? ""))
         case .y4m, .ivf:
-            object.merge([
-                "width": info.width, "height": info.height, "framesPerSecond": info.framesPerSecond,
-                "frames": info.frames,
-            ]) { $1 }
-            if let codec = info.codec {
-                object["codec"] = codec.rawValue
-                object["bitrateBitsPerSecond"] = info.bitrateBitsPerSecond.rounded()
+            let (fields, description) = Self.describeVideo(info)
+            object.merge(fields) { $1 }
+            lines.append("  " + description)
+        case .webm:
+            var tracks: [[String: Any]] = []
+            for track in info.tracks {
+                var fields: [String: Any] = ["number": track.trackNumber ?? 0, "codecID": track.codecID ?? ""]
+                let description: String
+                switch track.codec {
+                case .vp8, .vp9:
+                    let (video, text) = Self.describeVideo(track)
+                    fields.merge(video) { $1 }
+                    description = text
+                case .opus:
+                    let (audio, text) = Self.describeOpus(track)
+                    fields.merge(audio) { $1 }
+                    description = text
+                case nil:
+                    fields.merge(["frames": track.frames, "durationSeconds": track.durationSeconds]) { $1 }
+                    description = String(format: "%@, not decoded here, %d frames", track.codecID ?? "", track.frames)
+                }
+                tracks.append(fields)
+                lines.append("  track \(track.trackNumber ?? 0): " + description)
             }
-            if let keyframes = info.keyframes { object["keyframes"] = keyframes }
-            var line = String(
-                format: "  %dx%d, %.3f fps, %d frames (%.3f s)", info.width, info.height, info.framesPerSecond,
-                info.frames, info.durationSeconds)
-            if let codec = info.codec {
-                line += String(format: ", %@ %.1f kbit/s", codec.description, info.bitrateBitsPerSecond / 1000)
-            }
-            if let keyframes = info.keyframes { line += ", \(keyframes) keyframes" }
-            lines.append(line)
-        case .rawI420, .webm:
-            break  // probe() reads neither
+            object["tracks"] = tracks
+            lines.append(String(format: "  duration %.3f s", info.durationSeconds))
+        case .rawI420:
+            break  // probe() does not read it
         }
         print(json ? Report.json(object) : lines.joined(separator: "\n"))
+    }
+
+    /// A video file's or track's fields and its one-line description.
+    private static func describeVideo(_ info: MediaFileInfo) -> ([String: Any], String) {
+        var fields: [String: Any] = [
+            "width": info.width, "height": info.height, "framesPerSecond": info.framesPerSecond, "frames": info.frames,
+            "durationSeconds": info.durationSeconds,
+        ]
+        var line = String(
+            format: "%dx%d, %.3f fps, %d frames (%.3f s)", info.width, info.height, info.framesPerSecond, info.frames,
+            info.durationSeconds)
+        if let codec = info.codec {
+            fields["codec"] = codec.rawValue
+            fields["bitrateBitsPerSecond"] = info.bitrateBitsPerSecond.rounded()
+            line = codec.description + " " + line + String(format: ", %.1f kbit/s", info.bitrateBitsPerSecond / 1000)
+        }
+        if let keyframes = info.keyframes {
+            fields["keyframes"] = keyframes
+            line += ", \(keyframes) keyframes"
+        }
+        return (fields, line)
+    }
+
+    /// An Opus file's or track's fields and its one-line description.
+    private static func describeOpus(_ info: MediaFileInfo) -> ([String: Any], String) {
+        let fields: [String: Any] = [
+            "codec": "opus", "channelCount": info.channelCount, "sampleFrames48k": info.sampleFrames,
+            "preSkip": info.preSkip, "outputGainQ8dB": info.outputGainQ8dB, "packets": info.frames,
+            "bitrateBitsPerSecond": info.bitrateBitsPerSecond.rounded(), "durationSeconds": info.durationSeconds,
+        ]
+        let line = String(
+            format: "Opus, %d ch, pre-skip %d, %lld samples at 48 kHz (%.3f s), %d packets, %.1f kbit/s",
+            info.channelCount, info.preSkip, info.sampleFrames, info.durationSeconds, info.frames,
+            info.bitrateBitsPerSecond / 1000)
+        return (fields, line)
     }
 }

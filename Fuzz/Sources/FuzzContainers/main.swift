@@ -4,7 +4,7 @@ import MediaPipeline
     import Glibc
 #endif
 
-/// One input: the first byte picks the format (WAV, Ogg Opus, Y4M, IVF), the rest is the file.
+/// One input: the first byte picks the format (WAV, Ogg Opus, Y4M, IVF, WebM), the rest is the file.
 /// Every parser must either read the file or throw a MediaError; a crash or hang is a bug.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -15,7 +15,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     fclose(file)
     defer { unlink(path) }
     do {
-        switch data[0] % 4 {
+        switch data[0] % 5 {
         case 0:
             let reader = try WAVReader(path: path)
             var block: [Float] = []
@@ -25,8 +25,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         case 2:
             let reader = try Y4MReader(path: path, bufferCount: 1)
             while try reader.readFrame() != nil {}
-        default:
+        case 3:
             _ = try VideoFileDecoder.decode(input: path, output: .none, computeMD5: true)
+        default:
+            let reader = try WebMReader(path: path)
+            while try reader.readFrame() != nil {}
         }
     } catch {}
     return 0

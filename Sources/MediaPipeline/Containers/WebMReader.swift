@@ -71,7 +71,7 @@ public final class WebMReader {
                 try Self.skip(header, in: file)
                 top = try EBML.readHeader(from: file)
             }
-            guard let segment = top else { throw MediaError(.truncated, "file ends after its EBML header") }
+            guard let segment = top else { throw MediaError(.truncated, "file ends at byte \(file.offset), after its EBML header") }
             guard segment.id == EBML.ID.segment else {
                 throw MediaError.invalidFormat("\(segment.label) follows the EBML header; a Segment was expected")
             }
@@ -298,8 +298,10 @@ public final class WebMReader {
         let relative = Int16(bitPattern: UInt16(try byte()) << 8 | UInt16(try byte()))
         let flags = try byte()
         let ticks = clusterTime + Int64(relative)
-        let (time, overflow) = ticks.multipliedReportingOverflow(by: timestampScaleNanoseconds)
+        let (blockTime, overflow) = ticks.multipliedReportingOverflow(by: timestampScaleNanoseconds)
         guard !overflow else { throw MediaError.invalidFormat("\(block.label): time \(ticks) ticks is out of range") }
+        // The codec's delay is subtracted from every block's time (Matroska's CodecDelay).
+        let time = blockTime - tracks[track].codecDelayNanoseconds
 
         let laceCount = (flags & 0x06) == 0 ? 1 : Int(try byte()) + 1
         var sizes = [Int](repeating: 0, count: laceCount)
@@ -504,7 +506,7 @@ public final class WebMReader {
         _ body: EBMLBytes, _ range: Range<Int>, _ entry: EBMLElementHeader
     ) throws -> WebMTrackInfo {
         var track = WebMTrackInfo(number: 0, type: 0, codecID: "")
-        var hasCodecDelay = false
+        var hasCodecDelay = false  // without one, the Opus pre-skip comes from the OpusHead
         try body.forEachChild(in: range, of: entry) { child, range in
             switch child.id {
             case EBML.ID.trackNumber: track.number = Int(clamping: try body.unsigned(range, child))
@@ -584,8 +586,6 @@ public final class WebMReader {
                         "\(entry.label): CodecDelay \(track.codecDelayNanoseconds) ns is longer than any Opus pre-skip")
                 }
                 head.preSkip = Int((track.codecDelayNanoseconds * 48_000 + 500_000_000) / 1_000_000_000)
-            } else {
-                track.codecDelayNanoseconds = Int64(head.preSkip) * 1_000_000_000 / 48_000
             }
             track.opusHead = head
         }

@@ -15,7 +15,8 @@ public struct WebMTrackInfo: Sendable, Equatable {
     public var samplingFrequency: Double = 0, channelCount = 0
     /// The codec's private data (Opus: its `OpusHead`).
     public var codecPrivate: [UInt8] = []
-    /// Audio the decoder must drop at the start, in nanoseconds (Opus: the pre-skip).
+    /// The CodecDelay: audio the decoder must drop at the start, in nanoseconds (Opus: the
+    /// pre-skip), subtracted from every block's time; 0 when the track declares none.
     public var codecDelayNanoseconds: Int64 = 0
     /// How much audio to decode before the target after a seek, in nanoseconds.
     public var seekPreRollNanoseconds: Int64 = 0
@@ -44,8 +45,9 @@ public struct WebMFrame: Sendable {
     public var track: Int
     /// The compressed frame.
     public var bytes: [UInt8]
-    /// Its presentation time in nanoseconds (block time × the file's timestamp scale; laced
-    /// frames after the first add the track's frame duration).
+    /// Its presentation time in nanoseconds: the block's time × the file's timestamp scale, less
+    /// the track's CodecDelay (so an Opus track starts before 0); laced frames after the first
+    /// add the track's frame duration.
     public var timestampNanoseconds: Int64
     /// True for a keyframe (a SimpleBlock's flag, or a BlockGroup without a ReferenceBlock).
     public var isKeyframe: Bool

@@ -29,6 +29,15 @@ public struct MediaFileInfo: Sendable, Equatable {
     public var keyframes: Int?
     /// Bytes of compressed payload.
     public var compressedBytes: Int64 = 0
+    /// WebM: each track, described as a file of its own would be (kind ``MediaFileKind/webm``,
+    /// `codec` nil for codecs MediaPipeline does not decode); the fields above repeat the first
+    /// video track's (or, without video, the first audio track's), and the duration is the
+    /// longest track's.
+    public var tracks: [MediaFileInfo] = []
+    /// WebM: the track's number and Matroska codec ID.
+    public var trackNumber: Int?
+    /// See ``trackNumber``.
+    public var codecID: String?
     /// Average compressed bitrate in bits per second (0 for raw formats).
     public var bitrateBitsPerSecond: Double { durationSeconds > 0 ? Double(compressedBytes) * 8 / durationSeconds : 0 }
 
@@ -96,10 +105,78 @@ public struct MediaFileInfo: Sendable, Equatable {
                 info.framesPerSecond = Double(info.frames) / info.durationSeconds
             }
         case .webm:
-            throw MediaError.unsupported("is WebM, which is written but not read yet", file: path)
+            info = try probeWebM(path: path)
         case .rawI420:
             break
         }
+        return info
+    }
+}
+
+extension MediaFileInfo {
+    /// Reads a WebM file through, describing each track by its frames.
+    fileprivate static func probeWebM(path: String) throws -> MediaFileInfo {
+        let reader = try WebMReader(path: path)
+        var tracks = reader.tracks.map { track in
+            var info = MediaFileInfo(path: path, kind: .webm, codec: track.codec, durationSeconds: 0)
+            info.trackNumber = track.number
+            info.codecID = track.codecID
+            info.width = track.width
+            info.height = track.height
+            info.sampleRate = Int(track.samplingFrequency)
+            info.channelCount = track.channelCount
+            if let head = track.opusHead {
+                info.preSkip = head.preSkip
+                info.outputGainQ8dB = head.outputGainQ8dB
+                info.channelCount = head.channelCount
+            }
+            if track.isVideo { info.keyframes = 0 }
+            return info
+        }
+        var first = [Int64?](repeating: nil, count: tracks.count)
+        var last = [Int64](repeating: 0, count: tracks.count)
+        var samples = [Int64](repeating: 0, count: tracks.count)
+        while let frame = try reader.readFrame() {
+            let index = frame.track
+            tracks[index].frames += 1
+            tracks[index].compressedBytes += Int64(frame.bytes.count)
+            if first[index] == nil { first[index] = frame.timestampNanoseconds }
+            last[index] = frame.timestampNanoseconds
+            if frame.isKeyframe, tracks[index].keyframes != nil { tracks[index].keyframes! += 1 }
+            if reader.tracks[index].codec == .opus {
+                do {
+                    samples[index] += Int64(try OpusDecoder.samplesPerChannel(inPacket: frame.bytes, sampleRate: 48000))
+                } catch let error as MediaError {
+                    throw MediaError(
+                        error.code, "track \(reader.tracks[index].number) frame \(tracks[index].frames - 1): \(error.message)",
+                        file: path)
+                }
+                samples[index] -= (frame.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
+            }
+        }
+        for index in tracks.indices {
+            let frames = tracks[index].frames
+            if reader.tracks[index].codec == .opus {
+                tracks[index].sampleFrames = max(0, samples[index] - Int64(tracks[index].preSkip))
+                tracks[index].durationSeconds = Double(tracks[index].sampleFrames) / 48000
+            } else if let start = first[index], frames > 0 {
+                // The span of the frames' times and one average step more (one frame's
+                // DefaultDuration when the track declares it).
+                let span = Double(last[index] - start)
+                let step = reader.tracks[index].defaultDurationNanoseconds.map(Double.init)
+                    ?? (frames > 1 ? span / Double(frames - 1) : 0)
+                tracks[index].durationSeconds = (span + step) / 1e9
+                if tracks[index].durationSeconds > 0 {
+                    tracks[index].framesPerSecond = Double(frames) / tracks[index].durationSeconds
+                }
+            }
+        }
+        let main = reader.tracks.firstIndex(where: \.isVideo) ?? reader.tracks.firstIndex(where: \.isAudio) ?? 0
+        var info = tracks[main]
+        info.trackNumber = nil
+        info.codecID = nil
+        info.tracks = tracks
+        info.durationSeconds = tracks.map(\.durationSeconds).max() ?? 0
         return info
     }
 }
