@@ -4,7 +4,7 @@ import Testing
 @testable import MediaPipeline
 
 /// One packet as ffmpeg's Matroska demuxer hands it over (`-c copy -f framemd5`).
-private struct Packet: Equatable, CustomStringConvertible {
+struct Packet: Equatable, CustomStringConvertible {
     var ptsMilliseconds: Int64?
     var size: Int
     var md5: String
@@ -13,7 +13,7 @@ private struct Packet: Equatable, CustomStringConvertible {
 
 /// The packets of each stream of `path`, by track order, as ffmpeg reads them, with the file's
 /// own times (an Opus track's less its CodecDelay).
-private func ffmpegPackets(_ path: String) throws -> [Int: [Packet]] {
+func ffmpegPackets(_ path: String) throws -> [Int: [Packet]] {
     let lines = try reference(
         "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0", "-copyts", "-c", "copy", "-f", "framemd5", "-"])
     var streams: [Int: [Packet]] = [:]

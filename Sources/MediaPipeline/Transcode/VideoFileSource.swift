@@ -5,14 +5,18 @@ final class VideoFileSource {
     let codec: VideoCodec
     /// The declared picture size.
     let width: Int, height: Int
-    /// Frames per second as a fraction (IVF: its time base inverted; WebM: the track's
-    /// DefaultDuration, or the step between its first frames).
-    let frameRateNumerator: Int, frameRateDenominator: Int
+    /// Frames per second as a fraction: an IVF file's time base inverted when its frames step
+    /// one unit at a time; otherwise (WebM, or IVF with millisecond timestamps) the track's
+    /// DefaultDuration or the mean step between its first frames.
+    private(set) var frameRateNumerator = 30, frameRateDenominator = 1
     /// Frames returned so far.
     private(set) var framesRead = 0
     private let reader: Reader
-    /// WebM frames read ahead to find the frame rate, returned first.
-    private var lookahead: [WebMFrame] = []
+    /// Frames read ahead to find the frame rate, returned first. Times count ticks: IVF time
+    /// base units, or WebM nanoseconds.
+    private var lookahead: [(bytes: [UInt8], time: Int64)] = []
+    /// A tick's length in seconds, as a fraction.
+    private let tickNumerator: Int64, tickDenominator: Int64
     private var firstTime: Int64?
     private var lastTime: Int64 = 0
 
@@ -21,16 +25,16 @@ final class VideoFileSource {
         case webm(WebMReader, track: Int)
     }
 
-    /// How many WebM frames are read ahead, at most, to find the frame rate.
+    /// How many frames are read ahead, at most, to find the frame rate.
     private static let lookaheadFrames = 16
 
     /// Opens `path`, IVF or WebM.
     /// - Throws: ``MediaError`` naming the file when it is neither, or a WebM file without a
     ///   VP8 or VP9 track.
     init(path: String) throws {
+        var declaredStep: Int64?
         // Anything but WebM is read as IVF, whose reader names what is wrong with the header.
-        switch try? MediaFileKind.detect(path: path) {
-        case .webm:
+        if (try? MediaFileKind.detect(path: path)) == .webm {
             let webm = try WebMReader(path: path)
             guard let index = webm.tracks.firstIndex(where: { $0.codec?.kind == .video }),
                 let codec = webm.tracks[index].codec.flatMap(VideoCodec.init(mediaCodec:))
@@ -43,28 +47,42 @@ final class VideoFileSource {
             self.codec = codec
             width = webm.tracks[index].width
             height = webm.tracks[index].height
-            while lookahead.count < Self.lookaheadFrames, let frame = try webm.readFrame() {
-                if frame.track == index { lookahead.append(frame) }
-            }
-            let step: Double?
-            if let duration = webm.tracks[index].defaultDurationNanoseconds {
-                step = Double(duration)
-            } else if lookahead.count > 1 {
-                let span = lookahead.last!.timestampNanoseconds - lookahead.first!.timestampNanoseconds
-                step = span > 0 ? Double(span) / Double(lookahead.count - 1) : nil
-            } else {
-                step = nil
-            }
-            (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: step ?? 1e9 / 30)
-            lookahead.reverse()  // returned from the end
-        default:
+            declaredStep = webm.tracks[index].defaultDurationNanoseconds
+            (tickNumerator, tickDenominator) = (1, 1_000_000_000)
+        } else {
             let ivf = try IVFReader(path: path)
             reader = .ivf(ivf)
             codec = ivf.header.codec
             width = ivf.header.width
             height = ivf.header.height
-            frameRateNumerator = ivf.header.timebaseDenominator
-            frameRateDenominator = ivf.header.timebaseNumerator
+            (tickNumerator, tickDenominator) = (Int64(ivf.header.timebaseNumerator), Int64(ivf.header.timebaseDenominator))
+        }
+        while lookahead.count < Self.lookaheadFrames, let frame = try read() { lookahead.append(frame) }
+        if case .ivf(let ivf) = reader,
+            lookahead.count < 2 || zip(lookahead, lookahead.dropFirst()).allSatisfy({ $1.time - $0.time == 1 })
+        {
+            (frameRateNumerator, frameRateDenominator) = (ivf.header.timebaseDenominator, ivf.header.timebaseNumerator)
+        } else if let declaredStep {
+            (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: Double(declaredStep))
+        } else if lookahead.count > 1, lookahead.last!.time > lookahead.first!.time {
+            let step = Double(lookahead.last!.time - lookahead.first!.time) / Double(lookahead.count - 1)
+                * Double(tickNumerator) * 1e9 / Double(tickDenominator)
+            (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: step)
+        }
+        lookahead.reverse()  // returned from the end
+    }
+
+    /// The next frame from the file, its time in ticks.
+    private func read() throws -> (bytes: [UInt8], time: Int64)? {
+        switch reader {
+        case .ivf(let ivf):
+            guard let frame = try ivf.readFrame() else { return nil }
+            return (frame.bytes, frame.timestamp)
+        case .webm(let webm, let track):
+            while let frame = try webm.readFrame() {
+                if frame.track == track { return (frame.bytes, frame.timestampNanoseconds) }
+            }
+            return nil
         }
     }
 
@@ -85,45 +103,23 @@ final class VideoFileSource {
 
     /// The next compressed frame, or nil after the last.
     func next() throws -> [UInt8]? {
-        switch reader {
-        case .ivf(let ivf):
-            guard let frame = try ivf.readFrame() else { return nil }
-            note(frame.timestamp)
-            return frame.bytes
-        case .webm(let webm, let track):
-            if let frame = lookahead.popLast() {
-                note(frame.timestampNanoseconds)
-                return frame.bytes
-            }
-            while let frame = try webm.readFrame() {
-                guard frame.track == track else { continue }
-                note(frame.timestampNanoseconds)
-                return frame.bytes
-            }
-            return nil
-        }
-    }
-
-    private func note(_ time: Int64) {
-        if firstTime == nil { firstTime = time }
-        lastTime = time
+        guard let frame = try lookahead.popLast() ?? read() else { return nil }
+        if firstTime == nil { firstTime = frame.time }
+        lastTime = frame.time
         framesRead += 1
+        return frame.bytes
     }
 
-    /// The duration of the frames read: the span of their timestamps and one average step more.
+    /// The duration of the frames read: the span of their times and one average step more
+    /// (one frame at the frame rate when there is no span).
     var durationSeconds: Double {
         let first = firstTime ?? 0
-        switch reader {
-        case .ivf(let ivf):
-            let units = IVFTiming.durationUnits(first: first, last: lastTime, frames: framesRead)
-            return Double(units) * Double(ivf.header.timebaseNumerator) / Double(ivf.header.timebaseDenominator)
-        case .webm:
-            guard framesRead > 1, lastTime > first else {
-                return Double(frameRateDenominator) / Double(frameRateNumerator) * Double(framesRead)
-            }
-            let span = Double(lastTime - first)
-            return (span + span / Double(framesRead - 1)) / 1e9
+        guard framesRead > 1, lastTime > first else {
+            return Double(frameRateDenominator) / Double(frameRateNumerator) * Double(framesRead)
         }
+        // In IVF's usual one-unit steps, exactly the frame count in units.
+        let ticks = IVFTiming.durationUnits(first: first, last: lastTime, frames: framesRead)
+        return Double(ticks) * Double(tickNumerator) / Double(tickDenominator)
     }
 }
 
