@@ -151,3 +151,75 @@ struct WebMWriterTests {
         #expect(throws: MediaError.self) { try empty.finish() }
     }
 }
+
+@Suite("WebM writer's live mode: written in place, cluster by cluster")
+struct WebMLiveWriterTests {
+    /// 90 frames (3 s at 30 fps) of a moving 64x48 picture, a keyframe every second.
+    private static let frames: [EncodedFrame] = {
+        var settings = VPXEncoderConfiguration(codec: .vp8, width: 64, height: 48)
+        settings.keyframeIntervalFrames = 30
+        let encoder = try! VPXEncoder(configuration: settings)
+        return (0..<90).map { try! encoder.encode(try! syntheticPicture(width: 64, height: 48, frame: $0)) }
+    }()
+
+    /// Writes ``frames`` to `path` in `mode`; with `stopAfter`, the writer is dropped after that
+    /// many frames without finishing, as a process that dies leaves it.
+    private func write(_ path: String, mode: WebMWriter.Mode, stopAfter: Int? = nil) throws {
+        let writer = try WebMWriter(path: path, tracks: [.video(.vp8, width: 64, height: 48)], mode: mode)
+        for (index, frame) in Self.frames.enumerated() {
+            if let stopAfter, index == stopAfter { return }
+            try frame.withUnsafeBytes {
+                try writer.write(
+                    track: 0, $0, timestampMicroseconds: Int64(index) * 1_000_000 / 30, durationMicroseconds: 33_333,
+                    isKeyframe: frame.isKeyframe)
+            }
+        }
+        try writer.finish()
+    }
+
+    @Test("a finished live file reads, seeks and decodes as the seekable one does, with the same packets")
+    func finishedLiveFile() throws {
+        let folder = TemporaryFolder()
+        let live = folder.file("live.webm")
+        let seekable = folder.file("seekable.webm")
+        try write(live, mode: .live)
+        try write(seekable, mode: .seekable)
+        let probe = try runTool(
+            "ffprobe",
+            ["-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of", "csv=p=0", live])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout.split(separator: "\n") == ["90", "3.000000"])
+        let info = try runTool("mkvinfo", ["-a", live])
+        #expect(info.status == 0 && !info.stdout.lowercased().contains("error"), "\(info.stdout)")
+        // One cluster a second (the live limit), each listed in the Cues.
+        #expect(info.stdout.components(separatedBy: "+ Cluster timestamp").count == 4)
+        let seek = try reference(
+            "ffprobe",
+            ["-v", "warning", "-read_intervals", "1.5%", "-show_entries", "packet=pts_time", "-of", "csv=p=0", live])
+        #expect(seek.split(separator: "\n").first == "1.000000", "\(seek)")  // the keyframe before 1.5 s
+        #expect(try ffmpegPackets(live) == (try ffmpegPackets(seekable)))
+        #expect(try vpxdecFrameMD5s(live) == (try vpxdecFrameMD5s(seekable)))
+    }
+
+    @Test("a live file whose writer died mid-cluster holds every complete cluster and reads cleanly")
+    func interruptedLiveFile() throws {
+        let folder = TemporaryFolder()
+        let live = folder.file("interrupted.webm")
+        let whole = folder.file("whole.webm")
+        try write(live, mode: .live, stopAfter: 75)  // 2.5 s: clusters at 0 and 1 s complete
+        try write(whole, mode: .seekable)
+        let reader = try WebMReader(path: live)
+        var frames = 0
+        while try reader.readFrame() != nil { frames += 1 }
+        #expect(frames == 60)
+        let probe = try runTool(
+            "ffprobe", ["-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", live])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout == "60\n")
+        #expect(try vpxdecFrameMD5s(live) == Array(try vpxdecFrameMD5s(whole).prefix(60)))
+        // Written in place with unknown sizes: nothing patched, nothing hidden.
+        let info = try reference("mkvinfo", ["-a", live])
+        #expect(info.contains("Segment: size unknown"), "\(info)")
+        #expect(folder.contents.sorted() == ["interrupted.webm", "whole.webm"])
+    }
+}

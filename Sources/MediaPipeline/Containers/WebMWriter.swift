@@ -30,7 +30,26 @@ public struct WebMTrack: Sendable, Equatable {
 ///
 /// Frames are written as they come (clusters are closed in place); the head is patched at
 /// ``finish()``. Memory stays bounded: one cue per cluster.
+///
+/// In ``Mode/live`` the file is written in place for recordings that must survive a crash:
+/// the Segment and its Clusters have unknown sizes, each Cluster (at most ``liveClusterMilliseconds``
+/// long) is held in memory and written whole when the next one starts, so the file on disk
+/// always ends after a complete Cluster and reads as a shorter recording. ``finish()`` then
+/// adds the Cues, Duration, SeekHead and the sizes of the Segment and its Clusters, so a
+/// finished live file is as seekable as any other.
 public final class WebMWriter {
+    /// How a file is written.
+    public enum Mode: Sendable {
+        /// Whole or not at all: a hidden file moved into place by ``WebMWriter/finish()``.
+        case seekable
+        /// In place, Cluster by Cluster: what was written survives the process.
+        case live
+    }
+
+    /// How the file is written.
+    public let mode: Mode
+    /// The longest Cluster in live mode: at most this much is lost when the process dies.
+    public static let liveClusterMilliseconds: Int64 = 1_000
     /// The destination.
     public let path: String
     /// The tracks, numbered from 1 in this order.
@@ -41,11 +60,11 @@ public final class WebMWriter {
 
     private let output: AtomicFileWriter
     /// File offsets: where the Segment's size and data start, the reserved SeekHead space, and
-    /// the Duration value.
+    /// the Duration element (or its placeholder).
     private var segmentSizeOffset: Int64 = 0
     private var segmentDataStart: Int64 = 0
     private var seekHeadOffset: Int64 = 0
-    private var durationValueOffset: Int64 = 0
+    private var durationOffset: Int64 = 0
     /// Positions of Info and Tracks relative to the Segment's data (for the SeekHead).
     private var infoPosition: Int64 = 0
     private var tracksPosition: Int64 = 0
@@ -54,6 +73,10 @@ public final class WebMWriter {
     private var clusterTimeMs: Int64 = 0
     private var cues: [(timeMs: Int64, track: Int, clusterPosition: Int64)] = []
     private var scratch: [UInt8] = []
+    /// Live mode: the open Cluster, written whole when it closes; and where each written
+    /// Cluster starts and how long it is, for ``finish()`` to give it its size.
+    private var liveCluster: [UInt8] = []
+    private var liveClusters: [(offset: Int64, bytes: Int64)] = []
     private var endMs: Int64 = 0
     private var lastTimeMs: [Int64]
     private let hasVideo: Bool
@@ -66,7 +89,7 @@ public final class WebMWriter {
     /// Starts a file with `tracks`.
     /// - Throws: ``MediaError/Code/invalidArgument`` for no track, a video track of a size
     ///   outside 1...65535 or of an audio codec, an Opus track without its header.
-    public init(path: String, tracks: [WebMTrack]) throws {
+    public init(path: String, tracks: [WebMTrack], mode: Mode = .seekable) throws {
         guard !tracks.isEmpty else { throw MediaError.invalidArgument("\(path): a WebM file needs a track") }
         for (index, track) in tracks.enumerated() {
             if track.codec == .opus {
@@ -85,7 +108,8 @@ public final class WebMWriter {
         framesWritten = Array(repeating: 0, count: tracks.count)
         lastTimeMs = Array(repeating: .min, count: tracks.count)
         hasVideo = tracks.contains { $0.codec != .opus }
-        output = try AtomicFileWriter(path: path)
+        self.mode = mode
+        output = try AtomicFileWriter(path: path, direct: mode == .live)
         try writeHead()
     }
 
@@ -102,7 +126,8 @@ public final class WebMWriter {
         }
         EBML.appendID(EBML.ID.segment, to: &bytes)
         segmentSizeOffset = Int64(bytes.count)
-        EBML.appendSize(0, width: 8, to: &bytes)  // patched by finish()
+        // Patched by finish(); "unknown" (all ones) until then in live mode.
+        bytes += mode == .live ? Self.unknownSize : [0x01, 0, 0, 0, 0, 0, 0, 0]
         segmentDataStart = Int64(bytes.count)
         seekHeadOffset = Int64(bytes.count)
         EBML.appendVoid(totalBytes: Self.seekHeadReservedBytes, to: &bytes)
@@ -113,10 +138,14 @@ public final class WebMWriter {
         EBML.appendString(EBML.ID.muxingApp, "MediaPipeline", to: &info)
         EBML.appendString(EBML.ID.writingApp, "MediaPipeline", to: &info)
         let durationStart = info.count
-        EBML.appendFloat(EBML.ID.duration, 0, to: &info)  // patched by finish()
+        if mode == .live {
+            EBML.appendVoid(totalBytes: 11, to: &info)  // the Duration's place, until finish()
+        } else {
+            EBML.appendFloat(EBML.ID.duration, 0, to: &info)  // patched by finish()
+        }
         EBML.appendID(EBML.ID.info, to: &bytes)
         EBML.appendSize(UInt64(info.count), to: &bytes)
-        durationValueOffset = Int64(bytes.count + durationStart + 3)  // after the 2-byte ID and 1-byte size
+        durationOffset = Int64(bytes.count + durationStart)
         bytes.append(contentsOf: info)
 
         tracksPosition = Int64(bytes.count) - segmentDataStart
@@ -177,7 +206,9 @@ public final class WebMWriter {
         lastTimeMs[track] = timeMs
         let isVideo = tracks[track].codec != .opus
         let startsCluster: Bool
-        if clusterSizeOffset == nil {
+        if !clusterIsOpen {
+            startsCluster = true
+        } else if mode == .live && timeMs - clusterTimeMs >= Self.liveClusterMilliseconds {
             startsCluster = true
         } else if hasVideo {
             startsCluster = (isVideo && isKeyframe) || timeMs - clusterTimeMs > Int64(Int16.max)
@@ -202,15 +233,15 @@ public final class WebMWriter {
             EBML.appendSize(UInt64(blockHeader.count + 4 + frame.count + padding.count), to: &scratch)
             scratch.append(contentsOf: blockHeader)
             appendBlockHeader(track: track, relative: relative, flags: 0)
-            try output.write(scratch)
-            try output.write(frame)
-            try output.write(padding)
+            try emit(scratch)
+            try emit(frame)
+            try emit(padding)
         } else {
             EBML.appendID(EBML.ID.simpleBlock, to: &scratch)
             EBML.appendSize(UInt64(4 + frame.count), to: &scratch)
             appendBlockHeader(track: track, relative: relative, flags: isKeyframe || !isVideo ? 0x80 : 0x00)
-            try output.write(scratch)
-            try output.write(frame)
+            try emit(scratch)
+            try emit(frame)
         }
         framesWritten[track] += 1
         payloadBytes += Int64(frame.count)
@@ -238,6 +269,15 @@ public final class WebMWriter {
         scratch.append(flags)
     }
 
+    /// Block bytes go to the open live Cluster, or straight to the file.
+    private func emit(_ bytes: UnsafeRawBufferPointer) throws {
+        if mode == .live { liveCluster.append(contentsOf: bytes) } else { try output.write(bytes) }
+    }
+
+    private func emit(_ bytes: [UInt8]) throws { try bytes.withUnsafeBytes { try emit($0) } }
+
+    private var clusterIsOpen: Bool { clusterSizeOffset != nil || !liveCluster.isEmpty }
+
     private func openCluster(timeMs: Int64, cue: Bool, track: Int) throws {
         try closeCluster()
         let start = output.position
@@ -245,20 +285,38 @@ public final class WebMWriter {
         scratch.removeAll(keepingCapacity: true)
         EBML.appendID(EBML.ID.cluster, to: &scratch)
         let sizeAt = Int64(scratch.count)
-        EBML.appendSize(0, width: 8, to: &scratch)  // patched when it closes
+        // Patched when it closes; in live mode "unknown": it ends where the next one starts.
+        scratch += mode == .live ? Self.unknownSize : [0x01, 0, 0, 0, 0, 0, 0, 0]
         EBML.appendUnsigned(EBML.ID.timestamp, UInt64(timeMs), to: &scratch)
-        try output.write(scratch)
-        clusterSizeOffset = start + sizeAt
+        if mode == .live {
+            liveCluster.append(contentsOf: scratch)
+        } else {
+            try output.write(scratch)
+            clusterSizeOffset = start + sizeAt
+        }
         clusterTimeMs = timeMs
     }
 
     private func closeCluster() throws {
+        if mode == .live {
+            guard !liveCluster.isEmpty else { return }
+            // One write of the whole Cluster, then to the operating system: a process that dies
+            // later leaves a file that ends after this Cluster.
+            liveClusters.append((output.position, Int64(liveCluster.count)))
+            try output.write(liveCluster)
+            try output.flush()
+            liveCluster.removeAll(keepingCapacity: true)
+            return
+        }
         guard let sizeOffset = clusterSizeOffset else { return }
         let end = output.position
         try patchSize(at: sizeOffset, value: UInt64(end - sizeOffset - 8))
         try output.seek(to: end)
         clusterSizeOffset = nil
     }
+
+    /// An 8-byte "unknown" size: all value bits set.
+    private static let unknownSize: [UInt8] = [0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
 
     private func patchSize(at offset: Int64, value: UInt64) throws {
         var bytes: [UInt8] = []
@@ -268,13 +326,18 @@ public final class WebMWriter {
     }
 
     /// Closes the last cluster, writes the Cues, the SeekHead, the Duration and the Segment's
-    /// size, and moves the file into place.
+    /// size, and moves the file into place (live mode: in place; to a pipe, which cannot seek
+    /// back, without the Cues and patches).
     /// - Throws: ``MediaError/Code/truncated`` when no frame was written.
     public func finish() throws {
         guard framesWritten.contains(where: { $0 > 0 }) else {
             throw MediaError(.truncated, "no frame was written", file: path)
         }
         try closeCluster()
+        guard output.isSeekable else {
+            try output.commit()
+            return
+        }
         let cuesPosition = output.position - segmentDataStart
         var bytes: [UInt8] = []
         EBML.appendMaster(EBML.ID.cues, to: &bytes) { list in
@@ -308,12 +371,18 @@ public final class WebMWriter {
         try output.seek(to: seekHeadOffset)
         try output.write(seekHead)
 
+        // The whole 11-byte Duration element, over its placeholder (live mode: a Void).
         var duration: [UInt8] = []
-        EBML.appendBigEndian(Double(endMs).bitPattern, to: &duration)
-        try output.seek(to: durationValueOffset)
+        EBML.appendFloat(EBML.ID.duration, Double(endMs), to: &duration)
+        try output.seek(to: durationOffset)
         try output.write(duration)
 
         try patchSize(at: segmentSizeOffset, value: UInt64(end - segmentDataStart))
+        // Live Clusters get their sizes too: players warn of an unknown size inside a known one.
+        let clusterHeaderBytes: Int64 = 4 + 8
+        for cluster in liveClusters {
+            try patchSize(at: cluster.offset + 4, value: UInt64(cluster.bytes - clusterHeaderBytes))
+        }
         try output.seekToEnd()
         try output.commit()
     }

@@ -10,21 +10,26 @@ import Synchronization
 /// destination, which replaces the destination only on ``commit()``. A writer dropped without a
 /// commit removes its temporary file, so a failed run leaves no partial output.
 ///
-/// Destinations that are not regular files (`/dev/null`, a pipe) are written directly.
+/// Destinations that are not regular files (`/dev/null`, a pipe) are written directly, and so
+/// is every destination with `direct` (live recordings, which must keep what was written
+/// when the process dies): there a writer dropped without a commit leaves what it flushed.
 final class AtomicFileWriter {
     let path: String
     private let temporaryPath: String?
+    /// True when the file can seek back to patch what it wrote (not a pipe or a device).
+    let isSeekable: Bool
     private var file: UnsafeMutablePointer<FILE>?
     private var committed = false
     /// Bytes written so far (the current position after a ``seek(to:)``).
     private(set) var position: Int64 = 0
 
-    init(path: String) throws {
+    init(path: String, direct: Bool = false) throws {
         self.path = path
         var info = stat()
         let isSpecial = stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG
-        if isSpecial {
-            guard (info.st_mode & S_IFMT) != S_IFDIR else {
+        isSeekable = !isSpecial
+        if isSpecial || direct {
+            guard !isSpecial || (info.st_mode & S_IFMT) != S_IFDIR else {
                 throw MediaError(.io, "is a directory; an output file name is needed", file: path)
             }
             temporaryPath = nil
@@ -40,9 +45,19 @@ final class AtomicFileWriter {
         if file == nil {
             throw MediaError(.io, "cannot create: \(String(cString: strerror(errno)))", file: path)
         }
+        // Direct files are unbuffered: each write reaches the file whole or fails, and nothing
+        // written after the last good one is flushed on close.
+        if direct { setvbuf(file, nil, _IONBF, 0) }
     }
 
     deinit { if !committed { discard() } }
+
+    /// Hands what was written to the operating system, so it outlives this process.
+    func flush() throws {
+        guard let file, fflush(file) == 0 else {
+            throw MediaError(.io, "write failed: \(String(cString: strerror(errno)))", file: path)
+        }
+    }
 
     private static let serial = Atomic<Int>(0)
     /// Temporary names are unique within the process; the pid keeps processes apart.
@@ -94,7 +109,8 @@ final class AtomicFileWriter {
         committed = true
     }
 
-    /// Closes and deletes the temporary file; the destination is left untouched.
+    /// Closes and deletes the temporary file; the destination is left untouched (a direct
+    /// destination keeps what was flushed to it).
     func discard() {
         if let file { fclose(file) }
         file = nil
