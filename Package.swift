@@ -23,10 +23,11 @@ let package = Package(
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(
             name: "MediaPipeline",
             dependencies: [
-                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", .product(name: "Logging", package: "swift-log"),
+                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),

@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh --test   also the reference tools the tests compare against (ffmpeg,
 #                                    opusdec/opusenc, vpxdec/vpxenc, mkvinfo/mkvmerge, GStreamer)
 set -euo pipefail
-packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev)
+packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev libssl-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gstreamer1.0-tools gstreamer1.0-plugins-base
     gstreamer1.0-plugins-good gcc libc6-dev)

@@ -253,7 +253,7 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
-        inbox.withLock { $0.enqueue(frame, arrival: arrival, sequence: sequence) }
+        _ = inbox.withLock { $0.enqueue(frame, arrival: arrival, sequence: sequence) }
     }
 
     /// Sequence numbers never received.
