@@ -279,6 +279,13 @@ public enum ChannelEvent: Sendable, Equatable {
     case remoteAudioStats(RemoteAudioStats)
     /// A remote user's video statistics, every 2 s while its video is received.
     case remoteVideoStats(RemoteVideoStats)
+    /// A recording of user `uid`'s stream began writing `path`.
+    case recordingStarted(uid: UInt32, path: String)
+    /// A recording was finished: `path` holds the frames the receiver decoded.
+    case recordingStopped(uid: UInt32, path: String, audioFrames: Int64, videoFrames: Int64)
+    /// A recording could not be written (the disk is full, the folder went away): `path` holds
+    /// its Clusters up to the failure, and nothing more is written.
+    case recordingFailed(uid: UInt32, path: String, message: String)
     /// Something failed after the call that started it returned (a join the transport refused):
     /// Agora's error code and what happened.
     case error(code: EngineError.Code, message: String)

@@ -46,6 +46,14 @@ extension MediaEngine {
             logger.debug("subscription to user \(uid) \(kind) \(old) -> \(new)", metadata: metadata)
         case .videoSizeChanged(let uid, let width, let height):
             logger.debug("user \(uid) video \(width)x\(height)", metadata: metadata)
+        case .recordingStarted(let uid, let path):
+            logger.info("recording user \(uid) to \(path)", metadata: metadata)
+        case .recordingStopped(let uid, let path, let audioFrames, let videoFrames):
+            logger.info(
+                "recorded user \(uid) to \(path): \(audioFrames) audio packets, \(videoFrames) video frames",
+                metadata: metadata)
+        case .recordingFailed(let uid, let path, let message):
+            logger.error("recording user \(uid) to \(path) failed: \(message)", metadata: metadata)
         case .audioVolumeIndication, .rtcStats, .remoteAudioStats, .remoteVideoStats:
             break
         }

@@ -225,6 +225,11 @@ final class AudioReceiver: @unchecked Sendable {
     private(set) var counters = AudioPlayoutCounters()
     /// The sender's RTP timestamp of ``frame``'s first sample (nil when it holds no audio).
     private(set) var frameRTPTimestamp: UInt32?
+    /// The stream's recording, if one runs: every packet decoded goes to it. Set by the
+    /// control plane, read by the playout round.
+    let recorder = LockedValue<StreamRecorder?>(nil)
+    /// The playout round's clock time (for the recording).
+    private var roundNow: Int64 = 0
 
     init(sampleRate: Int, channelCount: Int, codecs: CodecFactory = .libraries) throws {
         self.sampleRate = sampleRate
@@ -303,6 +308,7 @@ final class AudioReceiver: @unchecked Sendable {
     func produce(now: Int64, concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
         frameRTPTimestamp = nil
+        roundNow = now
         let needed = frame.count / channelCount
         // Keep what is left at the front, then decode until a whole 10 ms is there.
         let left = decodedEnd - decodedStart
@@ -386,6 +392,9 @@ final class AudioReceiver: @unchecked Sendable {
                 decodedEnd += count * channelCount
                 counters.packetsDecoded += 1
                 if packet.isRedundantCopy { counters.packetsRecovered += 1 }
+                if let recording = recorder.withLock({ $0 }) {
+                    _ = recording.record(packet.frame, kind: .audio, now: roundNow)
+                }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)
                 inbox.withLock { $0.decodedUntil = end }

@@ -253,6 +253,10 @@ final class VideoReceiver: @unchecked Sendable {
     /// A receiver decoding on `threads` threads. With `retransmission`, missing packets are
     /// asked for with NACKs (sent as `feedbackSSRC`) and waited for as long as a round trip
     /// allows; without, a missing packet holds later frames back for `reorderWaitMicroseconds`.
+    /// The stream's recording, if one runs: every frame decoded goes to it. Set by the control
+    /// plane, read by the render round.
+    let recorder = LockedValue<StreamRecorder?>(nil)
+
     init(
         threads: Int, reorderWaitMicroseconds: Int64, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
         codecs: CodecFactory = .libraries
@@ -374,6 +378,9 @@ final class VideoReceiver: @unchecked Sendable {
                     }
                 }
                 inbox.withLock { $0.needsKeyframe = false }
+                if let recording = recorder.withLock({ $0 }) {
+                    _ = recording.record(frame, kind: .video, now: now, pictureWidth: width, pictureHeight: height)
+                }
                 failed = false
                 framesDecoded += 1
                 decodedNow += 1

@@ -105,12 +105,16 @@ extension ControlPlane {
             channels[c].users[u].audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
                 codecs: configuration.codecs)
+            let recording = recordings[channels[c].users[u].key]
+            channels[c].users[u].audio?.recorder.withLock { $0 = recording }
         } else {
             guard channels[c].users[u].video == nil else { return }
             channels[c].users[u].video = VideoReceiver(
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs)
+            let recording = recordings[channels[c].users[u].key]
+            channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil

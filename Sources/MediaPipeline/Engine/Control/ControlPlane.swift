@@ -21,6 +21,8 @@ struct ControlPlane {
     private var nextSerial = 0
     var destroyed = false
     var canvases: [StreamKey: CanvasBuffer] = [:]
+    /// Running recordings, by stream; attached to the stream's receivers as they are made.
+    var recordings: [StreamKey: StreamRecorder] = [:]
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
     /// Receivers playing one last frame at gain 0 before release (taken by the next playout round).

@@ -1,0 +1,155 @@
+/// Writes the compressed frames one remote stream's receivers decode into a file, as they
+/// decode them: no re-encoding, and exactly the frames the receiver decoded (those it dropped
+/// or never got are not in the file either). WebM in live mode (a Cluster a second at most,
+/// so a process that dies leaves every complete Cluster), or Ogg Opus for audio alone.
+///
+/// The receivers call ``record(_:kind:now:pictureWidth:pictureHeight:)`` from their decode
+/// threads; the recorder's own lock orders them. The file starts at the first video keyframe
+/// (or, without video, the first audio frame): what came before cannot be decoded on its own.
+/// Times keep each stream's own spacing (its RTP timestamps), each placed at the engine clock
+/// time its first frame was recorded.
+final class StreamRecorder: @unchecked Sendable {
+    let path: String
+    let key: StreamKey
+    let media: RecordedMedia
+    private let state: LockedValue<State>
+
+    private struct State {
+        var webm: WebMWriter?
+        var ogg: OggOpusWriter?
+        /// Engine clock time when recording began.
+        var startedAt: Int64
+        /// Per kind (audio 0, video 1): the first recorded frame's media time and clock time.
+        var firstMedia: [Int64?] = [nil, nil]
+        var firstClock: [Int64] = [0, 0]
+        var frames: [Int64] = [0, 0]
+        var failure: String?
+        var failureReported = false
+        var finished = false
+    }
+
+    /// A recorder of `media` of `key` into `path` (`.webm`, or `.opus`/`.ogg` for audio
+    /// alone), starting at clock time `now`.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for another extension, or Ogg with video.
+    init(path: String, key: StreamKey, media: RecordedMedia, now: Int64) throws {
+        switch MediaFileKind.forOutput(path: path) {
+        case .webm: break
+        case .oggOpus:
+            guard media == .audio else {
+                throw MediaError.invalidArgument("\(path): Ogg Opus holds audio alone; record video to .webm")
+            }
+        default:
+            throw MediaError.invalidArgument("\(path): a recording is written to .webm, or .opus/.ogg for audio")
+        }
+        guard !media.isEmpty else { throw MediaError.invalidArgument("\(path): a recording needs audio or video") }
+        self.path = path
+        self.key = key
+        self.media = media
+        state = LockedValue(State(startedAt: now))
+    }
+
+    /// Frames written so far: audio packets and video frames.
+    var framesWritten: (audio: Int64, video: Int64) { state.withLock { ($0.frames[0], $0.frames[1]) } }
+    /// Why writing stopped, if it failed (the disk is full, the folder went away…).
+    var failure: String? { state.withLock { $0.failure } }
+
+    /// The failure, the first time it is asked for after writing failed (to report it once).
+    func takeFailureToReport() -> String? {
+        state.withLock { state in
+            guard let failure = state.failure, !state.failureReported else { return nil }
+            state.failureReported = true
+            return failure
+        }
+    }
+
+    /// Records `frame` of `kind`, decoded at clock time `now`; a video frame's decoded picture
+    /// size names the track's. Returns the failure if writing failed just now (once).
+    func record(_ frame: EncodedFrame, kind: MediaKind, now: Int64, pictureWidth: Int = 0, pictureHeight: Int = 0)
+        -> String?
+    {
+        let k = kind == .audio ? 0 : 1
+        guard media.contains(kind == .audio ? .audio : .video) else { return nil }
+        return state.withLock { state in
+            guard state.failure == nil, !state.finished else { return nil }
+            do {
+                if state.webm == nil && state.ogg == nil {
+                    // The file starts at the first frame that decodes on its own, of video when
+                    // video is recorded.
+                    guard kind == .video ? frame.isKeyframe : !media.contains(.video) else { return nil }
+                    try open(&state, frame: frame, kind: kind, width: pictureWidth, height: pictureHeight)
+                }
+                if state.firstMedia[k] == nil {
+                    state.firstMedia[k] = frame.timestampMicroseconds
+                    state.firstClock[k] = now
+                }
+                let time = frame.timestampMicroseconds - state.firstMedia[k]! + state.firstClock[k] - state.startedAt
+                if let ogg = state.ogg {
+                    let samples = try frame.withUnsafeBytes {
+                        try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
+                    }
+                    try ogg.write(packet: frame.bytes, samples48k: samples)
+                } else if let webm = state.webm {
+                    let track = media == [.audio, .video] ? (kind == .video ? 0 : 1) : 0
+                    let duration: Int64 = kind == .audio
+                        ? Int64(
+                            (try? frame.withUnsafeBytes {
+                                try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
+                            }) ?? 0) * 1_000_000 / 48_000
+                        : 0
+                    try frame.withUnsafeBytes {
+                        try webm.write(
+                            track: track, $0, timestampMicroseconds: max(0, time), durationMicroseconds: duration,
+                            isKeyframe: frame.isKeyframe)
+                    }
+                }
+                state.frames[k] += 1
+                return nil
+            } catch {
+                state.failure = "\(error)"
+                return state.failure
+            }
+        }
+    }
+
+    private func open(_ state: inout State, frame: EncodedFrame, kind: MediaKind, width: Int, height: Int) throws {
+        let opusHead = OpusHead(channelCount: 2, preSkip: 0, inputSampleRate: 48_000)
+        if MediaFileKind.forOutput(path: path) == .oggOpus {
+            state.ogg = try OggOpusWriter(path: path, head: opusHead)
+            return
+        }
+        var tracks: [WebMTrack] = []
+        if media.contains(.video) {
+            tracks.append(.video(frame.codec == .vp9 ? .vp9 : .vp8, width: max(1, width), height: max(1, height)))
+        }
+        if media.contains(.audio) { tracks.append(.opus(opusHead)) }
+        state.webm = try WebMWriter(path: path, tracks: tracks, mode: .live)
+    }
+
+    /// Finishes the file (Cues, sizes, Duration; Ogg: the end-of-stream page). Returns the
+    /// frames written, or throws when the file could not be finished or had failed before.
+    func finish() throws -> (audio: Int64, video: Int64) {
+        try state.withLock { state in
+            guard !state.finished else { return (state.frames[0], state.frames[1]) }
+            state.finished = true
+            if let failure = state.failure { throw MediaError(.io, "recording failed: \(failure)", file: path) }
+            if let ogg = state.ogg {
+                try ogg.finish(playableSamples48k: ogg.packetSamples48k)
+            } else if let webm = state.webm {
+                try webm.finish()
+            } else {
+                throw MediaError(.truncated, "nothing was recorded: no \(media.contains(.video) ? "video keyframe" : "audio") was decoded", file: path)
+            }
+            return (state.frames[0], state.frames[1])
+        }
+    }
+}
+
+/// The media a recording holds.
+public struct RecordedMedia: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// The user's audio.
+    public static let audio = RecordedMedia(rawValue: 1)
+    /// The user's video.
+    public static let video = RecordedMedia(rawValue: 2)
+}

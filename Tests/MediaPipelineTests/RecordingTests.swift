@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("Recording a remote stream without re-encoding")
+struct RecordingTests {
+    /// A publisher of 320x180 video at 15 fps and audio, and a viewer behind `link` that shows
+    /// the video in a canvas of the same size.
+    private final class Room {
+        let session = TestSession()
+        let host: TestUser
+        let viewer: TestUser
+        let canvas: CanvasBuffer
+        /// The MD5 of every picture the viewer's canvas showed, in order.
+        var shown: [String] = []
+        private var tick = 0
+
+        init(link: LinkConditions) throws {
+            host = try session.user()
+            viewer = try session.user()
+            try host.join("a", uid: 1)
+            try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+            canvas = try viewer.engine.setupRemoteVideo(
+                VideoCanvas(channelId: "a", uid: 1, width: 320, height: 180, renderMode: .fit))
+            try session.hub.setLinkConditions(link, channelId: "a", publisher: 1, receiver: 2)
+        }
+
+        func run(ticks: Int) throws {
+            var rendered = canvas.framesRendered
+            for _ in 0..<ticks {
+                try host.pushAudio()
+                if tick % 7 == 0 { try host.pushVideo(width: 320, height: 180, timestamp: session.clock.nowMicroseconds) }
+                viewer.pull()
+                viewer.engine.renderVideo()
+                if canvas.framesRendered != rendered {
+                    rendered = canvas.framesRendered
+                    shown.append(canvas.withLockedPicture { $0.md5() })
+                }
+                session.clock.advance(byMicroseconds: 10_000)
+                session.hub.deliverDue()
+                tick += 1
+            }
+        }
+    }
+
+    @Test("under 10 % loss the recording holds, frame for frame, what the receiver decoded and showed")
+    func recordingUnderLoss() throws {
+        let folder = TemporaryFolder()
+        let path = folder.file("user-1.webm")
+        let room = try Room(link: LinkConditions(lossPercent: 10, delayMs: 25))
+        let recording = try room.viewer.engine.startRecording(channelId: "a", uid: 1, path: path)
+        try room.run(ticks: 600)  // 6 s
+        let decodedBefore = try room.viewer.channel("a").statistics.videoFramesDecoded
+        let audioDecoded = room.viewer.engine.control.withLock { $0.channels[0].users[0].audio!.counters.packetsDecoded }
+        let written = try room.viewer.engine.stopRecording(recording)
+        #expect(written.video == decodedBefore)
+        #expect(written.audio == Int64(audioDecoded))
+        #expect(written.video >= 80, "\(written)")  // 6 s at 15 fps, less what the loss cost
+
+        // The file reads cleanly in the tools, and vpxdec decodes it to the pictures the canvas
+        // showed, in order: every shown picture is one of the recording's, none out of place.
+        let probe = try runTool("ffprobe", ["-v", "warning", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout.split(separator: "\n") == ["vp8", "opus"])
+        let info = try runTool("mkvinfo", ["-a", path])
+        #expect(info.status == 0 && !info.stdout.lowercased().contains("error"), "\(info.stdout)")
+        let decoded = try vpxdecFrameMD5s(path)
+        #expect(Int64(decoded.count) == written.video)
+        var next = 0
+        var missing: [Int] = []
+        for (index, picture) in room.shown.enumerated() {
+            guard let found = decoded[next...].firstIndex(of: picture) else {
+                missing.append(index)
+                continue
+            }
+            next = found + 1
+        }
+        #expect(missing.isEmpty, "shown pictures not in the recording, in order: \(missing.prefix(5)) of \(room.shown.count)")
+        #expect(room.shown.count > 50)
+        // The audio decodes (libopus through ffmpeg) to as many 20 ms packets as were decoded live.
+        let raw = folder.file("audio.s16")
+        try reference("ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-f", "s16le", raw])
+        #expect(try rawInt16(raw).count == Int(written.audio) * 960 * 2)
+
+        let events = room.viewer.logs["a"]!.events
+        #expect(events.contains(.recordingStarted(uid: 1, path: path)))
+        #expect(
+            events.contains(.recordingStopped(uid: 1, path: path, audioFrames: written.audio, videoFrames: written.video)))
+    }
+
+    @Test("a disk that fails is an event; what was written before stays; bad calls are typed errors")
+    func failures() throws {
+        let folder = TemporaryFolder()
+        let room = try Room(link: LinkConditions())
+        let engine = room.viewer.engine
+        // /dev/full refuses every write with "No space left on device".
+        let full = folder.file("full.webm")
+        try FileManager.default.createSymbolicLink(atPath: full, withDestinationPath: "/dev/full")
+        let recording = try engine.startRecording(channelId: "a", uid: 1, path: full)
+        try room.run(ticks: 250)
+        let failed = room.viewer.logs["a"]!.events.compactMap { event -> String? in
+            if case .recordingFailed(1, full, let message) = event { return message }
+            return nil
+        }
+        #expect(failed.count == 1, "\(failed)")
+        #expect(failed.first?.contains("No space left on device") == true, "\(failed)")
+        #expect(throws: MediaError.self) { try engine.stopRecording(recording) }
+
+        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "b", uid: 1, path: folder.file("x.webm")) }
+        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.wav")) }
+        #expect(throws: EngineError.self) {
+            try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.opus"), media: [.audio, .video])
+        }
+        let audioOnly = try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.opus"), media: .audio)
+        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "a", uid: 1, path: folder.file("y.webm")) }
+        try room.run(ticks: 100)
+        let written = try engine.stopRecording(audioOnly)
+        #expect(written.audio > 40 && written.video == 0, "\(written)")
+        #expect(throws: EngineError.self) { try engine.stopRecording(audioOnly) }
+        // The Ogg Opus recording decodes in opusdec to as many samples as packets were written.
+        let wav = folder.file("x.wav")
+        try reference("opusdec", ["--quiet", folder.file("x.opus"), wav])
+        #expect(try wavSamples(wav).count == Int(written.audio) * 960 * 2)
+    }
+}
