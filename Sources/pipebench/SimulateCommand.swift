@@ -13,8 +13,9 @@ struct SimulateCommand: ParsableCommand {
         commandName: "simulate",
         abstract: "Run a multi-channel session: remote users replay sample media; the local user publishes in one "
             + "channel, subscribes everywhere, mixes audio and renders every remote user into a canvas.",
-        discussion: "Writes into --output: playout.wav (the mix), canvas-CHANNEL-UID.y4m per remote user, and "
-            + "grid-CHANNEL.png per channel. Prints each channel's statistics reports as they come (every 2 s: "
+        discussion: "Writes into --output: channel-CHANNEL.webm per channel (its grid of remote users in VP8 and its "
+            + "mix in Opus, playable in ffplay and browsers), playout.wav (the mix of every channel), "
+            + "canvas-CHANNEL-UID.y4m per remote user, and grid-CHANNEL.png per channel (the last picture). Prints each channel's statistics reports as they come (every 2 s: "
             + "loss, delays, frame rates, freezes, recovery) and sums them at the end, with a summary per channel. "
             + "The link options impair the simulated network between every remote user and the local user; --seed "
             + "replays the same session.")
@@ -26,7 +27,9 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Render mode: hidden, fit or fill.") var renderMode = "hidden"
     @Option(help: "Folder with the bundled samples.") var samples = "samples"
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/simulate"
-    @Flag(help: "Do not write a Y4M file per canvas (for timing).") var noCanvasVideo = false
+    @Option(help: "Size of each channel's WebM grid, WIDTHxHEIGHT.") var composite = "640x360"
+    @Flag(help: "Write no video files, neither a Y4M per canvas nor a WebM per channel (for timing).")
+    var noCanvasVideo = false
     @Flag(help: "The local user only subscribes (publishes nothing).") var noPublish = false
     @Flag(help: "Pace the session by the wall clock (live speed) instead of running as fast as possible.")
     var realtime = false
@@ -70,7 +73,28 @@ struct SimulateCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let playout = try WAVWriter(path: "\(output)/playout.wav", sampleRate: 48000, channelCount: 2)
         var canvasWriters: [(CanvasBuffer, Y4MWriter)] = []
+        // Per channel: its grid and its mix, encoded once into one WebM file.
+        var composites: [(channel: MediaChannel, writer: CompositeWriter, grid: I420Buffer)] = []
+        var channelMix = [Int16](repeating: 0, count: simulator.local.playoutFrameSampleCount)
         if !noCanvasVideo {
+            let gridSize = composite.lowercased().split(separator: "x").compactMap { Int($0) }
+            guard gridSize.count == 2, gridSize.allSatisfy({ (16...4096).contains($0) && $0 % 2 == 0 }) else {
+                throw ValidationError("--composite '\(composite)' is not WIDTHxHEIGHT (even, 16...4096)")
+            }
+            var videoSettings = VPXEncoderConfiguration(width: gridSize[0], height: gridSize[1])
+            videoSettings.bitrateBitsPerSecond = gridSize[0] * gridSize[1] * 3
+            videoSettings.keyframeIntervalFrames = 2 * media.videoFrameRate
+            for channel in simulator.channels {
+                try channel.enableChannelMix(true)
+                composites.append(
+                    (
+                        channel,
+                        try CompositeWriter(
+                            path: "\(output)/channel-\(channel.channelId).webm", width: gridSize[0],
+                            height: gridSize[1], framesPerSecond: media.videoFrameRate, videoSettings: videoSettings),
+                        try I420Buffer(width: gridSize[0], height: gridSize[1])
+                    ))
+            }
             for channel in simulator.channels {
                 for canvas in simulator.local.canvases(inChannel: channel.channelId) {
                     let binding = canvas.canvas
@@ -100,6 +124,10 @@ struct SimulateCommand: ParsableCommand {
             try simulator.run(
                 playout: { samples in
                     try playout.write(samples)
+                    for composite in composites {
+                        try channelMix.withUnsafeMutableBufferPointer { try composite.channel.copyChannelMix(into: $0) }
+                        try channelMix.withUnsafeBufferPointer { try composite.writer.addAudio($0) }
+                    }
                     ticks += 1
                     // Live pacing lives here, in the command: the engine itself never sleeps.
                     if realtime {
@@ -111,11 +139,18 @@ struct SimulateCommand: ParsableCommand {
                 },
                 videoTick: {
                     for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
+                    for composite in composites {
+                        simulator.local.renderGrid(channelId: composite.channel.channelId, into: composite.grid)
+                        // The tick's time: its playout frame came just before.
+                        let now = Int64(ticks - 1) * 10_000
+                        try composite.grid.withView { try composite.writer.addPicture($0, timestampMicroseconds: now) }
+                    }
                 },
                 statistics: json ? nil : printInterval, progress: json ? nil : { Terminal.progress("simulating", $0) })
         }
         try playout.finish()
         for (_, writer) in canvasWriters { try writer.finish() }
+        for composite in composites { try composite.writer.finish() }
         let grid = try I420Buffer(width: 1280, height: 720)
         for channel in simulator.channels {
             simulator.local.renderGrid(channelId: channel.channelId, into: grid)

@@ -143,7 +143,7 @@ struct StreamingMemoryTests {
 
 @Suite("pipebench simulate")
 struct SimulateCommandTests {
-    @Test("a session writes a playable mix, a Y4M per canvas and a PNG grid per channel")
+    @Test("a session writes a playable mix, a WebM per channel, a Y4M per canvas and a PNG grid per channel")
     func simulate() throws {
         let folder = TemporaryFolder()
         let result = try pipebench([
@@ -184,6 +184,19 @@ struct SimulateCommandTests {
                 folder.file("grid-channel-1.png"),
             ])
         #expect(png.trimmingCharacters(in: .whitespacesAndNewlines) == "1280,720")
+        // Per channel, one WebM of its grid (75 pictures of 640x360 at 15 fps, the last from
+        // 4.94 s) and its mix (5 s of Opus and the encoder's lookahead), read without a warning.
+        for channel in ["channel-1", "channel-2"] {
+            let probe = try runTool(
+                "ffprobe",
+                [
+                    "-v", "warning", "-count_frames", "-show_entries",
+                    "stream=codec_name,width,height,nb_read_frames:format=duration", "-of", "csv=p=0",
+                    folder.file("channel-\(channel).webm"),
+                ])
+            #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+            #expect(probe.stdout.split(separator: "\n") == ["vp8,640,360,75", "opus,251", "5.007000"], "\(probe.stdout)")
+        }
     }
 
     @Test("the 2 s statistics reports are printed as they come and summed at the end, in text and JSON")
