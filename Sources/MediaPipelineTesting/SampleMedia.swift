@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import MediaPipeline
 
 /// Sample media prepared once for a simulated session: the speech as 10 ms PCM frames and as
@@ -17,6 +20,8 @@ public final class SampleMedia: Sendable {
     public let videoFrameRate: Int
     /// Distance between keyframes in ``vp8Frames``.
     public let keyframeIntervalFrames: Int
+    /// The encoders' bitrates, for ``userMedia(variant:)``.
+    private let audioBitrate: Int, videoBitrate: Int
 
     /// Loads `speech` (WAV, 48 kHz stereo) and `video` (IVF), keeping every `frameStep`-th
     /// picture to reach `videoFrameRate`, and encodes both for replay.
@@ -82,5 +87,95 @@ public final class SampleMedia: Sendable {
         }
         self.videoFrameRate = videoFrameRate
         self.keyframeIntervalFrames = keyframeIntervalFrames
+        self.audioBitrate = audioBitrate
+        self.videoBitrate = videoBitrate
+    }
+
+    /// How many different users ``userMedia(variant:)`` makes before repeating.
+    public static let userVariants = 8
+
+    /// One simulated user's own media, derived from the samples so that users differ to eye and
+    /// ear: the speech played faster or slower (another pitch), at another level and from another
+    /// point, and the picture in other colours from another frame; both encoded for replay as
+    /// the samples are (same packet and frame counts, keyframes at the same places). Variant 0
+    /// is the samples' own media.
+    public func userMedia(variant: Int) throws -> UserMedia {
+        let variant = variant % Self.userVariants
+        guard variant > 0 else { return UserMedia(opusPackets: opusPackets, vp8Frames: vp8Frames) }
+        let rates = [1.0, 1.19, 0.84, 1.12, 0.89, 1.26, 0.79, 1.06]
+        let gains = [1.0, 0.8, 1.0, 0.7, 0.9, 0.75, 1.0, 0.85]
+        let source = audioFrames.flatMap(\.samples)
+        let sourceFrames = source.count / 2
+        var encoder = OpusEncoderConfiguration()
+        encoder.bitrateBitsPerSecond = audioBitrate
+        let opus = try OpusEncoder(configuration: encoder)
+        var packets: [EncodedFrame] = []
+        var pcm = [Int16](repeating: 0, count: 1920)
+        var position = Double((variant * 37 * 960) % sourceFrames)
+        for index in 0..<opusPackets.count {
+            for frame in 0..<960 {
+                // Linear interpolation between the two nearest source frames, looping.
+                let whole = Int(position)
+                let fraction = position - Double(whole)
+                let a = whole % sourceFrames
+                let b = (whole + 1) % sourceFrames
+                for channel in 0..<2 {
+                    let value = (Double(source[2 * a + channel]) * (1 - fraction)
+                        + Double(source[2 * b + channel]) * fraction) * gains[variant]
+                    pcm[2 * frame + channel] = Int16(clamping: Int(value.rounded()))
+                }
+                position += rates[variant]
+                if position >= Double(sourceFrames) { position -= Double(sourceFrames) }
+            }
+            packets.append(
+                try pcm.withUnsafeBufferPointer { try opus.encode($0, timestampMicroseconds: Int64(index) * 20_000) })
+        }
+
+        // The chroma turned around grey by an eighth of a circle per variant.
+        let angle = Double(variant) * 2 * Double.pi / Double(Self.userVariants)
+        let (cosine, sine) = (cos(angle), sin(angle))
+        var settings = VPXEncoderConfiguration(codec: .vp8, width: pictures[0].width, height: pictures[0].height)
+        settings.bitrateBitsPerSecond = videoBitrate
+        settings.frameRateNumerator = videoFrameRate
+        settings.keyframeIntervalFrames = keyframeIntervalFrames
+        let vp8 = try VPXEncoder(configuration: settings)
+        let picture = try I420Buffer(width: pictures[0].width, height: pictures[0].height)
+        var frames: [EncodedFrame] = []
+        for index in 0..<pictures.count {
+            let source = pictures[(index + variant * 5) % pictures.count]
+            source.withView { from in
+                picture.withMutableView { to in
+                    for row in 0..<from.height {
+                        (to.y + row * to.strideY).update(from: from.y + row * from.strideY, count: from.width)
+                    }
+                    for row in 0..<from.chromaHeight {
+                        for column in 0..<from.chromaWidth {
+                            let u = Double(from.u[row * from.strideU + column]) - 128
+                            let v = Double(from.v[row * from.strideV + column]) - 128
+                            to.u[row * to.strideU + column] = UInt8(clamping: Int((128 + cosine * u - sine * v).rounded()))
+                            to.v[row * to.strideV + column] = UInt8(clamping: Int((128 + sine * u + cosine * v).rounded()))
+                        }
+                    }
+                }
+            }
+            frames.append(
+                try vp8.encode(
+                    picture, timestampMicroseconds: Int64(index) * 1_000_000 / Int64(videoFrameRate),
+                    forceKeyframe: index % keyframeIntervalFrames == 0))
+        }
+        return UserMedia(opusPackets: packets, vp8Frames: frames)
+    }
+}
+
+/// One simulated user's media, encoded for replay (see ``SampleMedia/userMedia(variant:)``).
+public final class UserMedia: Sendable {
+    /// 20 ms Opus packets of the user's speech.
+    public let opusPackets: [EncodedFrame]
+    /// VP8 frames of the user's picture, at the samples' frame rate and keyframe interval.
+    public let vp8Frames: [EncodedFrame]
+
+    init(opusPackets: [EncodedFrame], vp8Frames: [EncodedFrame]) {
+        self.opusPackets = opusPackets
+        self.vp8Frames = vp8Frames
     }
 }

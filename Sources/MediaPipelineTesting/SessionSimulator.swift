@@ -103,7 +103,8 @@ public final class SessionSimulator {
     private let hub: LocalHub
     private let clock = VirtualClock()
     private let media: SampleMedia
-    private var remotes: [(engine: MediaEngine, audioOffset: Int)] = []
+    /// The remote users: their engines and their own media (users differ to eye and ear).
+    private var remotes: [(engine: MediaEngine, media: UserMedia)] = []
     private let eventCounter: Counter
 
     /// What the local user's channel events said: state changes counted, statistics reports
@@ -147,6 +148,7 @@ public final class SessionSimulator {
         settings.randomSeed = configuration.seed
         local = try MediaEngine(transport: hub, clock: clock, configuration: settings)
         var channels: [MediaChannel] = []
+        var variants: [UserMedia] = []
         for index in 0..<configuration.channels {
             let id = Self.channelId(index)
             for user in 0..<configuration.usersPerChannel {
@@ -156,7 +158,9 @@ public final class SessionSimulator {
                 try channel.join(
                     uid: UInt32(1000 + index * 1000 + user),
                     options: ChannelMediaOptions(autoSubscribeAudio: false, autoSubscribeVideo: false))
-                remotes.append((remote, (index * configuration.usersPerChannel + user) * 37))
+                let variant = index * configuration.usersPerChannel + user
+                if variants.count < SampleMedia.userVariants { variants.append(try media.userMedia(variant: variant)) }
+                remotes.append((remote, variants[variant % SampleMedia.userVariants]))
             }
             let channel = try local.createChannel(id)
             let counter = eventCounter
@@ -209,15 +213,18 @@ public final class SessionSimulator {
                 for remote in remotes {
                     // Replayed packets get the session's time, so the looped sample keeps a
                     // steadily advancing clock like a live sender (the bytes are shared, not copied).
-                    let packet = media.opusPackets[(tick / 2 + remote.audioOffset) % media.opusPackets.count]
+                    let packets = remote.media.opusPackets
+                    let packet = packets[(tick / 2) % packets.count]
                     remote.engine.pushEncodedFrame(packet.restamped(now))
                 }
             }
             try local.pushAudio(media.audioFrames[tick % media.audioFrames.count])
             let videoDue = now >= nextVideo
             if videoDue {
-                let frame = media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(now)
-                for remote in remotes { remote.engine.pushEncodedFrame(frame) }
+                for remote in remotes {
+                    let frames = remote.media.vp8Frames
+                    remote.engine.pushEncodedFrame(frames[videoIndex % frames.count].restamped(now))
+                }
                 try local.pushVideo(media.pictures[videoIndex % media.pictures.count], timestampMicroseconds: now)
                 videoIndex += 1
                 nextVideo += videoPeriod

@@ -140,7 +140,7 @@ struct SimulateCommand: ParsableCommand {
                 videoTick: {
                     for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
                     for composite in composites {
-                        simulator.local.renderGrid(channelId: composite.channel.channelId, into: composite.grid)
+                        simulator.local.renderGrid(channelId: composite.channel.channelId, into: composite.grid, labels: true)
                         // The tick's time: its playout frame came just before.
                         let now = Int64(ticks - 1) * 10_000
                         try composite.grid.withView { try composite.writer.addPicture($0, timestampMicroseconds: now) }
@@ -153,7 +153,7 @@ struct SimulateCommand: ParsableCommand {
         for composite in composites { try composite.writer.finish() }
         let grid = try I420Buffer(width: 1280, height: 720)
         for channel in simulator.channels {
-            simulator.local.renderGrid(channelId: channel.channelId, into: grid)
+            simulator.local.renderGrid(channelId: channel.channelId, into: grid, labels: true)
             try grid.withView { try PNGWriter.write($0, to: "\(output)/grid-\(channel.channelId).png") }
         }
         Terminal.clearProgress()

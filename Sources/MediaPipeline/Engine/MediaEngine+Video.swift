@@ -44,12 +44,13 @@ extension MediaEngine {
     /// Renders the canvases of the remote broadcasters present in `channelId` now, in the order
     /// they appeared, into `target` as an N×N grid (hidden mode per cell), as AgoraUIKit lays out
     /// remote users. Users who left drop out of the grid; users without a canvas are skipped.
-    public func renderGrid(channelId: String, into target: I420Buffer) {
+    /// With `labels`, each cell carries its user's uid.
+    public func renderGrid(channelId: String, into target: I420Buffer, labels: Bool = false) {
         let present: [CanvasBuffer] = control.withLock { plane in
             guard let c = plane.joinedIndex(channelId) else { return [] }
             return plane.channels[c].users.compactMap { plane.canvases[$0.key] }
         }
-        GridRenderer.render(present, into: target)
+        GridRenderer.render(present, into: target, labels: labels)
     }
 
     // MARK: - Decoding

@@ -32,8 +32,9 @@ public struct GridLayout: Sendable, Equatable {
 /// Renders several canvases into one picture in a ``GridLayout``.
 public enum GridRenderer {
     /// Draws `canvases` (in order) into `target`, each fitted into its cell in hidden mode; the
-    /// rest of the picture is black.
-    public static func render(_ canvases: [CanvasBuffer], into target: I420Buffer) {
+    /// rest of the picture is black. With `labels`, each cell shows its user's uid in its
+    /// top-left corner (``NumberLabel``).
+    public static func render(_ canvases: [CanvasBuffer], into target: I420Buffer, labels: Bool = false) {
         let layout = GridLayout(count: canvases.count, width: target.width, height: target.height)
         target.withMutableView { view in
             view.fill(y: CanvasBlack.y, u: CanvasBlack.u, v: CanvasBlack.v)
@@ -46,6 +47,11 @@ public enum GridRenderer {
                         targetHeight: cell.height, mode: .hidden)
                     let rect = PictureScaler.Rect(x: cell.x, y: cell.y, width: cell.width, height: cell.height)
                     PictureScaler.scale(picture, fitted.source, into: view, rect)
+                }
+                if labels {
+                    let scale = max(1, cell.height / 60)
+                    NumberLabel.draw(
+                        canvas.canvas.uid, into: view, x: cell.x + 2 * scale, y: cell.y + 2 * scale, scale: scale)
                 }
             }
         }
