@@ -16,7 +16,10 @@ struct BenchCommand: ParsableCommand {
             + "most remote users (Opus 32 kbit/s + VP8 360p 15 fps 500 kbit/s, replayed) one engine decodes, "
             + "mixes and renders into 320x180 canvases in real time.")
 
-    @Option(help: "Folder with the bundled samples.") var samples = "samples"
+    @Option(
+        name: .customLong("samples"),
+        help: "Folder with the bundled samples (default: found beside the executable, or ./samples).")
+    var samplesOption: String?
     @Option(help: "Runs per measurement (median reported).") var repeats = 7
     @Option(help: "Session seconds timed per capacity trial.") var capacitySeconds = 3.0
     @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
@@ -28,6 +31,7 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
+        let samples = try SampleFolder.locate(samplesOption)
         guard repeats > 0 else { throw ValidationError("--repeats must be at least 1") }
         guard capacitySeconds >= 0.5, capacitySeconds <= 60 else {
             throw ValidationError("--capacity-seconds \(capacitySeconds) is outside 0.5...60")

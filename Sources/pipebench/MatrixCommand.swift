@@ -16,7 +16,10 @@ struct MatrixCommand: ParsableCommand {
     @Option(help: "Channels.") var channels = 2
     @Option(help: "Remote broadcasters per channel.") var users = 4
     @Option(help: "Session length per cell, in seconds.") var duration = 30.0
-    @Option(help: "Folder with the bundled samples.") var samples = "samples"
+    @Option(
+        name: .customLong("samples"),
+        help: "Folder with the bundled samples (default: found beside the executable, or ./samples).")
+    var samplesOption: String?
     @Option(help: "Seed of every random choice.") var seed: UInt64 = 1
     @Flag(help: "Run only the cells the targets name (and a few around them).") var targets = false
     @Option(help: "Run one cell with this loss (percent) instead of the matrix.") var loss: Double?
@@ -30,6 +33,7 @@ struct MatrixCommand: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
+        let samples = try SampleFolder.locate(samplesOption)
         guard (1...8).contains(channels), (1...16).contains(users) else {
             throw ValidationError("--channels must be 1...8 and --users 1...16")
         }

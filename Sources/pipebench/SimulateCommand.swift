@@ -25,7 +25,10 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Session length in seconds.") var duration = 3.0
     @Option(help: "Canvas size, WIDTHxHEIGHT.") var canvas = "320x180"
     @Option(help: "Render mode: hidden, fit or fill.") var renderMode = "hidden"
-    @Option(help: "Folder with the bundled samples.") var samples = "samples"
+    @Option(
+        name: .customLong("samples"),
+        help: "Folder with the bundled samples (default: found beside the executable, or ./samples).")
+    var samplesOption: String?
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/simulate"
     @Option(help: "Size of each channel's WebM grid, WIDTHxHEIGHT.") var composite = "640x360"
     @Flag(help: "Write no video files, neither a Y4M per canvas nor a WebM per channel (for timing).")
@@ -45,6 +48,7 @@ struct SimulateCommand: ParsableCommand {
     @Option(help: "Seed of every random choice: the same seed replays the same session.") var seed: UInt64 = 1
 
     func run() throws {
+        let samples = try SampleFolder.locate(samplesOption)
         let size = canvas.lowercased().split(separator: "x").compactMap { Int($0) }
         guard size.count == 2 else { throw ValidationError("--canvas '\(canvas)' is not WIDTHxHEIGHT") }
         let modes: [String: RenderMode] = ["hidden": .hidden, "fit": .fit, "fill": .fill]
@@ -157,7 +161,10 @@ struct SimulateCommand: ParsableCommand {
             try grid.withView { try PNGWriter.write($0, to: "\(output)/grid-\(channel.channelId).png") }
         }
         Terminal.clearProgress()
-        print(json ? jsonReport(report, elapsed) : textReport(report, elapsed))
+        let files =
+            composites.map(\.writer.path) + ["\(output)/playout.wav"] + canvasWriters.map(\.1.path)
+            + simulator.channels.map { "\(output)/grid-\($0.channelId).png" }
+        print(json ? jsonReport(report, elapsed, files: files) : textReport(report, elapsed, files: files))
     }
 
     private func realtime(_ report: SimulationReport, _ elapsed: Double) -> Double {
@@ -179,7 +186,7 @@ struct SimulateCommand: ParsableCommand {
             summary.renderedFramesPerSecond, summary.videoFrozenMs, summary.nacksSent, summary.keyframeRequestsSent)
     }
 
-    private func textReport(_ report: SimulationReport, _ elapsed: Double) -> String {
+    private func textReport(_ report: SimulationReport, _ elapsed: Double, files: [String]) -> String {
         var lines = ChannelStatisticsSummary.summarize(report.statistics).map {
             Self.intervalLine($0, sessionMs: nil)
         }
@@ -202,20 +209,24 @@ struct SimulateCommand: ParsableCommand {
         lines.append(
             String(
                 format:
-                    "%.1f s simulated in %.2f s: %.1f× realtime; local encodes: %lld audio, %lld video; outputs in %@/",
+                    "%.1f s simulated in %.2f s: %.1f× realtime; local encodes: %lld audio, %lld video",
                 report.durationSeconds, elapsed, realtime(report, elapsed), stats.audioFramesEncoded,
-                stats.videoFramesEncoded,
-                output))
+                stats.videoFramesEncoded))
+        let webm = files.filter { $0.hasSuffix(".webm") }
+        if !webm.isEmpty { lines.append("each channel's grid and mix, to play: " + webm.joined(separator: ", ")) }
+        lines.append(
+            "also: \(output)/playout.wav (the mix), \(files.filter { $0.hasSuffix(".y4m") }.count) canvas Y4M files, "
+                + "\(files.filter { $0.hasSuffix(".png") }.joined(separator: ", "))")
         return lines.joined(separator: "\n")
     }
 
-    private func jsonReport(_ report: SimulationReport, _ elapsed: Double) -> String {
+    private func jsonReport(_ report: SimulationReport, _ elapsed: Double, files: [String]) -> String {
         Report.json([
             "durationSeconds": report.durationSeconds, "elapsedSeconds": elapsed,
             "speedRealtime": realtime(report, elapsed), "playoutPeak": report.playoutPeak,
             "audioFramesEncoded": report.localStatistics.audioFramesEncoded,
             "videoFramesEncoded": report.localStatistics.videoFramesEncoded,
-            "peakResidentKilobytes": peakResidentKilobytes(), "output": output,
+            "peakResidentKilobytes": peakResidentKilobytes(), "output": output, "files": files,
             "channels": report.channels.map { channel -> [String: Any] in
                 [
                     "channelId": channel.channelId, "users": channel.users,

@@ -41,7 +41,7 @@ struct ToolResult {
 
 /// Runs an external program to completion, its outputs captured through files (no pipe stalls).
 @discardableResult
-func runTool(_ executable: String, _ arguments: [String]) throws -> ToolResult {
+func runTool(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> ToolResult {
     let folder = TemporaryFolder()
     let out = folder.file("stdout")
     let err = folder.file("stderr")
@@ -50,6 +50,7 @@ func runTool(_ executable: String, _ arguments: [String]) throws -> ToolResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/" + executable)
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
     process.standardInput = FileHandle.nullDevice
