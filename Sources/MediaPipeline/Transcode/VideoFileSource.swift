@@ -102,12 +102,15 @@ final class VideoFileSource {
     }
 
     /// The next compressed frame, or nil after the last.
-    func next() throws -> [UInt8]? {
+    func next() throws -> [UInt8]? { try nextTimed()?.bytes }
+
+    /// The next compressed frame and its time in seconds from the first frame's.
+    func nextTimed() throws -> (bytes: [UInt8], seconds: Double)? {
         guard let frame = try lookahead.popLast() ?? read() else { return nil }
         if firstTime == nil { firstTime = frame.time }
         lastTime = frame.time
         framesRead += 1
-        return frame.bytes
+        return (frame.bytes, Double(frame.time - firstTime!) * Double(tickNumerator) / Double(tickDenominator))
     }
 
     /// The duration of the frames read: the span of their times and one average step more
