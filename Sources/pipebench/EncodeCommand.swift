@@ -1,11 +1,15 @@
 import ArgumentParser
 import MediaPipeline
 
-/// `pipebench encode IN OUT`: WAV → Ogg Opus or WebM, Y4M → IVF or WebM.
+/// `pipebench encode IN OUT`: WAV → Ogg Opus or WebM, Y4M → IVF or WebM (with `--audio WAV`, both
+/// in one WebM file).
 struct EncodeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encode",
-        abstract: "Encode WAV to Ogg Opus or WebM, or Y4M to IVF or WebM (VP8/VP9).")
+        abstract: "Encode WAV to Ogg Opus or WebM, or Y4M to IVF or WebM (VP8/VP9), or Y4M and WAV into one WebM.",
+        discussion:
+            "With --audio, a Y4M input's video and the WAV's audio go into one WebM file, interleaved by time; "
+            + "--bitrate then sets the video's, --audio-bitrate the audio's, and the Opus options apply to the audio.")
 
     @Argument(help: "Input file: WAV (PCM 16/24/32-bit or float, mono/stereo, any rate) or Y4M (4:2:0).")
     var input: String
@@ -17,6 +21,11 @@ struct EncodeCommand: ParsableCommand {
         help:
             "Target bitrate in bits per second; k and M suffixes accepted (64k, 1.5M). Default: 64k audio, 500k video.")
     var bitrate: Bitrate?
+    @Option(help: "With a Y4M input: a WAV file whose Opus encode goes beside the video (WebM output).")
+    var audio: String?
+    @Option(
+        name: .customLong("audio-bitrate"), help: "With --audio: the Opus bitrate (default 64k); k and M suffixes.")
+    var audioBitrate: Bitrate?
     @Option(help: "Opus complexity 0...10 (default 10).") var complexity: Int?
     @Option(name: .customLong("frame-size"), help: "Opus frame duration in ms: 2.5, 5, 10, 20, 40, 60 (default 20).")
     var frameSizeMs: Double?
@@ -50,15 +59,26 @@ struct EncodeCommand: ParsableCommand {
                     "audio encodes to Ogg Opus or WebM: name the output .opus or .webm, not '\(output)'")
             }
             try rejectVideoOptions()
+            guard audio == nil, audioBitrate == nil else {
+                throw ValidationError("--audio and --audio-bitrate go with a Y4M input; '\(input)' is the audio")
+            }
             (summary, elapsed) = try measure {
                 try AudioFileEncoder.encode(
-                    input: input, output: output, settings: try opusSettings(), progress: progress)
+                    input: input, output: output, settings: try opusSettings(bitrate: bitrate), progress: progress)
             }
         case .y4m:
             guard target == .ivf || target == .webm else {
                 throw ValidationError("video encodes to IVF or WebM: name the output .ivf or .webm, not '\(output)'")
             }
-            try rejectAudioOptions()
+            if audio == nil {
+                try rejectAudioOptions()
+            } else {
+                guard target == .webm else {
+                    throw ValidationError("audio beside video needs a WebM output: name it .webm, not '\(output)'")
+                }
+            }
+            var audioSettings = try opusSettings(bitrate: audioBitrate)
+            if audio == nil { audioSettings = OpusEncoderConfiguration() }
             var settings = VPXEncoderConfiguration(codec: codec ?? .vp8, width: 1, height: 1)
             if let bitrate { settings.bitrateBitsPerSecond = bitrate.bitsPerSecond }
             if let speed { settings.speed = speed }
@@ -66,7 +86,9 @@ struct EncodeCommand: ParsableCommand {
             if let threads { settings.threads = threads }
             settings.errorResilient = errorResilient
             (summary, elapsed) = try measure {
-                try VideoFileEncoder.encode(input: input, output: output, settings: settings, progress: progress)
+                try VideoFileEncoder.encode(
+                    input: input, output: output, settings: settings, audio: audio, audioSettings: audioSettings,
+                    progress: progress)
             }
         default:
             throw MediaError.unsupportedInput(input, kind, "encode takes WAV or Y4M")
@@ -78,7 +100,7 @@ struct EncodeCommand: ParsableCommand {
                 : Report.summaryLine("encoded", summary, elapsedSeconds: elapsed))
     }
 
-    private func opusSettings() throws -> OpusEncoderConfiguration {
+    private func opusSettings(bitrate: Bitrate?) throws -> OpusEncoderConfiguration {
         var settings = OpusEncoderConfiguration()
         if let bitrate { settings.bitrateBitsPerSecond = bitrate.bitsPerSecond }
         if let complexity { settings.complexity = complexity }

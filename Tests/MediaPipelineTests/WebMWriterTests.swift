@@ -117,6 +117,57 @@ struct WebMWriterTests {
         #expect(fromWebM == (try decoded(ogg)))
     }
 
+    @Test("Y4M and WAV into one WebM: the video's frames and the audio's samples are those of the separate encodes")
+    func audioBesideVideo() throws {
+        let folder = TemporaryFolder()
+        // 30 frames of 15 fps video (2 s) and 4 s of speech at 48 kHz: audio runs on past the video.
+        let both = folder.file("both.webm")
+        let settings = VPXEncoderConfiguration(codec: .vp8, width: 1, height: 1)
+        let summary = try VideoFileEncoder.encode(
+            input: Fixtures.oddY4M, output: both, settings: settings, audio: Fixtures.speechWAV)
+        #expect(summary.frames == 30)
+        let probe = try runTool(
+            "ffprobe",
+            [
+                "-v", "warning", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames:format=duration",
+                "-of", "csv=p=0", both,
+            ])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout.split(separator: "\n") == ["vp8,30", "opus,201", "4.000000"], "\(probe.stdout)")
+        // Interleaved by time: no audio block more than a video frame ahead of the video before it.
+        let reader = try WebMReader(path: both)
+        var videoTime: Int64 = 0
+        var ahead: Int64 = 0
+        var videoFrames = 0
+        while let frame = try reader.readFrame() {
+            if frame.track == 0 {
+                videoTime = frame.timestampNanoseconds
+                videoFrames += 1
+            } else if videoFrames < 30 {
+                ahead = max(ahead, frame.timestampNanoseconds - videoTime)
+            }
+        }
+        #expect(ahead <= 67_000_000, "audio \(ahead) ns ahead of the video")
+        // The same pictures as the video encoded alone, the same samples as the audio alone.
+        let ivf = folder.file("alone.ivf")
+        try VideoFileEncoder.encode(input: Fixtures.oddY4M, output: ivf, settings: settings)
+        #expect(try vpxdecFrameMD5s(both) == (try vpxdecFrameMD5s(ivf)))
+        let ogg = folder.file("alone.opus")
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: ogg)
+        func samples(_ path: String) throws -> [Int16] {
+            let raw = folder.file(URL(fileURLWithPath: path).lastPathComponent + ".s16")
+            try reference("ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-map", "0:a", "-f", "s16le", raw])
+            return try rawInt16(raw)
+        }
+        let audio = try samples(both)
+        #expect(audio.count == 192_000 * 2)
+        #expect(audio == (try samples(ogg)))
+        #expect(throws: MediaError.self) {
+            try VideoFileEncoder.encode(
+                input: Fixtures.oddY4M, output: folder.file("x.ivf"), settings: settings, audio: Fixtures.speechWAV)
+        }
+    }
+
     @Test("bad calls are typed errors naming the file; a writer never finished leaves no file")
     func badCalls() throws {
         let folder = TemporaryFolder()

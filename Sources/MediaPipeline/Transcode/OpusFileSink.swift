@@ -6,11 +6,22 @@ enum OpusFileSink {
     case ogg(OggOpusWriter)
     case webm(WebMWriter, HeldPacket)
 
-    /// The packet a WebM sink has not written yet, and the 48 kHz samples before it.
+    /// The packet a WebM sink has not written yet, and the 48 kHz samples before it; the
+    /// track it goes to, and whether the sink finishes the file (or shares it with video).
     final class HeldPacket {
         var bytes: [UInt8] = []
         var duration48k = 0
         var position48k: Int64 = 0
+        var track = 0
+        var ownsWriter = true
+    }
+
+    /// A sink writing to track `track` of `writer`, which its owner finishes (audio beside video).
+    static func track(_ track: Int, of writer: WebMWriter) -> OpusFileSink {
+        let held = HeldPacket()
+        held.track = track
+        held.ownsWriter = false
+        return .webm(writer, held)
     }
 
     init(path: String, head: OpusHead) throws {
@@ -44,10 +55,10 @@ enum OpusFileSink {
             try writer.finish(playableSamples48k: playableSamples48k)
         case .webm(let writer, let held):
             let end = held.position48k + Int64(held.duration48k)
-            let preSkip = Int64(writer.tracks[0].opusHead?.preSkip ?? 0)
+            let preSkip = Int64(writer.tracks[held.track].opusHead?.preSkip ?? 0)
             let padding = max(0, end - preSkip - playableSamples48k)
             try flush(writer, held, discardPadding48k: min(padding, Int64(held.duration48k)))
-            try writer.finish()
+            if held.ownsWriter { try writer.finish() }
         }
     }
 
@@ -55,7 +66,7 @@ enum OpusFileSink {
         guard !held.bytes.isEmpty else { return }
         try held.bytes.withUnsafeBytes {
             try writer.write(
-                track: 0, $0, timestampMicroseconds: held.position48k * 1000 / 48,
+                track: held.track, $0, timestampMicroseconds: held.position48k * 1000 / 48,
                 durationMicroseconds: Int64(held.duration48k) * 1000 / 48, isKeyframe: true,
                 discardPaddingNanoseconds: discardPadding48k * 1_000_000_000 / 48_000)
         }
