@@ -77,9 +77,8 @@ struct SimulateCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let playout = try WAVWriter(path: "\(output)/playout.wav", sampleRate: 48000, channelCount: 2)
         var canvasWriters: [(CanvasBuffer, Y4MWriter)] = []
-        // Per channel: its grid and its mix, encoded once into one WebM file.
-        var composites: [(channel: MediaChannel, writer: CompositeWriter, grid: I420Buffer)] = []
-        var channelMix = [Int16](repeating: 0, count: simulator.local.playoutFrameSampleCount)
+        // Per channel: the engine records its grid and its mix, encoded once into one WebM file.
+        var composites: [ChannelRecording] = []
         if !noCanvasVideo {
             let gridSize = composite.lowercased().split(separator: "x").compactMap { Int($0) }
             guard gridSize.count == 2, gridSize.allSatisfy({ (16...4096).contains($0) && $0 % 2 == 0 }) else {
@@ -89,15 +88,11 @@ struct SimulateCommand: ParsableCommand {
             videoSettings.bitrateBitsPerSecond = gridSize[0] * gridSize[1] * 3
             videoSettings.keyframeIntervalFrames = 2 * media.videoFrameRate
             for channel in simulator.channels {
-                try channel.enableChannelMix(true)
                 composites.append(
-                    (
-                        channel,
-                        try CompositeWriter(
-                            path: "\(output)/channel-\(channel.channelId).webm", width: gridSize[0],
-                            height: gridSize[1], framesPerSecond: media.videoFrameRate, videoSettings: videoSettings),
-                        try I420Buffer(width: gridSize[0], height: gridSize[1])
-                    ))
+                    try simulator.local.startChannelRecording(
+                        channelId: channel.channelId, path: "\(output)/channel-\(channel.channelId).webm",
+                        width: gridSize[0], height: gridSize[1], framesPerSecond: media.videoFrameRate,
+                        videoSettings: videoSettings))
             }
             for channel in simulator.channels {
                 for canvas in simulator.local.canvases(inChannel: channel.channelId) {
@@ -128,10 +123,6 @@ struct SimulateCommand: ParsableCommand {
             try simulator.run(
                 playout: { samples in
                     try playout.write(samples)
-                    for composite in composites {
-                        try channelMix.withUnsafeMutableBufferPointer { try composite.channel.copyChannelMix(into: $0) }
-                        try channelMix.withUnsafeBufferPointer { try composite.writer.addAudio($0) }
-                    }
                     ticks += 1
                     // Live pacing lives here, in the command: the engine itself never sleeps.
                     if realtime {
@@ -143,18 +134,12 @@ struct SimulateCommand: ParsableCommand {
                 },
                 videoTick: {
                     for (canvas, writer) in canvasWriters { try canvas.withLockedPicture { try writer.write($0) } }
-                    for composite in composites {
-                        simulator.local.renderGrid(channelId: composite.channel.channelId, into: composite.grid, labels: true)
-                        // The tick's time: its playout frame came just before.
-                        let now = Int64(ticks - 1) * 10_000
-                        try composite.grid.withView { try composite.writer.addPicture($0, timestampMicroseconds: now) }
-                    }
                 },
                 statistics: json ? nil : printInterval, progress: json ? nil : { Terminal.progress("simulating", $0) })
         }
         try playout.finish()
         for (_, writer) in canvasWriters { try writer.finish() }
-        for composite in composites { try composite.writer.finish() }
+        for composite in composites { try simulator.local.stopChannelRecording(composite) }
         let grid = try I420Buffer(width: 1280, height: 720)
         for channel in simulator.channels {
             simulator.local.renderGrid(channelId: channel.channelId, into: grid, labels: true)
@@ -162,7 +147,7 @@ struct SimulateCommand: ParsableCommand {
         }
         Terminal.clearProgress()
         let files =
-            composites.map(\.writer.path) + ["\(output)/playout.wav"] + canvasWriters.map(\.1.path)
+            composites.map(\.path) + ["\(output)/playout.wav"] + canvasWriters.map(\.1.path)
             + simulator.channels.map { "\(output)/grid-\($0.channelId).png" }
         print(json ? jsonReport(report, elapsed, files: files) : textReport(report, elapsed, files: files))
     }

@@ -89,6 +89,73 @@ struct RecordingTests {
             events.contains(.recordingStopped(uid: 1, path: path, audioFrames: written.audio, videoFrames: written.video)))
     }
 
+    @Test("a channel composite holds the grid the engine renders and the channel's mix, at their times")
+    func channelComposite() throws {
+        let folder = TemporaryFolder()
+        let path = folder.file("channel-a.webm")
+        let room = try Room(link: LinkConditions(delayMs: 20))
+        let engine = room.viewer.engine
+        let recording = try engine.startChannelRecording(
+            channelId: "a", path: path, width: 640, height: 360, framesPerSecond: 15)
+        // The channel mix of every tick, as the app would read it, and the grid as it stood at
+        // the last render a picture was due at (every 1/15 s from the start).
+        var mix: [Int16] = []
+        var frame = [Int16](repeating: 0, count: engine.playoutFrameSampleCount)
+        let grid = try I420Buffer(width: 640, height: 360)
+        var nextDue: Int64 = room.session.clock.nowMicroseconds
+        for _ in 0..<300 {
+            let now = room.session.clock.nowMicroseconds
+            try room.run(ticks: 1)
+            try frame.withUnsafeMutableBufferPointer { try room.viewer.channel("a").copyChannelMix(into: $0) }
+            mix += frame
+            if now >= nextDue {
+                engine.renderGrid(channelId: "a", into: grid, labels: true)
+                nextDue += 66_666
+            }
+        }
+        let written = try engine.stopChannelRecording(recording)
+        // 3 s: a picture each 1/15 s (the renders come every 10 ms), 20 ms packets of 3 s and the lookahead.
+        #expect(written.pictures == 45 && written.audioPackets == 151, "\(written)")
+        let probe = try runTool(
+            "ffprobe", ["-v", "warning", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", path])
+        #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
+        #expect(probe.stdout.split(separator: "\n") == ["vp8,640,360", "opus"])
+        // The last picture is the grid the engine renders (its uid label included).
+        let yuv = folder.file("grid.yuv")
+        try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", yuv])
+        let pictures = [UInt8](try Data(contentsOf: URL(fileURLWithPath: yuv)))
+        let size = 640 * 360 * 3 / 2
+        #expect(pictures.count == size * Int(written.pictures))
+        let last = try I420Buffer(width: 640, height: 360)
+        last.withMutableView { view in
+            pictures.withUnsafeBufferPointer { all in
+                let base = all.baseAddress! + pictures.count - size
+                for row in 0..<360 { (view.y + row * view.strideY).update(from: base + row * 640, count: 640) }
+                for row in 0..<180 {
+                    (view.u + row * view.strideU).update(from: base + 640 * 360 + row * 320, count: 320)
+                    (view.v + row * view.strideV).update(from: base + 640 * 360 * 5 / 4 + row * 320, count: 320)
+                }
+            }
+        }
+        let psnr = grid.withView { a in last.withView { PictureQuality.psnr(reference: a, test: $0) } }
+        #expect(psnr >= 30, "\(psnr) dB")
+        // The audio is the channel mix, to the sample, within Opus's quality.
+        let raw = folder.file("mix.s16")
+        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-f", "s16le", raw])
+        let decoded = try rawInt16(raw)
+        #expect(decoded.count == mix.count)
+        #expect(SignalQuality.snr(reference: mix, test: decoded) >= 12)
+        let events = room.viewer.logs["a"]!.events
+        #expect(events.contains(.recordingStarted(uid: 0, path: path)))
+        #expect(
+            events.contains(
+                .recordingStopped(uid: 0, path: path, audioFrames: written.audioPackets, videoFrames: written.pictures)))
+        #expect(throws: EngineError.self) { try engine.stopChannelRecording(recording) }
+        #expect(throws: EngineError.self) { try engine.startChannelRecording(channelId: "b", path: path) }
+    }
+
     @Test("a disk that fails is an event; what was written before stays; bad calls are typed errors")
     func failures() throws {
         let folder = TemporaryFolder()

@@ -71,12 +71,24 @@ extension MediaEngine {
                     }
                     plane.mixChannel(c, round.channelMixInputs)
                 }
+                // Channel composites get this tick's channel mix (silence while not joined).
+                for recorder in plane.channelRecordings {
+                    if let c = plane.joinedIndex(recorder.channelId), plane.channels[c].mix.count == recorder.mixFrame.count {
+                        _ = recorder.mixFrame.update(fromContentsOf: plane.channels[c].mix)
+                    } else {
+                        recorder.mixFrame.update(repeating: 0)
+                    }
+                }
                 plane.stats.playoutFrames += 1
                 queueReceiverReports(&plane, &round)
                 plane.reportStatisticsIfDue()
                 return plane.decisions != before
             }
             sendQueuedReports(&round)
+            // Encoded here, with the playout round held (rounds run one at a time), not the control lock.
+            let recorders = control.withLock { $0.channelRecordings }
+            for recorder in recorders { recorder.addMix() }
+            let failedRecording = reportRecordingFailures(recorders)
             round.streams.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
             let now = round.decode.now
@@ -88,7 +100,7 @@ extension MediaEngine {
             round.mixInputs.removeAll(keepingCapacity: true)
             for (_, receiver) in round.fading { receiver.release() }
             round.fading.removeAll(keepingCapacity: true)
-            return (decided, observer, observed)
+            return (decided || failedRecording, observer, observed)
         }
         // The observer runs with no lock held, on copies (another pull may already be decoding).
         if let observer, let observed {

@@ -77,3 +77,96 @@ extension MediaEngine {
         return frames
     }
 }
+
+/// A running composite recording of a channel (see
+/// ``MediaEngine/startChannelRecording(channelId:path:width:height:framesPerSecond:labels:videoSettings:audioSettings:)``).
+public struct ChannelRecording: Sendable, Hashable {
+    /// The recorded channel.
+    public let channelId: String
+    /// The file written.
+    public let path: String
+}
+
+extension MediaEngine {
+    /// Records channel `channelId` as one picture and one sound (room composite): its remote
+    /// users' canvases laid into a grid (``renderGrid(channelId:into:labels:)``, with each uid
+    /// when `labels`) and its channel mix, encoded once into a WebM file in live mode (a Cluster
+    /// a second: a process that dies leaves every complete Cluster). The channel mix is turned
+    /// on. ``pullPlayout(into:)`` feeds the audio, 10 ms per call; ``renderVideo()`` the
+    /// pictures, at most `framesPerSecond` (the canvases' state at each due render). Emits
+    /// ``ChannelEvent/recordingStarted(uid:path:)`` with uid 0 (the channel, not a user), and
+    /// ``ChannelEvent/recordingFailed(uid:path:message:)`` with uid 0 if writing fails.
+    /// - Throws: ``EngineError`` for a channel not joined or already recorded, or bad settings
+    ///   (the message names the file).
+    public func startChannelRecording(
+        channelId: String, path: String, width: Int = 1280, height: Int = 720, framesPerSecond: Int = 15,
+        labels: Bool = true, videoSettings: VPXEncoderConfiguration = VPXEncoderConfiguration(width: 1, height: 1),
+        audioSettings: OpusEncoderConfiguration = .init()
+    ) throws -> ChannelRecording {
+        try withControl { plane in
+            guard !plane.destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+            guard let c = plane.joinedIndex(channelId) else {
+                throw EngineError(.notReady, "channel '\(channelId)' is not joined")
+            }
+            guard !plane.channelRecordings.contains(where: { $0.channelId == channelId }) else {
+                throw EngineError(.invalidArgument, "channel '\(channelId)' is already being recorded")
+            }
+            let recorder: ChannelRecorder
+            do {
+                recorder = try ChannelRecorder(
+                    channelId: channelId, path: path, width: width, height: height, framesPerSecond: framesPerSecond,
+                    labels: labels, videoSettings: videoSettings, audioSettings: audioSettings,
+                    mixSamples: playoutFrameSampleCount, now: plane.now)
+            } catch let error as MediaError {
+                throw EngineError(.invalidArgument, error.description)
+            }
+            try plane.enableChannelMix(plane.channels[c].ref, true)
+            plane.channelRecordings.append(recorder)
+            plane.emit(c, .recordingStarted(uid: 0, path: path))
+        }
+        flushActions()
+        return ChannelRecording(channelId: channelId, path: path)
+    }
+
+    /// Stops a channel's composite recording and finishes its file. Emits
+    /// ``ChannelEvent/recordingStopped(uid:path:audioFrames:videoFrames:)`` with uid 0.
+    /// Returns the pictures and audio packets written.
+    /// - Throws: ``EngineError`` for a recording not running; the file's ``MediaError`` when it
+    ///   could not be finished, or failed before.
+    @discardableResult
+    public func stopChannelRecording(_ recording: ChannelRecording) throws -> (pictures: Int64, audioPackets: Int64) {
+        let recorder: ChannelRecorder = try withControl { plane in
+            guard let index = plane.channelRecordings.firstIndex(where: { $0.channelId == recording.channelId }) else {
+                throw EngineError(.invalidArgument, "no recording of channel '\(recording.channelId)' runs")
+            }
+            return plane.channelRecordings.remove(at: index)
+        }
+        // Finished outside the control lock: the last Cluster and the Cues are written here.
+        let written = try recorder.finish()
+        withControl { plane in
+            if let c = plane.joinedIndex(recording.channelId) {
+                plane.emit(
+                    c,
+                    .recordingStopped(
+                        uid: 0, path: recording.path, audioFrames: written.audioPackets, videoFrames: written.pictures))
+            }
+        }
+        flushActions()
+        return written
+    }
+
+    /// Reports, once each, the channel recordings whose writing failed. True when one did.
+    func reportRecordingFailures(_ recorders: [ChannelRecorder]) -> Bool {
+        var reported = false
+        for recorder in recorders {
+            guard let failure = recorder.takeFailureToReport() else { continue }
+            withControl { plane in
+                if let c = plane.joinedIndex(recorder.channelId) {
+                    plane.emit(c, .recordingFailed(uid: 0, path: recorder.path, message: failure))
+                }
+            }
+            reported = true
+        }
+        return reported
+    }
+}

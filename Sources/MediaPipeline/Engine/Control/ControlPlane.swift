@@ -23,6 +23,8 @@ struct ControlPlane {
     var canvases: [StreamKey: CanvasBuffer] = [:]
     /// Running recordings, by stream; attached to the stream's receivers as they are made.
     var recordings: [StreamKey: StreamRecorder] = [:]
+    /// Running channel composites, fed by playout and render rounds.
+    var channelRecordings: [ChannelRecorder] = []
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
     /// Receivers playing one last frame at gain 0 before release (taken by the next playout round).
