@@ -41,6 +41,7 @@ public final class OpusDecoder {
 
     /// Decodes one packet into `pcm`; returns the samples per channel written.
     ///
+    /// - Parameter packet: one Opus packet.
     /// - Parameter pcm: room for the packet's samples (``maximumSamplesPerPacket`` × channels always suffices).
     /// - Complexity: allocates nothing.
     public func decode(

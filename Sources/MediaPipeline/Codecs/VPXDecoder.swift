@@ -15,8 +15,9 @@ public final class VPXDecoder {
     public private(set) var framesDecoded = 0
 
     /// Creates a decoder.
+    /// - Parameter codec: VP8 or VP9.
     /// - Parameter threads: decoder threads, 1...64.
-    /// - Parameter outputPoolCapacity: how many decoded pictures returned by ``decode(_:)`` may be
+    /// - Parameter outputPoolCapacity: how many decoded pictures returned by ``decode(_:)-([UInt8])`` may be
     ///   held at once.
     public init(codec: VideoCodec, threads: Int = 1, outputPoolCapacity: Int = 4) throws {
         guard (1...64).contains(threads) else {

@@ -252,7 +252,7 @@ public final class WebMWriter {
         endMs = max(endMs, (endMicroseconds + 500) / 1000)
     }
 
-    /// Appends one frame (see ``write(track:_:timestampMicroseconds:durationMicroseconds:isKeyframe:)``).
+    /// Appends one frame (see ``write(track:_:timestampMicroseconds:durationMicroseconds:isKeyframe:discardPaddingNanoseconds:)``).
     public func write(track: Int, _ frame: EncodedFrame, durationMicroseconds: Int64) throws {
         try frame.withUnsafeBytes {
             try write(

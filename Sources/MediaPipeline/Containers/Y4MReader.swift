@@ -11,6 +11,7 @@ public final class Y4MReader {
     public private(set) var framesRead = 0
 
     /// Opens `path` and reads its header.
+    /// - Parameter path: the Y4M file.
     /// - Parameter bufferCount: how many frames returned by ``readFrame()`` may be held at once.
     public init(path: String, bufferCount: Int = 4) throws {
         self.path = path

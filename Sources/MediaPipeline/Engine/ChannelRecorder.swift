@@ -1,7 +1,7 @@
 /// A channel's composite recording (room composite): the channel's grid of remote users and its
 /// mix, encoded once into WebM by a ``CompositeWriter`` as the engine plays out and renders.
 ///
-/// ``MediaEngine/pullPlayout(into:)`` hands it each 10 ms of the channel mix, and
+/// ``MediaEngine/pullPlayout(into:)-(UnsafeMutableBufferPointer<Int16>)`` hands it each 10 ms of the channel mix, and
 /// ``MediaEngine/renderVideo()`` the grid when a picture is due; its own lock orders the two,
 /// so the app may call them from different threads. A failure stops the writing and is kept
 /// for the engine to report once.

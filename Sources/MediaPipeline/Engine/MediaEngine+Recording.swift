@@ -92,7 +92,7 @@ extension MediaEngine {
     /// users' canvases laid into a grid (``renderGrid(channelId:into:labels:)``, with each uid
     /// when `labels`) and its channel mix, encoded once into a WebM file in live mode (a Cluster
     /// a second: a process that dies leaves every complete Cluster). The channel mix is turned
-    /// on. ``pullPlayout(into:)`` feeds the audio, 10 ms per call; ``renderVideo()`` the
+    /// on. ``pullPlayout(into:)-(UnsafeMutableBufferPointer<Int16>)`` feeds the audio, 10 ms per call; ``renderVideo()`` the
     /// pictures, at most `framesPerSecond` (the canvases' state at each due render). Emits
     /// ``ChannelEvent/recordingStarted(uid:path:)`` with uid 0 (the channel, not a user), and
     /// ``ChannelEvent/recordingFailed(uid:path:message:)`` with uid 0 if writing fails.

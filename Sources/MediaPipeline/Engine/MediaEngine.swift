@@ -6,12 +6,12 @@
 /// ## Driving it
 /// The app (or a simulation) pushes local media (``pushAudio(_:)`` every 10 ms,
 /// ``pushVideo(_:timestampMicroseconds:)`` per frame), pulls playout every 10 ms
-/// (``pullPlayout(into:)``) and renders video when it wants fresh canvases (``renderVideo()``).
+/// (``pullPlayout(into:)-(UnsafeMutableBufferPointer<Int16>)``) and renders video when it wants fresh canvases (``renderVideo()``).
 /// Time comes from the injected ``MediaClock``; nothing reads the system clock.
 ///
 /// ## Threads
 /// Control calls may come from any thread. The per-frame calls allocate nothing in steady state,
-/// create no tasks and hop no actors. ``pullPlayout(into:)`` decodes the streams' audio and
+/// create no tasks and hop no actors. ``pullPlayout(into:)-(UnsafeMutableBufferPointer<Int16>)`` decodes the streams' audio and
 /// ``renderVideo()`` their video on up to ``EngineConfiguration/decodeThreads`` threads,
 /// independent streams in parallel.
 ///

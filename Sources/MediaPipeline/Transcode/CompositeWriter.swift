@@ -1,7 +1,7 @@
 /// Encodes a composed picture and a mix once into one WebM file: VP8 (or VP9) video of the
 /// pictures handed to ``addPicture(_:timestampMicroseconds:)`` and Opus audio of the 10 ms mix
 /// frames handed to ``addAudio(_:)``, interleaved as they come. A channel's grid
-/// (``MediaEngine/renderGrid(channelId:into:)``) and its channel mix make a room composite;
+/// (``MediaEngine/renderGrid(channelId:into:labels:)``) and its channel mix make a room composite;
 /// `pipebench compose` lays files into a grid with it.
 ///
 /// Written in live mode (a Cluster a second at most), so a process that dies leaves every
