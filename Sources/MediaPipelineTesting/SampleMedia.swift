@@ -1,7 +1,8 @@
+import MediaPipeline
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import MediaPipeline
 
 /// Sample media prepared once for a simulated session: the speech as 10 ms PCM frames and as
 /// Opus packets, and the moving picture as pictures and as VP8 frames, so that simulated remote
@@ -120,8 +121,9 @@ public final class SampleMedia: Sendable {
                 let a = whole % sourceFrames
                 let b = (whole + 1) % sourceFrames
                 for channel in 0..<2 {
-                    let value = (Double(source[2 * a + channel]) * (1 - fraction)
-                        + Double(source[2 * b + channel]) * fraction) * gains[variant]
+                    let value =
+                        (Double(source[2 * a + channel]) * (1 - fraction)
+                            + Double(source[2 * b + channel]) * fraction) * gains[variant]
                     pcm[2 * frame + channel] = Int16(clamping: Int(value.rounded()))
                 }
                 position += rates[variant]
@@ -152,8 +154,10 @@ public final class SampleMedia: Sendable {
                         for column in 0..<from.chromaWidth {
                             let u = Double(from.u[row * from.strideU + column]) - 128
                             let v = Double(from.v[row * from.strideV + column]) - 128
-                            to.u[row * to.strideU + column] = UInt8(clamping: Int((128 + cosine * u - sine * v).rounded()))
-                            to.v[row * to.strideV + column] = UInt8(clamping: Int((128 + sine * u + cosine * v).rounded()))
+                            to.u[row * to.strideU + column] = UInt8(
+                                clamping: Int((128 + cosine * u - sine * v).rounded()))
+                            to.v[row * to.strideV + column] = UInt8(
+                                clamping: Int((128 + sine * u + cosine * v).rounded()))
                         }
                     }
                 }

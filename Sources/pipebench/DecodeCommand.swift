@@ -36,7 +36,9 @@ struct DecodeCommand: ParsableCommand {
             guard wanted == .wav else {
                 throw ValidationError("Opus audio decodes to WAV: name the output .wav, not '\(output)'")
             }
-            guard !md5, !i420 else { throw ValidationError("--md5 and --i420 apply to video; '\(input)' decodes to audio") }
+            guard !md5, !i420 else {
+                throw ValidationError("--md5 and --i420 apply to video; '\(input)' decodes to audio")
+            }
             (summary, elapsed) = try measure {
                 try AudioFileDecoder.decode(input: input, output: output, sampleRate: rate ?? 48000, progress: progress)
             }
@@ -50,7 +52,8 @@ struct DecodeCommand: ParsableCommand {
                     target = .y4m(output)
                 } else {
                     throw ValidationError(
-                        "video decodes to .y4m or raw I420 (.yuv, .i420, or --i420)\(kind == .webm ? ", audio to .wav" : ""), not '\(output)'")
+                        "video decodes to .y4m or raw I420 (.yuv, .i420, or --i420)\(kind == .webm ? ", audio to .wav" : ""), not '\(output)'"
+                    )
                 }
             } else {
                 guard md5 else { throw ValidationError("an output file is needed (or --md5 to only check frames)") }

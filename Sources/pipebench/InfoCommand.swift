@@ -32,7 +32,8 @@ struct InfoCommand: ParsableCommand {
             object.merge(["inputSampleRate": info.sampleRate, "vendor": info.vendor ?? "", "comments": info.comments]) {
                 $1
             }
-            lines.append("  " + description + String(format: ", input %d Hz, vendor '%@'", info.sampleRate, info.vendor ?? ""))
+            lines.append(
+                "  " + description + String(format: ", input %d Hz, vendor '%@'", info.sampleRate, info.vendor ?? ""))
         case .y4m, .ivf:
             let (fields, description) = Self.describeVideo(info)
             object.merge(fields) { $1 }

@@ -33,7 +33,8 @@ enum SampleFolder {
     private static func searchPath() -> [String] {
         var folders: [String] = []
         // The executable itself (not the name it was called by, which may be a link or on PATH).
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
             ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent().standardizedFileURL
         folders.append(directory.deletingLastPathComponent().appendingPathComponent("share/pipebench/samples").path)

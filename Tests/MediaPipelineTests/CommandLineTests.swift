@@ -195,15 +195,18 @@ struct SimulateCommandTests {
                     folder.file("channel-\(channel).webm"),
                 ])
             #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
-            #expect(probe.stdout.split(separator: "\n") == ["vp8,640,360,75", "opus,251", "5.007000"], "\(probe.stdout)")
+            #expect(
+                probe.stdout.split(separator: "\n") == ["vp8,640,360,75", "opus,251", "5.007000"], "\(probe.stdout)")
         }
     }
 
-    @Test("simulate runs from any folder: the samples are found above the built executable, or named, or missed clearly")
+    @Test(
+        "simulate runs from any folder: the samples are found above the built executable, or named, or missed clearly")
     func anyFolder() throws {
         let folder = TemporaryFolder()
         // From an empty folder, with no --samples: found above .build/…/pipebench, in the checkout.
-        let found = try runTool(Fixtures.pipebench, ["simulate", "--duration", "1", "--json", "--output", "out"], in: folder.path)
+        let found = try runTool(
+            Fixtures.pipebench, ["simulate", "--duration", "1", "--json", "--output", "out"], in: folder.path)
         #expect(found.status == 0, "\(found.stderr)")
         #expect(FileManager.default.fileExists(atPath: folder.file("out/channel-channel-1.webm")))
         // A copy of the executable with no samples near it, and a --samples folder without them:
@@ -212,7 +215,9 @@ struct SimulateCommandTests {
         try FileManager.default.copyItem(atPath: Fixtures.pipebench, toPath: folder.file("bin/pipebench"))
         let missed = try runTool(folder.file("bin/pipebench"), ["simulate", "--duration", "1"], in: folder.path)
         #expect(missed.status == 64)
-        #expect(missed.stderr.hasPrefix("pipebench: error: the sample media were not found (looked in "), "\(missed.stderr)")
+        #expect(
+            missed.stderr.hasPrefix("pipebench: error: the sample media were not found (looked in "), "\(missed.stderr)"
+        )
         #expect(missed.stderr.contains("\(folder.path)/bin/samples") && missed.stderr.split(separator: "\n").count == 1)
         let wrong = try runTool(Fixtures.pipebench, ["simulate", "--samples", folder.path, "--duration", "1"])
         #expect(wrong.status == 64 && wrong.stderr.contains("does not hold speech-48k-stereo.wav"), "\(wrong.stderr)")

@@ -6,7 +6,9 @@ import Testing
 @Suite("Composing files into a grid with their audio mixed")
 struct ComposeTests {
     /// Frame `index` of `path` decoded by ffmpeg and scaled by it to `width` × `height`, as raw I420.
-    private func ffmpegFrame(_ path: String, index: Int, width: Int, height: Int, crop: String? = nil) throws -> I420Buffer {
+    private func ffmpegFrame(_ path: String, index: Int, width: Int, height: Int, crop: String? = nil) throws
+        -> I420Buffer
+    {
         let folder = TemporaryFolder()
         let raw = folder.file("frame.yuv")
         var filters = "select=eq(n\\,\(index))"
@@ -14,8 +16,11 @@ struct ComposeTests {
         filters += ",scale=\(width):\(height):flags=bilinear"
         try reference(
             "ffmpeg",
-            ["-nostdin", "-v", "error", "-i", path, "-vf", filters, "-fps_mode", "passthrough", "-frames:v", "1", "-f",
-             "rawvideo", "-pix_fmt", "yuv420p", raw])
+            [
+                "-nostdin", "-v", "error", "-i", path, "-vf", filters, "-fps_mode", "passthrough", "-frames:v", "1",
+                "-f",
+                "rawvideo", "-pix_fmt", "yuv420p", raw,
+            ])
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: raw)))
         #expect(bytes.count == width * height * 3 / 2)
         let picture = try I420Buffer(width: width, height: height)
@@ -26,14 +31,17 @@ struct ComposeTests {
                 let chroma = width / 2
                 for row in 0..<height / 2 {
                     (view.u + row * view.strideU).update(from: base + width * height + row * chroma, count: chroma)
-                    (view.v + row * view.strideV).update(from: base + width * height * 5 / 4 + row * chroma, count: chroma)
+                    (view.v + row * view.strideV).update(
+                        from: base + width * height * 5 / 4 + row * chroma, count: chroma)
                 }
             }
         }
         return picture
     }
 
-    @Test("each cell shows its input's frame of the time (PSNR ≥ 30 dB against ffmpeg's own scaling); the audio is the input's")
+    @Test(
+        "each cell shows its input's frame of the time (PSNR ≥ 30 dB against ffmpeg's own scaling); the audio is the input's"
+    )
     func grid() throws {
         let folder = TemporaryFolder()
         // Two different videos (the motion sample, and the odd-size sample at 15 fps) and speech.
@@ -61,7 +69,9 @@ struct ComposeTests {
             let cell = try I420Buffer(width: 320, height: 180)
             composed.withView { whole in
                 cell.withMutableView { view in
-                    for row in 0..<180 { (view.y + row * view.strideY).update(from: whole.y + row * whole.strideY + x, count: 320) }
+                    for row in 0..<180 {
+                        (view.y + row * view.strideY).update(from: whole.y + row * whole.strideY + x, count: 320)
+                    }
                     for row in 0..<90 {
                         (view.u + row * view.strideU).update(from: whole.u + row * whole.strideU + x / 2, count: 160)
                         (view.v + row * view.strideV).update(from: whole.v + row * whole.strideV + x / 2, count: 160)

@@ -32,7 +32,8 @@ struct CompositeWriterTests {
         // Video: each decoded picture against the one given.
         let yuv = folder.file("video.yuv")
         try reference(
-            "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", yuv])
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "rawvideo", yuv])
         let frameBytes = 320 * 180 * 3 / 2
         let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: yuv)))
         #expect(decoded.count == frameBytes * 30)

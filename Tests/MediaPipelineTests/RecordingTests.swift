@@ -30,7 +30,9 @@ struct RecordingTests {
             var rendered = canvas.framesRendered
             for _ in 0..<ticks {
                 try host.pushAudio()
-                if tick % 7 == 0 { try host.pushVideo(width: 320, height: 180, timestamp: session.clock.nowMicroseconds) }
+                if tick % 7 == 0 {
+                    try host.pushVideo(width: 320, height: 180, timestamp: session.clock.nowMicroseconds)
+                }
                 viewer.pull()
                 viewer.engine.renderVideo()
                 if canvas.framesRendered != rendered {
@@ -52,7 +54,9 @@ struct RecordingTests {
         let recording = try room.viewer.engine.startRecording(channelId: "a", uid: 1, path: path)
         try room.run(ticks: 600)  // 6 s
         let decodedBefore = try room.viewer.channel("a").statistics.videoFramesDecoded
-        let audioDecoded = room.viewer.engine.control.withLock { $0.channels[0].users[0].audio!.counters.packetsDecoded }
+        let audioDecoded = room.viewer.engine.control.withLock {
+            $0.channels[0].users[0].audio!.counters.packetsDecoded
+        }
         let written = try room.viewer.engine.stopRecording(recording)
         #expect(written.video == decodedBefore)
         #expect(written.audio == Int64(audioDecoded))
@@ -60,7 +64,8 @@ struct RecordingTests {
 
         // The file reads cleanly in the tools, and vpxdec decodes it to the pictures the canvas
         // showed, in order: every shown picture is one of the recording's, none out of place.
-        let probe = try runTool("ffprobe", ["-v", "warning", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
+        let probe = try runTool(
+            "ffprobe", ["-v", "warning", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
         #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
         #expect(probe.stdout.split(separator: "\n") == ["vp8", "opus"])
         let info = try runTool("mkvinfo", ["-a", path])
@@ -76,7 +81,9 @@ struct RecordingTests {
             }
             next = found + 1
         }
-        #expect(missing.isEmpty, "shown pictures not in the recording, in order: \(missing.prefix(5)) of \(room.shown.count)")
+        #expect(
+            missing.isEmpty,
+            "shown pictures not in the recording, in order: \(missing.prefix(5)) of \(room.shown.count)")
         #expect(room.shown.count > 50)
         // The audio decodes (libopus through ffmpeg) to as many 20 ms packets as were decoded live.
         let raw = folder.file("audio.s16")
@@ -86,7 +93,8 @@ struct RecordingTests {
         let events = room.viewer.logs["a"]!.events
         #expect(events.contains(.recordingStarted(uid: 1, path: path)))
         #expect(
-            events.contains(.recordingStopped(uid: 1, path: path, audioFrames: written.audio, videoFrames: written.video)))
+            events.contains(
+                .recordingStopped(uid: 1, path: path, audioFrames: written.audio, videoFrames: written.video)))
     }
 
     @Test("a channel composite holds the grid the engine renders and the channel's mix, at their times")
@@ -151,7 +159,8 @@ struct RecordingTests {
         #expect(events.contains(.recordingStarted(uid: 0, path: path)))
         #expect(
             events.contains(
-                .recordingStopped(uid: 0, path: path, audioFrames: written.audioPackets, videoFrames: written.pictures)))
+                .recordingStopped(uid: 0, path: path, audioFrames: written.audioPackets, videoFrames: written.pictures))
+        )
         #expect(throws: EngineError.self) { try engine.stopChannelRecording(recording) }
         #expect(throws: EngineError.self) { try engine.startChannelRecording(channelId: "b", path: path) }
     }
@@ -174,13 +183,19 @@ struct RecordingTests {
         #expect(failed.first?.contains("No space left on device") == true, "\(failed)")
         #expect(throws: MediaError.self) { try engine.stopRecording(recording) }
 
-        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "b", uid: 1, path: folder.file("x.webm")) }
-        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.wav")) }
+        #expect(throws: EngineError.self) {
+            try engine.startRecording(channelId: "b", uid: 1, path: folder.file("x.webm"))
+        }
+        #expect(throws: EngineError.self) {
+            try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.wav"))
+        }
         #expect(throws: EngineError.self) {
             try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.opus"), media: [.audio, .video])
         }
         let audioOnly = try engine.startRecording(channelId: "a", uid: 1, path: folder.file("x.opus"), media: .audio)
-        #expect(throws: EngineError.self) { try engine.startRecording(channelId: "a", uid: 1, path: folder.file("y.webm")) }
+        #expect(throws: EngineError.self) {
+            try engine.startRecording(channelId: "a", uid: 1, path: folder.file("y.webm"))
+        }
         try room.run(ticks: 100)
         let written = try engine.stopRecording(audioOnly)
         #expect(written.audio > 40 && written.video == 0, "\(written)")

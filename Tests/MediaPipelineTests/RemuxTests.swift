@@ -99,12 +99,18 @@ struct RemuxTests {
     @Test("bad remuxes are typed errors naming the file")
     func badRemuxes() throws {
         let folder = TemporaryFolder()
-        #expect(throws: MediaError.self) { try MediaRemuxer.remux(inputs: [Fixtures.speechWAV], output: folder.file("x.webm")) }
-        #expect(throws: MediaError.self) { try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.opus")) }
+        #expect(throws: MediaError.self) {
+            try MediaRemuxer.remux(inputs: [Fixtures.speechWAV], output: folder.file("x.webm"))
+        }
+        #expect(throws: MediaError.self) {
+            try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.opus"))
+        }
         #expect(throws: MediaError.self) {
             try MediaRemuxer.remux(inputs: [Fixtures.motionIVF, Fixtures.motionIVF], output: folder.file("x.ivf"))
         }
-        #expect(throws: MediaError.self) { try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.wav")) }
+        #expect(throws: MediaError.self) {
+            try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.wav"))
+        }
         #expect(folder.contents.isEmpty)
     }
 }

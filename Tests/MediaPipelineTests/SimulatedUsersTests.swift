@@ -13,8 +13,10 @@ struct SimulatedUsersTests {
         picture.withMutableView { NumberLabel.draw(4_097_135_028, into: $0, x: 4, y: 6, scale: 3) }
         // Read each digit back from its 3x5 cells' centres, and match it against the font.
         let glyphs: [String: [UInt8]] = [
-            "0": [7, 5, 5, 5, 7], "1": [2, 6, 2, 2, 7], "2": [7, 1, 7, 4, 7], "3": [7, 1, 7, 1, 7], "4": [5, 5, 7, 1, 1],
-            "5": [7, 4, 7, 1, 7], "6": [7, 4, 7, 5, 7], "7": [7, 1, 1, 1, 1], "8": [7, 5, 7, 5, 7], "9": [7, 5, 7, 1, 7],
+            "0": [7, 5, 5, 5, 7], "1": [2, 6, 2, 2, 7], "2": [7, 1, 7, 4, 7], "3": [7, 1, 7, 1, 7],
+            "4": [5, 5, 7, 1, 1],
+            "5": [7, 4, 7, 1, 7], "6": [7, 4, 7, 5, 7], "7": [7, 1, 1, 1, 1], "8": [7, 5, 7, 5, 7],
+            "9": [7, 5, 7, 1, 7],
         ]
         let read: String = picture.withView { view in
             var text = ""
@@ -78,7 +80,9 @@ struct SimulatedUsersTests {
         for a in 0..<3 {
             for b in (a + 1)..<3 {
                 #expect(SignalQuality.snr(reference: sounds[a], test: sounds[b]) < 3, "users \(a) and \(b)")
-                let psnr = pictures[a].withView { x in pictures[b].withView { PictureQuality.psnr(reference: x, test: $0) } }
+                let psnr = pictures[a].withView { x in
+                    pictures[b].withView { PictureQuality.psnr(reference: x, test: $0) }
+                }
                 #expect(psnr < 20, "users \(a) and \(b): \(psnr) dB")
             }
         }

@@ -64,7 +64,8 @@ struct WebMReaderTests {
         try reference("ffmpeg", ffmpegArguments + [files["ffmpeg VP8+Opus"]!])
         // Written to a pipe, ffmpeg cannot seek back: an unknown-size Segment, no Cues.
         files["ffmpeg to a pipe"] = folder.file("ffmpeg-pipe.webm")
-        try reference("sh", ["-c", "ffmpeg \(ffmpegArguments.joined(separator: " ")) -f webm - > \(files["ffmpeg to a pipe"]!)"])
+        try reference(
+            "sh", ["-c", "ffmpeg \(ffmpegArguments.joined(separator: " ")) -f webm - > \(files["ffmpeg to a pipe"]!)"])
         for (name, streamable) in [("GStreamer webmmux", "false"), ("GStreamer webmmux streamable", "true")] {
             let path = folder.file("gst-\(streamable).webm")
             try reference(
@@ -82,7 +83,9 @@ struct WebMReaderTests {
         return files
     }
 
-    @Test("files of vpxenc, ffmpeg, GStreamer and mkvmerge: every packet as ffmpeg reads it, every picture as vpxdec decodes it, Opus to ffmpeg's exact samples")
+    @Test(
+        "files of vpxenc, ffmpeg, GStreamer and mkvmerge: every packet as ffmpeg reads it, every picture as vpxdec decodes it, Opus to ffmpeg's exact samples"
+    )
     func toolFilesReadAsTheToolsReadThem() throws {
         let folder = TemporaryFolder()
         for (name, path) in try Self.toolFiles(in: folder).sorted(by: { $0.key < $1.key }) {
@@ -93,16 +96,20 @@ struct WebMReaderTests {
                 let ours = packets(frames[index] ?? [], withTimes: true)
                 #expect(!ours.isEmpty, "\(name) track \(index)")
                 let theirs = reference[index] ?? []
-                let first = (0..<min(ours.count, theirs.count)).first { ours[$0] != theirs[$0] } ?? min(ours.count, theirs.count)
+                let first =
+                    (0..<min(ours.count, theirs.count)).first { ours[$0] != theirs[$0] }
+                    ?? min(ours.count, theirs.count)
                 #expect(
                     ours == theirs,
-                    "\(name) track \(index): \(ours.count) vs \(theirs.count) packets, from \(first): \(ours.dropFirst(first).prefix(3)) vs \(theirs.dropFirst(first).prefix(3))")
+                    "\(name) track \(index): \(ours.count) vs \(theirs.count) packets, from \(first): \(ours.dropFirst(first).prefix(3)) vs \(theirs.dropFirst(first).prefix(3))"
+                )
                 if track.isVideo {
                     // The first frame is a keyframe; VP8's flags agree with its frame tags (bit 0 clear
                     // on keyframes).
                     #expect(frames[index]?.first?.isKeyframe == true, "\(name)")
                     if track.codec == .vp8 {
-                        #expect(frames[index]?.allSatisfy { $0.isKeyframe == ($0.bytes[0] & 1 == 0) } == true, "\(name)")
+                        #expect(
+                            frames[index]?.allSatisfy { $0.isKeyframe == ($0.bytes[0] & 1 == 0) } == true, "\(name)")
                     }
                 }
             }
@@ -127,7 +134,8 @@ struct WebMReaderTests {
         }
     }
 
-    @Test("lacing (Xiph, EBML, fixed), BlockGroups, Void, CRC-32 and unknown elements, unknown-size Segment and Clusters")
+    @Test(
+        "lacing (Xiph, EBML, fixed), BlockGroups, Void, CRC-32 and unknown elements, unknown-size Segment and Clusters")
     func handBuiltFile() throws {
         let folder = TemporaryFolder()
         let path = folder.file("laced.webm")
@@ -143,11 +151,14 @@ struct WebMReaderTests {
         let audio = frames[0] ?? []
         #expect(audio.map(\.bytes) == built.audioFrames)
         let demuxed = try ffmpegPackets(path)
-        #expect(packets(audio, withTimes: true) == demuxed[0], "\(packets(audio, withTimes: true)) vs \(demuxed[0] ?? [])")
+        #expect(
+            packets(audio, withTimes: true) == demuxed[0], "\(packets(audio, withTimes: true)) vs \(demuxed[0] ?? [])")
         // Laced frames after the first are one Opus frame (20 ms) apart.
         #expect(audio.map { $0.timestampNanoseconds / 1_000_000 } == built.audioTimesMilliseconds)
         // The BlockGroup's padding lands on its last frame only.
-        #expect(audio.map(\.discardPaddingNanoseconds) == built.audioFrames.indices.map { $0 == built.audioFrames.count - 1 ? 5_000_000 : 0 })
+        #expect(
+            audio.map(\.discardPaddingNanoseconds)
+                == built.audioFrames.indices.map { $0 == built.audioFrames.count - 1 ? 5_000_000 : 0 })
         let video = frames[1] ?? []
         #expect(video.map(\.bytes) == built.videoFrames)
         // A SimpleBlock's keyframe flag, and a BlockGroup with a ReferenceBlock is not a keyframe.
@@ -160,7 +171,8 @@ struct WebMReaderTests {
     func badElements() throws {
         let folder = TemporaryFolder()
         let built = try LacedFile.build()
-        func rejected(_ words: String, code: MediaError.Code = .invalidFormat, _ mutate: (inout [UInt8]) -> Void) throws {
+        func rejected(_ words: String, code: MediaError.Code = .invalidFormat, _ mutate: (inout [UInt8]) -> Void) throws
+        {
             var bytes = built.bytes
             mutate(&bytes)
             let path = folder.file("bad-\(UUID().uuidString).webm")
@@ -328,7 +340,9 @@ private struct LacedFile {
         EBML.appendUnsigned(EBML.ID.timestamp, 1000, to: &out)
 
         func block(_ id: UInt32, track: UInt8, relative: Int16, flags: UInt8, lacing: [UInt8], frames: [[UInt8]]) {
-            var body: [UInt8] = [0x80 | track, UInt8(truncatingIfNeeded: relative >> 8), UInt8(truncatingIfNeeded: relative), flags]
+            var body: [UInt8] = [
+                0x80 | track, UInt8(truncatingIfNeeded: relative >> 8), UInt8(truncatingIfNeeded: relative), flags,
+            ]
             if !lacing.isEmpty || frames.count > 1 { body.append(UInt8(frames.count - 1)) }
             body += lacing
             for frame in frames { body += frame }
@@ -340,10 +354,13 @@ private struct LacedFile {
         file.offsets.firstBlockTrack = out.count + 3  // after the ID and a 2-byte size
         block(EBML.ID.simpleBlock, track: 7, relative: 0, flags: 0x80 | 0x02, lacing: [255, 45, 40], frames: xiph)
         // EBML lacing: 200, then 200 + (-50) = 150, 150 + 30 = 180, and the rest (60).
-        let ebml = [opusPacket(200, seed: 4), opusPacket(150, seed: 5), opusPacket(180, seed: 6), opusPacket(60, seed: 7)]
+        let ebml = [
+            opusPacket(200, seed: 4), opusPacket(150, seed: 5), opusPacket(180, seed: 6), opusPacket(60, seed: 7),
+        ]
         // 200 as a 2-byte size; -50 and +30 as 1-byte signed sizes (bias 63).
         block(
-            EBML.ID.simpleBlock, track: 7, relative: 60, flags: 0x80 | 0x06, lacing: [0x40, 200, 0x80 | (63 - 50), 0x80 | (63 + 30)],
+            EBML.ID.simpleBlock, track: 7, relative: 60, flags: 0x80 | 0x06,
+            lacing: [0x40, 200, 0x80 | (63 - 50), 0x80 | (63 + 30)],
             frames: ebml)
         let video1: [UInt8] = [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A] + (0..<50).map { UInt8($0) }
         block(EBML.ID.simpleBlock, track: 3, relative: 100, flags: 0x80, lacing: [], frames: [video1])

@@ -156,7 +156,8 @@ struct WebMWriterTests {
         try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: ogg)
         func samples(_ path: String) throws -> [Int16] {
             let raw = folder.file(URL(fileURLWithPath: path).lastPathComponent + ".s16")
-            try reference("ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-map", "0:a", "-f", "s16le", raw])
+            try reference(
+                "ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-map", "0:a", "-f", "s16le", raw])
             return try rawInt16(raw)
         }
         let audio = try samples(both)
@@ -237,7 +238,10 @@ struct WebMLiveWriterTests {
         try write(seekable, mode: .seekable)
         let probe = try runTool(
             "ffprobe",
-            ["-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of", "csv=p=0", live])
+            [
+                "-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames:format=duration", "-of",
+                "csv=p=0", live,
+            ])
         #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
         #expect(probe.stdout.split(separator: "\n") == ["90", "3.000000"])
         let info = try runTool("mkvinfo", ["-a", live])
@@ -264,7 +268,8 @@ struct WebMLiveWriterTests {
         while try reader.readFrame() != nil { frames += 1 }
         #expect(frames == 60)
         let probe = try runTool(
-            "ffprobe", ["-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", live])
+            "ffprobe",
+            ["-v", "warning", "-count_frames", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", live])
         #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
         #expect(probe.stdout == "60\n")
         #expect(try vpxdecFrameMD5s(live) == Array(try vpxdecFrameMD5s(whole).prefix(60)))

@@ -71,7 +71,9 @@ public final class WebMReader {
                 try Self.skip(header, in: file)
                 top = try EBML.readHeader(from: file)
             }
-            guard let segment = top else { throw MediaError(.truncated, "file ends at byte \(file.offset), after its EBML header") }
+            guard let segment = top else {
+                throw MediaError(.truncated, "file ends at byte \(file.offset), after its EBML header")
+            }
             guard segment.id == EBML.ID.segment else {
                 throw MediaError.invalidFormat("\(segment.label) follows the EBML header; a Segment was expected")
             }
@@ -101,7 +103,8 @@ public final class WebMReader {
                 if let end = segment.end, file.offset >= end { break }
             }
             guard let tracks else {
-                throw MediaError.invalidFormat("the Segment at byte \(segment.offset) has no Tracks before its first Cluster")
+                throw MediaError.invalidFormat(
+                    "the Segment at byte \(segment.offset) has no Tracks before its first Cluster")
             }
             self.tracks = tracks
             timestampScaleNanoseconds = scale
@@ -159,7 +162,8 @@ public final class WebMReader {
             if let end = open.end, file.offset < end {
                 throw MediaError(
                     .truncated,
-                    "\(open.label) declares \(open.size!) bytes, but the file ends at byte \(file.offset) (truncated file)")
+                    "\(open.label) declares \(open.size!) bytes, but the file ends at byte \(file.offset) (truncated file)"
+                )
             }
         }
     }
@@ -224,7 +228,8 @@ public final class WebMReader {
 
     private func readBlockGroup(_ group: EBMLElementHeader) throws {
         guard let end = group.end else {
-            throw MediaError.invalidFormat("\(group.label) has an unknown size, which only a Segment or Cluster may have")
+            throw MediaError.invalidFormat(
+                "\(group.label) has an unknown size, which only a Segment or Cluster may have")
         }
         let first = pending.count
         var sawBlock = false
@@ -238,7 +243,9 @@ public final class WebMReader {
             try Self.checkInside(child, group)
             switch child.id {
             case EBML.ID.block:
-                guard !sawBlock else { throw MediaError.invalidFormat("\(group.label) holds a second Block, \(child.label)") }
+                guard !sawBlock else {
+                    throw MediaError.invalidFormat("\(group.label) holds a second Block, \(child.label)")
+                }
                 sawBlock = true
                 try readBlock(child, keyframe: false)
             case EBML.ID.blockDuration:
@@ -262,7 +269,9 @@ public final class WebMReader {
         if let durationTicks, pending.count - first == 1 {
             let (nanoseconds, overflow) = Int64(clamping: durationTicks).multipliedReportingOverflow(
                 by: timestampScaleNanoseconds)
-            guard !overflow else { throw MediaError.invalidFormat("\(group.label): BlockDuration \(durationTicks) is out of range") }
+            guard !overflow else {
+                throw MediaError.invalidFormat("\(group.label): BlockDuration \(durationTicks) is out of range")
+            }
             pending[first].durationNanoseconds = nanoseconds
         }
     }
@@ -270,7 +279,8 @@ public final class WebMReader {
     /// Reads a SimpleBlock or a Block (`keyframe` nil: from its flags) into `pending`.
     private func readBlock(_ block: EBMLElementHeader, keyframe: Bool?) throws {
         guard let end = block.end else {
-            throw MediaError.invalidFormat("\(block.label) has an unknown size, which only a Segment or Cluster may have")
+            throw MediaError.invalidFormat(
+                "\(block.label) has an unknown size, which only a Segment or Cluster may have")
         }
         if let remaining = file.remaining, end - file.offset > remaining {
             throw MediaError(
@@ -414,10 +424,12 @@ public final class WebMReader {
     /// Reads a master element of the head whole (bounded by ``maximumHeadBytes``).
     private static func readWhole(_ header: EBMLElementHeader, from file: FileByteReader) throws -> EBMLBytes {
         guard let size = header.size else {
-            throw MediaError.invalidFormat("\(header.label) has an unknown size, which only a Segment or Cluster may have")
+            throw MediaError.invalidFormat(
+                "\(header.label) has an unknown size, which only a Segment or Cluster may have")
         }
         guard size <= maximumHeadBytes else {
-            throw MediaError.invalidFormat("\(header.label) declares \(size) bytes, above the \(maximumHeadBytes)-byte limit")
+            throw MediaError.invalidFormat(
+                "\(header.label) declares \(size) bytes, above the \(maximumHeadBytes)-byte limit")
         }
         if let remaining = file.remaining, size > remaining {
             throw MediaError(
@@ -429,7 +441,8 @@ public final class WebMReader {
     /// Reads an integer element of at most 8 bytes.
     private static func readSmallValue(_ header: EBMLElementHeader, from file: FileByteReader) throws -> UInt64 {
         guard let size = header.size, size <= 8 else {
-            throw MediaError.invalidFormat("\(header.label): an integer of \(header.size.map(String.init) ?? "unknown") bytes (8 at most)")
+            throw MediaError.invalidFormat(
+                "\(header.label): an integer of \(header.size.map(String.init) ?? "unknown") bytes (8 at most)")
         }
         let bytes = try file.readBytes(Int(size), what: header.label)
         return bytes.reduce(0) { $0 << 8 | UInt64($1) }
@@ -522,7 +535,8 @@ public final class WebMReader {
                 track.defaultDurationNanoseconds = value > 0 ? Int64(clamping: value) : nil
             case EBML.ID.contentEncodings:
                 throw MediaError.unsupported(
-                    "\(entry.label): the track's frames are compressed or encrypted (ContentEncodings), which is not read")
+                    "\(entry.label): the track's frames are compressed or encrypted (ContentEncodings), which is not read"
+                )
             case EBML.ID.video:
                 try body.forEachChild(in: range, of: child) { field, range in
                     switch field.id {

@@ -80,7 +80,8 @@ final class ChannelRecorder: @unchecked Sendable {
                 fail(&state, error)
             }
             // The next picture a whole interval on, skipping any the renders were too rare for.
-            state.nextPictureAt += state.pictureInterval * max(1, (now - state.nextPictureAt) / state.pictureInterval + 1)
+            state.nextPictureAt +=
+                state.pictureInterval * max(1, (now - state.nextPictureAt) / state.pictureInterval + 1)
         }
     }
 

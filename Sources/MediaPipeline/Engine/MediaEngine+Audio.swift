@@ -73,7 +73,9 @@ extension MediaEngine {
                 }
                 // Channel composites get this tick's channel mix (silence while not joined).
                 for recorder in plane.channelRecordings {
-                    if let c = plane.joinedIndex(recorder.channelId), plane.channels[c].mix.count == recorder.mixFrame.count {
+                    if let c = plane.joinedIndex(recorder.channelId),
+                        plane.channels[c].mix.count == recorder.mixFrame.count
+                    {
                         _ = recorder.mixFrame.update(fromContentsOf: plane.channels[c].mix)
                     } else {
                         recorder.mixFrame.update(repeating: 0)

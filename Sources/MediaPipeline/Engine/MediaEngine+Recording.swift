@@ -70,7 +70,8 @@ extension MediaEngine {
             if let c = plane.joinedIndex(key.channelId) {
                 plane.emit(
                     c,
-                    .recordingStopped(uid: key.uid, path: recording.path, audioFrames: frames.audio, videoFrames: frames.video))
+                    .recordingStopped(
+                        uid: key.uid, path: recording.path, audioFrames: frames.audio, videoFrames: frames.video))
             }
         }
         flushActions()

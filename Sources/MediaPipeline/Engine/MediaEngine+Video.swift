@@ -112,7 +112,9 @@ extension MediaEngine {
         // Channel composites take a picture of their grid when one is due.
         let (recorders, now) = control.withLock { ($0.channelRecordings, $0.now) }
         for recorder in recorders {
-            recorder.addPictureIfDue(now: now) { renderGrid(channelId: recorder.channelId, into: $0, labels: recorder.labels) }
+            recorder.addPictureIfDue(now: now) {
+                renderGrid(channelId: recorder.channelId, into: $0, labels: recorder.labels)
+            }
         }
         let failedRecording = reportRecordingFailures(recorders)
         if decided || failedRecording { flushActions() }

@@ -90,7 +90,8 @@ final class StreamRecorder: @unchecked Sendable {
                     try ogg.write(packet: frame.bytes, samples48k: samples)
                 } else if let webm = state.webm {
                     let track = media == [.audio, .video] ? (kind == .video ? 0 : 1) : 0
-                    let duration: Int64 = kind == .audio
+                    let duration: Int64 =
+                        kind == .audio
                         ? Int64(
                             (try? frame.withUnsafeBytes {
                                 try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
@@ -137,7 +138,10 @@ final class StreamRecorder: @unchecked Sendable {
             } else if let webm = state.webm {
                 try webm.finish()
             } else {
-                throw MediaError(.truncated, "nothing was recorded: no \(media.contains(.video) ? "video keyframe" : "audio") was decoded", file: path)
+                throw MediaError(
+                    .truncated,
+                    "nothing was recorded: no \(media.contains(.video) ? "video keyframe" : "audio") was decoded",
+                    file: path)
             }
             return (state.frames[0], state.frames[1])
         }

@@ -34,7 +34,8 @@ public enum AudioFileDecoder {
         input: String, output: String, sampleRate: Int, progress: ProgressHandler?
     ) throws -> TranscodeSummary {
         let reader = try WebMReader(path: input)
-        guard let track = reader.tracks.firstIndex(where: { $0.codec == .opus }), let head = reader.tracks[track].opusHead
+        guard let track = reader.tracks.firstIndex(where: { $0.codec == .opus }),
+            let head = reader.tracks[track].opusHead
         else {
             throw MediaError.unsupported(
                 "has no Opus track (tracks: \(reader.tracks.map(\.codecID).joined(separator: ", ")))", file: input)

@@ -28,7 +28,9 @@ public final class CompositeWriter {
         videoSettings: VPXEncoderConfiguration = VPXEncoderConfiguration(width: 1, height: 1),
         audioSettings: OpusEncoderConfiguration = .init()
     ) throws {
-        guard framesPerSecond > 0 else { throw MediaError.invalidArgument("\(path): a frame rate of \(framesPerSecond)") }
+        guard framesPerSecond > 0 else {
+            throw MediaError.invalidArgument("\(path): a frame rate of \(framesPerSecond)")
+        }
         var videoSettings = videoSettings
         videoSettings.width = width
         videoSettings.height = height

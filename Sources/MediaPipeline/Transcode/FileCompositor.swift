@@ -68,7 +68,8 @@ public enum FileCompositor {
                 workers.run(tiles.count, on: round)
                 round.grid = nil
                 if let failure = round.takeFailure() { throw failure }
-                try writer.addPicture(view.readOnly, timestampMicroseconds: Int64(index) * 1_000_000 / Int64(framesPerSecond))
+                try writer.addPicture(
+                    view.readOnly, timestampMicroseconds: Int64(index) * 1_000_000 / Int64(framesPerSecond))
             }
             // The 10 ms mix frames up to the next picture.
             let until = Int((Double(index + 1) / Double(framesPerSecond) * 100).rounded())
@@ -115,7 +116,12 @@ private final class CompositionRound: ParallelJobSource, @unchecked Sendable {
         }
     }
 
-    func takeFailure() -> MediaError? { failures.withLock { value in defer { value = nil }; return value } }
+    func takeFailure() -> MediaError? {
+        failures.withLock { value in
+            defer { value = nil }
+            return value
+        }
+    }
 }
 
 /// One input file of a composition: its video (frames decoded as their times come, the newest

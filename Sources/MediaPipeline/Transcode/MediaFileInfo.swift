@@ -148,7 +148,8 @@ extension MediaFileInfo {
                     samples[index] += Int64(try OpusDecoder.samplesPerChannel(inPacket: frame.bytes, sampleRate: 48000))
                 } catch let error as MediaError {
                     throw MediaError(
-                        error.code, "track \(reader.tracks[index].number) frame \(tracks[index].frames - 1): \(error.message)",
+                        error.code,
+                        "track \(reader.tracks[index].number) frame \(tracks[index].frames - 1): \(error.message)",
                         file: path)
                 }
                 samples[index] -= (frame.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
@@ -163,7 +164,8 @@ extension MediaFileInfo {
                 // The span of the frames' times and one average step more (one frame's
                 // DefaultDuration when the track declares it).
                 let span = Double(last[index] - start)
-                let step = reader.tracks[index].defaultDurationNanoseconds.map(Double.init)
+                let step =
+                    reader.tracks[index].defaultDurationNanoseconds.map(Double.init)
                     ?? (frames > 1 ? span / Double(frames - 1) : 0)
                 tracks[index].durationSeconds = (span + step) / 1e9
                 if tracks[index].durationSeconds > 0 {

@@ -24,7 +24,8 @@ public enum MediaRemuxer {
     ///   an output of another format, or (IVF, Ogg) inputs that hold other than one track of
     ///   its kind.
     @discardableResult
-    public static func remux(inputs: [String], output: String, progress: ProgressHandler? = nil) throws -> RemuxSummary {
+    public static func remux(inputs: [String], output: String, progress: ProgressHandler? = nil) throws -> RemuxSummary
+    {
         guard !inputs.isEmpty else { throw MediaError.invalidArgument("remux needs an input file") }
         let sources = try inputs.map(PacketSource.init(path:))
         let skipped = sources.flatMap { source in source.skippedTracks.map { "\(source.path): \($0)" } }
@@ -91,7 +92,9 @@ public enum MediaRemuxer {
             }
             next[pick] = try sources[pick].next()
             written += 1
-            if let progress, written % 64 == 0 { progress(sources.map(\.progress).reduce(0, +) / Double(sources.count)) }
+            if let progress, written % 64 == 0 {
+                progress(sources.map(\.progress).reduce(0, +) / Double(sources.count))
+            }
         }
         try writer.finish()
         return RemuxSummary(
@@ -114,7 +117,9 @@ public enum MediaRemuxer {
             try writer.write(packet.bytes, timestamp: (packet.timeMicroseconds + 500) / 1000)
             if let progress, writer.header.frameCount % 64 == 0 { progress(source.progress) }
         }
-        guard writer.header.frameCount > 0 else { throw MediaError(.truncated, "has no video frame", file: source.path) }
+        guard writer.header.frameCount > 0 else {
+            throw MediaError(.truncated, "has no video frame", file: source.path)
+        }
         try writer.finish()
         return RemuxSummary(
             output: output, tracks: [description], frames: [Int64(writer.header.frameCount)],

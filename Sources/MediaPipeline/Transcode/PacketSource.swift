@@ -40,7 +40,9 @@ final class PacketSource {
             let ivf = try IVFReader(path: path)
             reader = .ivf(ivf)
             tracks = [.video(ivf.header.codec, width: ivf.header.width, height: ivf.header.height)]
-            ivfUnitMicroseconds = (Int64(ivf.header.timebaseNumerator) * 1_000_000, Int64(ivf.header.timebaseDenominator))
+            ivfUnitMicroseconds = (
+                Int64(ivf.header.timebaseNumerator) * 1_000_000, Int64(ivf.header.timebaseDenominator)
+            )
         case .oggOpus:
             let ogg = try OggOpusReader(path: path)
             reader = .ogg(ogg)

@@ -40,7 +40,8 @@ public enum VideoFileEncoder {
         var index: Int64 = 0
         while let picture = try reader.readFrame() {
             let frame = try encoder.encode(picture)
-            try writeAudio(until: index * 1_000_000 * Int64(header.frameRateDenominator) / Int64(header.frameRateNumerator))
+            try writeAudio(
+                until: index * 1_000_000 * Int64(header.frameRateDenominator) / Int64(header.frameRateNumerator))
             try sink.write(
                 frame, index: index,
                 timestampMicroseconds: index * 1_000_000 * Int64(header.frameRateDenominator)
@@ -69,7 +70,9 @@ private enum VideoFileSink {
 
     init(path: String, configuration: VPXEncoderConfiguration, audio: OpusHead? = nil) throws {
         if MediaFileKind.forOutput(path: path) == .webm {
-            var tracks: [WebMTrack] = [.video(configuration.codec, width: configuration.width, height: configuration.height)]
+            var tracks: [WebMTrack] = [
+                .video(configuration.codec, width: configuration.width, height: configuration.height)
+            ]
             if let audio { tracks.append(.opus(audio)) }
             self = .webm(try WebMWriter(path: path, tracks: tracks))
         } else {

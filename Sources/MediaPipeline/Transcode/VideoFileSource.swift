@@ -55,7 +55,9 @@ final class VideoFileSource {
             codec = ivf.header.codec
             width = ivf.header.width
             height = ivf.header.height
-            (tickNumerator, tickDenominator) = (Int64(ivf.header.timebaseNumerator), Int64(ivf.header.timebaseDenominator))
+            (tickNumerator, tickDenominator) = (
+                Int64(ivf.header.timebaseNumerator), Int64(ivf.header.timebaseDenominator)
+            )
         }
         while lookahead.count < Self.lookaheadFrames, let frame = try read() { lookahead.append(frame) }
         if case .ivf(let ivf) = reader,
@@ -65,7 +67,8 @@ final class VideoFileSource {
         } else if let declaredStep {
             (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: Double(declaredStep))
         } else if lookahead.count > 1, lookahead.last!.time > lookahead.first!.time {
-            let step = Double(lookahead.last!.time - lookahead.first!.time) / Double(lookahead.count - 1)
+            let step =
+                Double(lookahead.last!.time - lookahead.first!.time) / Double(lookahead.count - 1)
                 * Double(tickNumerator) * 1e9 / Double(tickDenominator)
             (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: step)
         }
@@ -139,7 +142,9 @@ enum FrameRate {
     /// thousandths.
     static func nearest(toStepNanoseconds step: Double) -> (Int, Int) {
         let rate = 1e9 / step
-        if let match = common.min(by: { abs(Double($0.0) / Double($0.1) - rate) < abs(Double($1.0) / Double($1.1) - rate) }),
+        if let match = common.min(by: {
+            abs(Double($0.0) / Double($0.1) - rate) < abs(Double($1.0) / Double($1.1) - rate)
+        }),
             abs(Double(match.0) / Double(match.1) - rate) / rate < 0.005
         {
             return match

@@ -46,7 +46,8 @@ final class WAVOpusStream {
         encoder = try OpusEncoder(configuration: configuration)
         resampler =
             native
-            ? nil : try AudioResampler(inputRate: format.sampleRate, outputRate: 48000, channelCount: format.channelCount)
+            ? nil
+            : try AudioResampler(inputRate: format.sampleRate, outputRate: 48000, channelCount: format.channelCount)
         self.configuration = configuration
         channels = format.channelCount
         sourceSampleRate = format.sampleRate
