@@ -23,20 +23,7 @@ struct ComposeTests {
             ])
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: raw)))
         #expect(bytes.count == width * height * 3 / 2)
-        let picture = try I420Buffer(width: width, height: height)
-        picture.withMutableView { view in
-            bytes.withUnsafeBufferPointer { all in
-                let base = all.baseAddress!
-                for row in 0..<height { (view.y + row * view.strideY).update(from: base + row * width, count: width) }
-                let chroma = width / 2
-                for row in 0..<height / 2 {
-                    (view.u + row * view.strideU).update(from: base + width * height + row * chroma, count: chroma)
-                    (view.v + row * view.strideV).update(
-                        from: base + width * height * 5 / 4 + row * chroma, count: chroma)
-                }
-            }
-        }
-        return picture
+        return try rawI420Picture(bytes, index: 0, width: width, height: height)
     }
 
     @Test(

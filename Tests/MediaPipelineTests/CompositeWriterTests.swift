@@ -38,17 +38,7 @@ struct CompositeWriterTests {
         let decoded = [UInt8](try Data(contentsOf: URL(fileURLWithPath: yuv)))
         #expect(decoded.count == frameBytes * 30)
         for (index, picture) in pictures.enumerated() where decoded.count >= (index + 1) * frameBytes {
-            let copy = try I420Buffer(width: 320, height: 180)
-            copy.withMutableView { view in
-                decoded.withUnsafeBytes { raw in
-                    let base = raw.baseAddress!.advanced(by: index * frameBytes).assumingMemoryBound(to: UInt8.self)
-                    for row in 0..<180 { (view.y + row * view.strideY).update(from: base + row * 320, count: 320) }
-                    for row in 0..<90 {
-                        (view.u + row * view.strideU).update(from: base + 320 * 180 + row * 160, count: 160)
-                        (view.v + row * view.strideV).update(from: base + 320 * 180 * 5 / 4 + row * 160, count: 160)
-                    }
-                }
-            }
+            let copy = try rawI420Picture(decoded, index: index, width: 320, height: 180)
             let psnr = picture.withView { a in copy.withView { b in PictureQuality.psnr(reference: a, test: b) } }
             #expect(psnr >= 30, "picture \(index): \(psnr) dB")
         }

@@ -136,17 +136,7 @@ struct RecordingTests {
         let pictures = [UInt8](try Data(contentsOf: URL(fileURLWithPath: yuv)))
         let size = 640 * 360 * 3 / 2
         #expect(pictures.count == size * Int(written.pictures))
-        let last = try I420Buffer(width: 640, height: 360)
-        last.withMutableView { view in
-            pictures.withUnsafeBufferPointer { all in
-                let base = all.baseAddress! + pictures.count - size
-                for row in 0..<360 { (view.y + row * view.strideY).update(from: base + row * 640, count: 640) }
-                for row in 0..<180 {
-                    (view.u + row * view.strideU).update(from: base + 640 * 360 + row * 320, count: 320)
-                    (view.v + row * view.strideV).update(from: base + 640 * 360 * 5 / 4 + row * 320, count: 320)
-                }
-            }
-        }
+        let last = try rawI420Picture(pictures, index: Int(written.pictures) - 1, width: 640, height: 360)
         let psnr = grid.withView { a in last.withView { PictureQuality.psnr(reference: a, test: $0) } }
         #expect(psnr >= 30, "\(psnr) dB")
         // The audio is the channel mix, to the sample, within Opus's quality.

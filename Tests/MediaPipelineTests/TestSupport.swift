@@ -145,3 +145,24 @@ func encodedTone(_ count: Int, with encoder: OpusEncoder) throws -> [EncodedFram
             AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: Int64(index * 960)))
     }
 }
+
+/// Picture `index` of packed raw I420 pictures of `width` × `height` (even sizes), as ffmpeg's
+/// `-f rawvideo -pix_fmt yuv420p` writes them.
+func rawI420Picture(_ bytes: [UInt8], index: Int, width: Int, height: Int) throws -> I420Buffer {
+    let size = width * height * 3 / 2
+    #expect(bytes.count >= (index + 1) * size, "\(bytes.count) bytes hold no picture \(index)")
+    let picture = try I420Buffer(width: width, height: height)
+    guard bytes.count >= (index + 1) * size else { return picture }
+    picture.withMutableView { view in
+        bytes.withUnsafeBufferPointer { all in
+            let base = all.baseAddress! + index * size
+            let chroma = width / 2
+            for row in 0..<height { (view.y + row * view.strideY).update(from: base + row * width, count: width) }
+            for row in 0..<height / 2 {
+                (view.u + row * view.strideU).update(from: base + width * height + row * chroma, count: chroma)
+                (view.v + row * view.strideV).update(from: base + width * height * 5 / 4 + row * chroma, count: chroma)
+            }
+        }
+    }
+    return picture
+}
