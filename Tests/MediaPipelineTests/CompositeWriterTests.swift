@@ -43,9 +43,7 @@ struct CompositeWriterTests {
             #expect(psnr >= 30, "picture \(index): \(psnr) dB")
         }
         // Audio: the tone, to the sample (the pre-skip dropped), within Opus's quality.
-        let raw = folder.file("audio.s16")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-f", "s16le", raw])
-        let audio = try rawInt16(raw)
+        let audio = try ffmpegAudio(path)
         #expect(audio.count == tone.count)
         #expect(SignalQuality.snr(reference: tone, test: audio) >= 20)
     }

@@ -86,9 +86,7 @@ struct RecordingTests {
             "shown pictures not in the recording, in order: \(missing.prefix(5)) of \(room.shown.count)")
         #expect(room.shown.count > 50)
         // The audio decodes (libopus through ffmpeg) to as many 20 ms packets as were decoded live.
-        let raw = folder.file("audio.s16")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-f", "s16le", raw])
-        #expect(try rawInt16(raw).count == Int(written.audio) * 960 * 2)
+        #expect(try ffmpegAudio(path, libopus: true).count == Int(written.audio) * 960 * 2)
 
         let events = room.viewer.logs["a"]!.events
         #expect(events.contains(.recordingStarted(uid: 1, path: path)))
@@ -140,9 +138,7 @@ struct RecordingTests {
         let psnr = grid.withView { a in last.withView { PictureQuality.psnr(reference: a, test: $0) } }
         #expect(psnr >= 30, "\(psnr) dB")
         // The audio is the channel mix, to the sample, within Opus's quality.
-        let raw = folder.file("mix.s16")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-f", "s16le", raw])
-        let decoded = try rawInt16(raw)
+        let decoded = try ffmpegAudio(path)
         #expect(decoded.count == mix.count)
         #expect(SignalQuality.snr(reference: mix, test: decoded) >= 12)
         let events = room.viewer.logs["a"]!.events

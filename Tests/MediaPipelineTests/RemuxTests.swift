@@ -12,12 +12,7 @@ struct RemuxTests {
     }
 
     /// The samples ffmpeg's libopus decode gives (16-bit, no dither: what our decoder gives).
-    private func libopusSamples(_ path: String) throws -> [Int16] {
-        let folder = TemporaryFolder()
-        let raw = folder.file("decoded.s16")
-        try reference("ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-f", "s16le", raw])
-        return try rawInt16(raw)
-    }
+    private func libopusSamples(_ path: String) throws -> [Int16] { try ffmpegAudio(path, libopus: true) }
 
     @Test("IVF + Ogg Opus → WebM: the same packets, a clean seekable file, the same pictures and samples")
     func intoWebM() throws {

@@ -166,3 +166,16 @@ func rawI420Picture(_ bytes: [UInt8], index: Int, width: Int, height: Int) throw
     }
     return picture
 }
+
+/// The first audio track of `path` as ffmpeg decodes it to 16-bit samples, with libopus when
+/// `libopus` (bit-exact with our decoder) or ffmpeg's own Opus decoder.
+func ffmpegAudio(_ path: String, libopus: Bool = false) throws -> [Int16] {
+    let folder = TemporaryFolder()
+    let raw = folder.file("audio.s16")
+    try reference(
+        "ffmpeg",
+        ["-nostdin", "-v", "error"] + (libopus ? ["-c:a", "libopus"] : []) + [
+            "-i", path, "-map", "0:a", "-f", "s16le", raw,
+        ])
+    return try rawInt16(raw)
+}

@@ -154,15 +154,9 @@ struct WebMWriterTests {
         #expect(try vpxdecFrameMD5s(both) == (try vpxdecFrameMD5s(ivf)))
         let ogg = folder.file("alone.opus")
         try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: ogg)
-        func samples(_ path: String) throws -> [Int16] {
-            let raw = folder.file(URL(fileURLWithPath: path).lastPathComponent + ".s16")
-            try reference(
-                "ffmpeg", ["-nostdin", "-v", "error", "-c:a", "libopus", "-i", path, "-map", "0:a", "-f", "s16le", raw])
-            return try rawInt16(raw)
-        }
-        let audio = try samples(both)
+        let audio = try ffmpegAudio(both, libopus: true)
         #expect(audio.count == 192_000 * 2)
-        #expect(audio == (try samples(ogg)))
+        #expect(audio == (try ffmpegAudio(ogg, libopus: true)))
         #expect(throws: MediaError.self) {
             try VideoFileEncoder.encode(
                 input: Fixtures.oddY4M, output: folder.file("x.ivf"), settings: settings, audio: Fixtures.speechWAV)
