@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver")
+filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver|RecordingTests")
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"
