@@ -26,10 +26,12 @@ let package = Package(
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // UDP sockets for RTP: batched receive (poll + recvmmsg into a caller's slab) and send.
+        .target(name: "CNetShim"),
         .target(
             name: "MediaPipeline",
             dependencies: [
-                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", .product(name: "Logging", package: "swift-log"),
+                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", "CNetShim", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),

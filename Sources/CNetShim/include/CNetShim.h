@@ -1,0 +1,29 @@
+#ifndef CNETSHIM_H
+#define CNETSHIM_H
+// UDP sockets for RTP/RTCP: binding (IPv4 or IPv6), batched receive (poll + recvmmsg into a
+// caller-owned slab of fixed-size slots, no allocation) and sending. Errors are -errno.
+
+#include <stdint.h>
+
+/// Binds a UDP socket to `address` (numeric IPv4 or IPv6; NULL or "" for any IPv4) and `port`
+/// (0: the system picks). Returns the descriptor, or -errno. `*bound_port` gets the port.
+int cnet_udp_bind(const char *address, int port, int *bound_port);
+
+/// Waits up to `timeout_ms` for datagrams, then receives up to `count` of them into `slab`
+/// (`count` slots of `slot_size` bytes). `lengths[i]` gets each one's size (datagrams longer
+/// than a slot are cut: their length is reported as slot_size + 1). `from` (count slots of
+/// 20 bytes, may be NULL) gets each sender's address as family (2 bytes), port (2 bytes,
+/// host order) and 16 address bytes. Returns the number received, 0 on timeout, or -errno.
+int cnet_udp_receive(int fd, uint8_t *slab, int slot_size, int count, int *lengths, uint8_t *from, int timeout_ms);
+
+/// Sends one datagram to `address`:`port`. Returns the bytes sent or -errno.
+int cnet_udp_send(int fd, const uint8_t *data, int length, const char *address, int port);
+
+/// Waits up to `timeout_ms` until one of `count` sockets has a datagram; `readable[i]` is set
+/// to 1 for those that do. Returns how many, 0 on timeout, or -errno.
+int cnet_wait(const int *fds, int count, int timeout_ms, int *readable);
+
+/// Closes a socket.
+void cnet_close(int fd);
+
+#endif

@@ -1,0 +1,131 @@
+#define _GNU_SOURCE
+#include "CNetShim.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int fill_address(const char *address, int port, struct sockaddr_storage *storage, socklen_t *length) {
+    memset(storage, 0, sizeof(*storage));
+    struct sockaddr_in *v4 = (struct sockaddr_in *)storage;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)storage;
+    if (address == NULL || address[0] == 0) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        v4->sin_addr.s_addr = htonl(INADDR_ANY);
+        *length = sizeof(*v4);
+        return 0;
+    }
+    if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *length = sizeof(*v4);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *length = sizeof(*v6);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int cnet_udp_bind(const char *address, int port, int *bound_port) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    int status = fill_address(address, port, &storage, &length);
+    if (status < 0) return status;
+    int fd = socket(storage.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    int size = 4 << 20;  // room for a keyframe's burst
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    if (bind(fd, (struct sockaddr *)&storage, length) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    if (bound_port != NULL) {
+        struct sockaddr_storage bound;
+        socklen_t bound_length = sizeof(bound);
+        getsockname(fd, (struct sockaddr *)&bound, &bound_length);
+        *bound_port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                                                  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    }
+    return fd;
+}
+
+enum { MAX_BATCH = 64 };
+
+int cnet_udp_receive(int fd, uint8_t *slab, int slot_size, int count, int *lengths, uint8_t *from, int timeout_ms) {
+    if (count > MAX_BATCH) count = MAX_BATCH;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, timeout_ms);
+    if (ready < 0) return errno == EINTR ? 0 : -errno;
+    if (ready == 0) return 0;
+    struct mmsghdr messages[MAX_BATCH];
+    struct iovec vectors[MAX_BATCH];
+    struct sockaddr_storage senders[MAX_BATCH];
+    memset(messages, 0, sizeof(messages[0]) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        vectors[i].iov_base = slab + (size_t)i * (size_t)slot_size;
+        vectors[i].iov_len = (size_t)slot_size;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = &senders[i];
+        messages[i].msg_hdr.msg_namelen = sizeof(senders[i]);
+    }
+    int received = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
+    if (received < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+    for (int i = 0; i < received; i++) {
+        int truncated = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+        lengths[i] = truncated ? slot_size + 1 : (int)messages[i].msg_len;
+        if (from != NULL) {
+            uint8_t *out = from + (size_t)i * 20;
+            memset(out, 0, 20);
+            uint16_t family = (uint16_t)senders[i].ss_family;
+            memcpy(out, &family, 2);
+            if (senders[i].ss_family == AF_INET) {
+                struct sockaddr_in *v4 = (struct sockaddr_in *)&senders[i];
+                uint16_t port = ntohs(v4->sin_port);
+                memcpy(out + 2, &port, 2);
+                memcpy(out + 4, &v4->sin_addr, 4);
+            } else if (senders[i].ss_family == AF_INET6) {
+                struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&senders[i];
+                uint16_t port = ntohs(v6->sin6_port);
+                memcpy(out + 2, &port, 2);
+                memcpy(out + 4, &v6->sin6_addr, 16);
+            }
+        }
+    }
+    return received;
+}
+
+int cnet_udp_send(int fd, const uint8_t *data, int length, const char *address, int port) {
+    struct sockaddr_storage storage;
+    socklen_t storage_length;
+    int status = fill_address(address, port, &storage, &storage_length);
+    if (status < 0) return status;
+    ssize_t sent = sendto(fd, data, (size_t)length, 0, (struct sockaddr *)&storage, storage_length);
+    return sent < 0 ? -errno : (int)sent;
+}
+
+int cnet_wait(const int *fds, int count, int timeout_ms, int *readable) {
+    struct pollfd pfds[16];
+    if (count > 16) count = 16;
+    for (int i = 0; i < count; i++) {
+        pfds[i].fd = fds[i];
+        pfds[i].events = POLLIN;
+        pfds[i].revents = 0;
+    }
+    int ready = poll(pfds, (nfds_t)count, timeout_ms);
+    if (ready < 0) return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < count; i++) readable[i] = (pfds[i].revents & POLLIN) != 0;
+    return ready;
+}
+
+void cnet_close(int fd) { close(fd); }

@@ -1,0 +1,92 @@
+import CNetShim
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A bound UDP socket receiving datagrams in batches into a preallocated slab of fixed-size
+/// slots (`recvmmsg` through a small C shim): a batch is read in place, with no allocation.
+/// Owned by one thread at a time.
+final class UDPSocket {
+    /// The address and port bound.
+    let address: String
+    let port: Int
+    private let descriptor: Int32
+    /// The slab: `batch` slots of `slotBytes` bytes, and each slot's datagram length.
+    private let slab: UnsafeMutableRawBufferPointer
+    private let lengths: UnsafeMutableBufferPointer<Int32>
+    let slotBytes: Int
+    let batch: Int
+
+    /// Binds `address` (numeric IPv4 or IPv6) and `port` (0: any free port).
+    /// - Throws: ``MediaError/Code/io`` naming the address and the system's reason.
+    init(address: String, port: Int, slotBytes: Int = 2048, batch: Int = 32) throws {
+        var bound: Int32 = 0
+        let fd = cnet_udp_bind(address, Int32(port), &bound)
+        guard fd >= 0 else {
+            throw MediaError(.io, "cannot bind UDP \(address):\(port): \(String(cString: strerror(-fd)))")
+        }
+        descriptor = fd
+        self.address = address
+        self.port = Int(bound)
+        self.slotBytes = slotBytes
+        self.batch = batch
+        slab = .allocate(byteCount: slotBytes * batch, alignment: 16)
+        lengths = .allocate(capacity: batch)
+        lengths.initialize(repeating: 0)
+    }
+
+    deinit {
+        cnet_close(descriptor)
+        slab.deallocate()
+        lengths.deallocate()
+    }
+
+    /// Waits up to `timeoutMilliseconds` for datagrams and calls `body` with each one received
+    /// (its bytes valid during the call only). Datagrams larger than a slot are counted in
+    /// ``oversized`` and skipped. Returns how many were handed over.
+    @discardableResult
+    func receive(timeoutMilliseconds: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        let count = cnet_udp_receive(
+            descriptor, slab.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(slotBytes), Int32(batch),
+            lengths.baseAddress!, nil, Int32(timeoutMilliseconds))
+        guard count >= 0 else {
+            throw MediaError(.io, "UDP receive on \(address):\(port) failed: \(String(cString: strerror(-count)))")
+        }
+        var delivered = 0
+        for index in 0..<Int(count) {
+            let length = Int(lengths[index])
+            guard length <= slotBytes else {
+                oversized += 1
+                continue
+            }
+            try body(UnsafeRawBufferPointer(rebasing: slab[index * slotBytes..<index * slotBytes + length]))
+            delivered += 1
+        }
+        return delivered
+    }
+
+    /// Datagrams skipped for being larger than a slot.
+    private(set) var oversized = 0
+
+    /// Sends one datagram to `address`:`port`.
+    func send(_ bytes: UnsafeRawBufferPointer, to address: String, port: Int) throws {
+        let sent = cnet_udp_send(
+            descriptor, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), address, Int32(port)
+        )
+        guard sent >= 0 else {
+            throw MediaError(.io, "UDP send to \(address):\(port) failed: \(String(cString: strerror(-sent)))")
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` until one of `sockets` has a datagram; returns which.
+    static func wait(_ sockets: [UDPSocket], timeoutMilliseconds: Int) throws -> [Bool] {
+        var fds = sockets.map(\.descriptor)
+        var readable = [Int32](repeating: 0, count: sockets.count)
+        let status = cnet_wait(&fds, Int32(fds.count), Int32(timeoutMilliseconds), &readable)
+        guard status >= 0 else {
+            throw MediaError(.io, "waiting for UDP failed: \(String(cString: strerror(-status)))")
+        }
+        return readable.map { $0 != 0 }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+@Suite("RTP over UDP with real peers, and SDP")
+struct RTPNetworkTests {
+    @Test("SDP as ffmpeg and browsers write it reads, round-trips, and names the line at fault")
+    func sessionDescription() throws {
+        let ffmpeg = """
+            v=0
+            o=- 0 0 IN IP4 127.0.0.1
+            s=No Name
+            t=0 0
+            a=tool:libavformat LIBAVFORMAT_VERSION
+            m=video 15004 RTP/AVP 96
+            c=IN IP4 127.0.0.1
+            a=rtpmap:96 VP8/90000
+            m=audio 15006 RTP/AVP 111
+            c=IN IP4 127.0.0.1
+            a=rtpmap:111 opus/48000/2
+            a=fmtp:111 sprop-stereo=1
+            """
+        let sdp = try SessionDescription(parsing: ffmpeg)
+        #expect(sdp.media.count == 2)
+        #expect(sdp.media[0].formats.first?.codec == .vp8 && sdp.media[0].port == 15004)
+        #expect(sdp.media[0].effectiveRTCPPort == 15005)
+        #expect(sdp.media[1].formats.first?.codec == .opus && sdp.media[1].formats.first?.channels == 2)
+        #expect(sdp.media[1].formats.first?.parameters == "sprop-stereo=1")
+        #expect(sdp.address(of: sdp.media[1]) == "127.0.0.1")
+
+        // Feedback, rtcp-mux, an SSRC and IPv6, then the text we write reads back the same.
+        let avpf = """
+            v=0\r
+            o=- 1 1 IN IP6 ::1\r
+            s=-\r
+            c=IN IP6 ::1\r
+            t=0 0\r
+            m=video 5004 RTP/AVPF 96 97\r
+            a=rtcp-mux\r
+            a=rtpmap:96 VP8/90000\r
+            a=rtpmap:97 VP9/90000\r
+            a=rtcp-fb:* nack\r
+            a=rtcp-fb:96 nack pli\r
+            a=rtcp-fb:96 ccm fir\r
+            a=ssrc:1111 cname:peer\r
+            """
+        let parsed = try SessionDescription(parsing: avpf)
+        let video = parsed.media[0]
+        #expect(video.transport == "RTP/AVPF" && video.rtcpMux && video.effectiveRTCPPort == 5004)
+        #expect(video.formats[0].feedback == ["nack", "nack pli", "ccm fir"])
+        #expect(video.formats[1].feedback == ["nack"] && video.formats[1].codec == .vp9)
+        #expect(video.ssrc == 1111 && parsed.connectionAddress == "::1")
+        #expect(try SessionDescription(parsing: parsed.text).media == parsed.media)
+
+        for (text, words) in [
+            ("v=1\r\n", "line 1 'v=1': version 1"),
+            ("v=0\r\nm=video x RTP/AVP 96\r\n", "line 2"),
+            ("v=0\r\nm=video 5004 RTP/AVP 96\r\na=rtpmap:97 VP8/90000\r\n", "payload type 97 is not on its m= line"),
+            ("v=0\r\nm=video 5004 RTP/AVP 96\r\n", "payload type 96 has no rtpmap"),
+            ("m=video 5004 RTP/AVP 0\r\n", "no 'v=0'"),
+        ] {
+            #expect(throws: MediaError.self) { try SessionDescription(parsing: text) }
+            do { _ = try SessionDescription(parsing: text) } catch let error as MediaError {
+                #expect(error.message.contains(words), "\(error)")
+            }
+        }
+    }
+
+    @Test("ffmpeg sends an IVF and an Ogg Opus file unchanged over RTP: pipebench receive writes the same frames")
+    func receiveFromFFmpeg() throws {
+        let folder = TemporaryFolder()
+        let opus = folder.file("speech.opus")
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
+        // Loopback ports picked at random, so parallel runs do not meet.
+        let videoPort = Int.random(in: 20_000...40_000) & ~1
+        let audioPort = videoPort + 2
+        func ffmpegArguments(_ extra: [String]) -> [String] {
+            [
+                "-nostdin", "-v", "error", "-re", "-i", Fixtures.motionIVF, "-re", "-i", opus, "-map", "0:v", "-c",
+                "copy", "-payload_type", "96", "-f", "rtp", "rtp://127.0.0.1:\(videoPort)?pkt_size=1200", "-map",
+                "1:a", "-c", "copy", "-payload_type", "111", "-f", "rtp", "rtp://127.0.0.1:\(audioPort)?pkt_size=1200",
+            ] + extra
+        }
+        // ffmpeg's own SDP for these streams (a first run of a few milliseconds writes it).
+        let sdp = folder.file("ffmpeg.sdp")
+        try reference("ffmpeg", ffmpegArguments(["-sdp_file", sdp, "-t", "0.01"]))
+        #expect(try SessionDescription(parsing: String(contentsOfFile: sdp, encoding: .utf8)).media.count == 2)
+
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        receiver.arguments = [
+            "receive", sdp, folder.file("video.ivf"), folder.file("audio.opus"), "--idle", "1", "--json",
+        ]
+        let output = Pipe()
+        receiver.standardOutput = output
+        try receiver.run()
+        Thread.sleep(forTimeInterval: 0.5)  // bound before the sender starts
+        try reference("ffmpeg", ffmpegArguments([]))
+        receiver.waitUntilExit()
+        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(receiver.terminationStatus == 0, "\(report)")
+
+        // Every frame, byte for byte, in order.
+        func ivfFrames(_ path: String) throws -> [[UInt8]] {
+            let reader = try IVFReader(path: path)
+            var frames: [[UInt8]] = []
+            while let frame = try reader.readFrame() { frames.append(frame.bytes) }
+            return frames
+        }
+        func oggPackets(_ path: String) throws -> [[UInt8]] {
+            let reader = try OggOpusReader(path: path)
+            var packets: [[UInt8]] = []
+            while let packet = try reader.nextPacket() { packets.append(packet.bytes) }
+            return packets
+        }
+        let video = try ivfFrames(folder.file("video.ivf"))
+        #expect(video.count == 90)
+        #expect(video == (try ivfFrames(Fixtures.motionIVF)))
+        let audio = try oggPackets(folder.file("audio.opus"))
+        #expect(audio.count == 201)
+        #expect(audio == (try oggPackets(opus)))
+        // The IVF's 90 kHz times give the source's 30 fps back.
+        #expect(abs(try MediaFileInfo.probe(path: folder.file("video.ivf")).framesPerSecond - 30) < 0.1)
+    }
+}
