@@ -31,7 +31,8 @@ let package = Package(
         .target(
             name: "MediaPipeline",
             dependencies: [
-                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", "CNetShim", .product(name: "Logging", package: "swift-log"),
+                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", "CNetShim",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),
