@@ -67,6 +67,41 @@ struct RTPNetworkTests {
         }
     }
 
+    @Test("pipebench send to ffmpeg with our SDP: ffmpeg's recording has every frame, byte for byte")
+    func sendToFFmpeg() throws {
+        let folder = TemporaryFolder()
+        let opus = folder.file("speech.opus")
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
+        let port = Int.random(in: 20_000...40_000) & ~1
+        let sdp = folder.file("ours.sdp")
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        sender.arguments = [
+            "send", Fixtures.motionIVF, opus, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "1.5",
+        ]
+        sender.standardOutput = FileHandle.nullDevice
+        try sender.run()
+        // ffmpeg opens our SDP as soon as it is there, and ends 10 s after the last packet.
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: sdp) { Thread.sleep(forTimeInterval: 0.05) }
+        let video = folder.file("ffmpeg.ivf")
+        let audio = folder.file("ffmpeg.opus")
+        try reference(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp, "-map", "0:0", "-c",
+                "copy",
+                video, "-map", "0:1", "-c", "copy", audio,
+            ])
+        sender.waitUntilExit()
+        #expect(sender.terminationStatus == 0)
+        let frames = try ffmpegPackets(video)[0]?.map { Packet(size: $0.size, md5: $0.md5) }
+        #expect(frames?.count == 90)
+        #expect(frames == (try ffmpegPackets(Fixtures.motionIVF)[0]?.map { Packet(size: $0.size, md5: $0.md5) }))
+        let packets = try ffmpegPackets(audio)[0]?.map { Packet(size: $0.size, md5: $0.md5) }
+        #expect(packets?.count == 201)
+        #expect(packets == (try ffmpegPackets(opus)[0]?.map { Packet(size: $0.size, md5: $0.md5) }))
+    }
+
     @Test("ffmpeg sends an IVF and an Ogg Opus file unchanged over RTP: pipebench receive writes the same frames")
     func receiveFromFFmpeg() throws {
         let folder = TemporaryFolder()
