@@ -43,7 +43,7 @@ struct ReceiveCommand: ParsableCommand {
                     "streams": summary.streams.map {
                         [
                             "codec": $0.codec.rawValue, "output": $0.output, "packets": $0.packets,
-                            "packetsLost": $0.packetsLost, "frames": $0.frames, "bye": $0.sawBye,
+                            "packetsLost": $0.packetsLost, "frames": $0.frames, "ignored": $0.ignored, "bye": $0.sawBye,
                         ] as [String: Any]
                     },
                 ]))
@@ -52,7 +52,7 @@ struct ReceiveCommand: ParsableCommand {
         for stream in summary.streams {
             print(
                 "received \(stream.codec) → \(stream.output): \(stream.packets) packets (\(stream.packetsLost) lost), "
-                    + "\(stream.frames) frames\(stream.sawBye ? ", BYE" : "")")
+                    + "\(stream.frames) frames, \(stream.ignored) datagrams ignored\(stream.sawBye ? ", BYE" : "")")
         }
         print("ended by \(summary.endedBy)")
     }

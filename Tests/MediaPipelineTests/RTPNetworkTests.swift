@@ -103,7 +103,14 @@ struct RTPNetworkTests {
     }
 
     @Test("ffmpeg sends an IVF and an Ogg Opus file unchanged over RTP: pipebench receive writes the same frames")
-    func receiveFromFFmpeg() throws {
+    func receiveFromFFmpeg() throws { try receiveFromFFmpeg(flooded: false) }
+
+    @Test("garbage, truncated, oversized and foreign packets flooding the ports cost the stream nothing")
+    func receiveUnderFlood() throws { try receiveFromFFmpeg(flooded: true) }
+
+    /// ffmpeg sends the motion IVF and an Ogg Opus file to `pipebench receive`; with `flooded`,
+    /// a second sender meanwhile fills both streams' RTP and RTCP ports with bad datagrams.
+    private func receiveFromFFmpeg(flooded: Bool) throws {
         let folder = TemporaryFolder()
         let opus = folder.file("speech.opus")
         try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
@@ -125,16 +132,28 @@ struct RTPNetworkTests {
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
         receiver.arguments = [
-            "receive", sdp, folder.file("video.ivf"), folder.file("audio.opus"), "--idle", "1", "--json",
+            "receive", sdp, folder.file("video.ivf"), folder.file("audio.opus"), "--idle", "1.5", "--json",
         ]
         let output = Pipe()
         receiver.standardOutput = output
         try receiver.run()
         Thread.sleep(forTimeInterval: 0.5)  // bound before the sender starts
+        let flood = flooded ? Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1]) : nil
+        flood?.start(afterSeconds: 0.3)
         try reference("ffmpeg", ffmpegArguments([]))
+        flood?.stop()
         receiver.waitUntilExit()
         let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(receiver.terminationStatus == 0, "\(report)")
+        if let flood {
+            // The receiver saw the flood and set it aside: its report counts the datagrams ignored.
+            #expect(flood.sent > 1000, "\(flood.sent) bad datagrams sent")
+            let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+            let streams = json?["streams"] as? [[String: Any]] ?? []
+            let ignored = streams.compactMap { $0["ignored"] as? Int }.reduce(0, +)
+            #expect(ignored > 500, "\(report)")
+            #expect(json?["endedBy"] as? String != "bye", "another SSRC's BYE ended the session")
+        }
 
         // Every frame, byte for byte, in order.
         func ivfFrames(_ path: String) throws -> [[UInt8]] {
@@ -158,4 +177,53 @@ struct RTPNetworkTests {
         // The IVF's 90 kHz times give the source's 30 fps back.
         #expect(abs(try MediaFileInfo.probe(path: folder.file("video.ivf")).framesPerSecond - 30) < 0.1)
     }
+}
+
+/// Sends bad datagrams to loopback ports from its own thread until stopped: random bytes,
+/// RTP headers cut short, RTP of the streams' payload types from another SSRC, RTCP that claims
+/// more than it holds, BYEs of another SSRC, and datagrams larger than a receive slot.
+private final class Flood: @unchecked Sendable {
+    let ports: [Int]
+    private let lock = NSLock()
+    private var running = true
+    private var count = 0
+    private var thread: Thread?
+
+    init(ports: [Int]) { self.ports = ports }
+
+    var sent: Int { lock.withLock { count } }
+
+    func start(afterSeconds delay: Double) {
+        let thread = Thread { [self] in
+            Thread.sleep(forTimeInterval: delay)
+            guard let socket = try? UDPSocket(address: "127.0.0.1", port: 0) else { return }
+            var generator = SystemRandomNumberGenerator()
+            var round = 0
+            while lock.withLock({ running }) {
+                var datagram: [UInt8]
+                switch round % 6 {
+                case 0:
+                    datagram = (0..<Int.random(in: 1...1400, using: &generator)).map { _ in UInt8.random(in: 0...255) }
+                case 1: datagram = [0x80, 96, 0x12]  // an RTP header cut short
+                case 2:  // RTP of payload type 96 and 111 from an SSRC nobody announced
+                    datagram =
+                        [0x80, round % 12 == 2 ? 96 : 111, UInt8(round & 0xFF), 0, 0, 0, 0, 1, 0xDE, 0xAD, 0xBE, 0xEF]
+                        + [UInt8](repeating: 0x10, count: 100)
+                case 3: datagram = [0x80, 200, 0x00, 0x40, 1, 2, 3, 4]  // an SR claiming 260 bytes
+                case 4: datagram = [0x81, 203, 0, 1, 0xDE, 0xAD, 0xBE, 0xEF]  // another SSRC's BYE
+                default: datagram = [UInt8](repeating: 0x80, count: 3000)  // larger than a slot
+                }
+                for port in ports {
+                    try? datagram.withUnsafeBytes { try socket.send($0, to: "127.0.0.1", port: port) }
+                }
+                lock.withLock { count += ports.count }
+                round += 1
+                if round % 8 == 0 { usleep(1_000) }
+            }
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    func stop() { lock.withLock { running = false } }
 }

@@ -6,6 +6,8 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         public var codec: MediaCodec, output: String
         /// RTP packets received, lost (sequence numbers never seen), and frames written.
         public var packets: Int64, packetsLost: Int64, frames: Int64
+        /// Datagrams on the stream's ports that were not its packets (garbage, other senders).
+        public var ignored: Int64
         /// Whether the sender said goodbye (RTCP BYE).
         public var sawBye: Bool
     }
@@ -96,6 +98,10 @@ private struct ReceivedStream {
     var packets: Int64 = 0
     var sawBye = false
     let channels: Int
+    /// The stream's SSRC: the SDP's, or the first packet's. Packets of others are not its.
+    var ssrc: UInt32?
+    /// Datagrams on the stream's ports that were not its RTP or RTCP (garbage, other senders).
+    var ignored: Int64 = 0
 
     init(section: SessionDescription.Media, address: String, output: String) throws {
         guard let format = section.formats.first(where: { $0.codec != nil }), let codec = format.codec else {
@@ -115,6 +121,7 @@ private struct ReceivedStream {
         let rtp = try UDPSocket(address: address, port: section.port)
         sockets = section.rtcpMux ? [rtp] : [rtp, try UDPSocket(address: address, port: section.effectiveRTCPPort)]
         assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: 100_000)
+        ssrc = section.ssrc
     }
 
     /// An RTP or RTCP datagram (told apart by the payload type byte, RFC 5761 §4).
@@ -125,23 +132,38 @@ private struct ReceivedStream {
             noteRTCP(datagram)
             return
         }
-        guard let packet = try? RTPPacket(Array(datagram)), payloadTypes.contains(packet.header.payloadType) else {
-            return  // not RTP of this stream: ignored, as the spec says
+        guard let packet = try? RTPPacket(Array(datagram)), payloadTypes.contains(packet.header.payloadType),
+            packet.header.ssrc == ssrc ?? packet.header.ssrc
+        else {
+            ignored += 1  // not RTP of this stream: ignored, as RFC 3550 says
+            return
         }
+        ssrc = packet.header.ssrc
         packets += 1
         ready.removeAll(keepingCapacity: true)
         assembler.insert(packet, now: now) { ready.append($0) }
         for assembled in ready { try write(assembled) }
     }
 
-    /// Looks for a BYE in an RTCP compound packet.
+    /// Looks for this stream's BYE in an RTCP compound packet (version 2, naming its SSRC).
     private mutating func noteRTCP(_ datagram: UnsafeRawBufferPointer) {
         var offset = 0
         while offset + 4 <= datagram.count {
+            let first = datagram[offset]
             let type = datagram[offset + 1]
             let words = Int(datagram[offset + 2]) << 8 | Int(datagram[offset + 3])
-            if type == 203 { sawBye = true }
-            offset += (words + 1) * 4
+            let end = offset + (words + 1) * 4
+            guard first >> 6 == 2, end <= datagram.count else {
+                ignored += 1
+                return
+            }
+            if type == 203, first & 0x1F >= 1, words >= 1, let ssrc {
+                let named =
+                    UInt32(datagram[offset + 4]) << 24 | UInt32(datagram[offset + 5]) << 16
+                    | UInt32(datagram[offset + 6]) << 8 | UInt32(datagram[offset + 7])
+                if named == ssrc { sawBye = true }
+            }
+            offset = end
         }
     }
 
@@ -190,6 +212,6 @@ private struct ReceivedStream {
         }
         return RTPReceiveSummary.Stream(
             codec: codec, output: output, packets: packets, packetsLost: assembler.packetsLost, frames: frames,
-            sawBye: sawBye)
+            ignored: ignored, sawBye: sawBye)
     }
 }
