@@ -80,9 +80,17 @@ struct RTPNetworkTests {
             "send", Fixtures.motionIVF, opus, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "1.5",
         ]
         sender.standardOutput = FileHandle.nullDevice
+        let senderErrors = folder.file("send.stderr")
+        _ = FileManager.default.createFile(atPath: senderErrors, contents: nil)
+        sender.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: senderErrors))
         try sender.run()
         // ffmpeg opens our SDP as soon as it is there, and ends 10 s after the last packet.
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: sdp) { Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let state = sender.isRunning ? "running" : "status \(sender.terminationStatus)"
+        let errors = (try? String(contentsOfFile: senderErrors, encoding: .utf8)) ?? ""
+        try #require(FileManager.default.fileExists(atPath: sdp), "no SDP from pipebench send (\(state)): \(errors)")
         let video = folder.file("ffmpeg.ivf")
         let audio = folder.file("ffmpeg.opus")
         try reference(
@@ -93,7 +101,9 @@ struct RTPNetworkTests {
                 video, "-map", "0:1", "-c", "copy", audio,
             ])
         sender.waitUntilExit()
-        #expect(sender.terminationStatus == 0)
+        #expect(
+            sender.terminationStatus == 0 && sender.terminationReason == .exit,
+            "\((try? String(contentsOfFile: senderErrors, encoding: .utf8)) ?? "")")
         let frames = try ffmpegPackets(video)[0]?.map { Packet(size: $0.size, md5: $0.md5) }
         #expect(frames?.count == 90)
         #expect(frames == (try ffmpegPackets(Fixtures.motionIVF)[0]?.map { Packet(size: $0.size, md5: $0.md5) }))
