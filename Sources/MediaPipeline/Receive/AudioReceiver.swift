@@ -393,7 +393,7 @@ final class AudioReceiver: @unchecked Sendable {
                 counters.packetsDecoded += 1
                 if packet.isRedundantCopy { counters.packetsRecovered += 1 }
                 if let recording = recorder.withLock({ $0 }) {
-                    _ = recording.record(packet.frame, kind: .audio, now: roundNow)
+                    recording.record(packet.frame, kind: .audio, now: roundNow)
                 }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)

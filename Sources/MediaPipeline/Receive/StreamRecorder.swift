@@ -63,19 +63,18 @@ final class StreamRecorder: @unchecked Sendable {
     }
 
     /// Records `frame` of `kind`, decoded at clock time `now`; a video frame's decoded picture
-    /// size names the track's. Returns the failure if writing failed just now (once).
-    func record(_ frame: EncodedFrame, kind: MediaKind, now: Int64, pictureWidth: Int = 0, pictureHeight: Int = 0)
-        -> String?
-    {
+    /// size names the track's. A failure stops the recording and waits in
+    /// ``takeFailureToReport()``.
+    func record(_ frame: EncodedFrame, kind: MediaKind, now: Int64, pictureWidth: Int = 0, pictureHeight: Int = 0) {
         let k = kind == .audio ? 0 : 1
-        guard media.contains(kind == .audio ? .audio : .video) else { return nil }
-        return state.withLock { state in
-            guard state.failure == nil, !state.finished else { return nil }
+        guard media.contains(kind == .audio ? .audio : .video) else { return }
+        state.withLock { state in
+            guard state.failure == nil, !state.finished else { return }
             do {
                 if state.webm == nil && state.ogg == nil {
                     // The file starts at the first frame that decodes on its own, of video when
                     // video is recorded.
-                    guard kind == .video ? frame.isKeyframe : !media.contains(.video) else { return nil }
+                    guard kind == .video ? frame.isKeyframe : !media.contains(.video) else { return }
                     try open(&state, frame: frame, kind: kind, width: pictureWidth, height: pictureHeight)
                 }
                 if state.firstMedia[k] == nil {
@@ -83,31 +82,23 @@ final class StreamRecorder: @unchecked Sendable {
                     state.firstClock[k] = now
                 }
                 let time = frame.timestampMicroseconds - state.firstMedia[k]! + state.firstClock[k] - state.startedAt
+                let samples48k =
+                    kind == .audio
+                    ? try frame.withUnsafeBytes { try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
+                    : 0
                 if let ogg = state.ogg {
-                    let samples = try frame.withUnsafeBytes {
-                        try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
-                    }
-                    try ogg.write(packet: frame.bytes, samples48k: samples)
+                    try ogg.write(packet: frame.bytes, samples48k: samples48k)
                 } else if let webm = state.webm {
                     let track = media == [.audio, .video] ? (kind == .video ? 0 : 1) : 0
-                    let duration: Int64 =
-                        kind == .audio
-                        ? Int64(
-                            (try? frame.withUnsafeBytes {
-                                try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
-                            }) ?? 0) * 1_000_000 / 48_000
-                        : 0
                     try frame.withUnsafeBytes {
                         try webm.write(
-                            track: track, $0, timestampMicroseconds: max(0, time), durationMicroseconds: duration,
-                            isKeyframe: frame.isKeyframe)
+                            track: track, $0, timestampMicroseconds: max(0, time),
+                            durationMicroseconds: Int64(samples48k) * 1_000_000 / 48_000, isKeyframe: frame.isKeyframe)
                     }
                 }
                 state.frames[k] += 1
-                return nil
             } catch {
                 state.failure = "\(error)"
-                return state.failure
             }
         }
     }

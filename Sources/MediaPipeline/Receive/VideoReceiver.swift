@@ -379,7 +379,7 @@ final class VideoReceiver: @unchecked Sendable {
                 }
                 inbox.withLock { $0.needsKeyframe = false }
                 if let recording = recorder.withLock({ $0 }) {
-                    _ = recording.record(frame, kind: .video, now: now, pictureWidth: width, pictureHeight: height)
+                    recording.record(frame, kind: .video, now: now, pictureWidth: width, pictureHeight: height)
                 }
                 failed = false
                 framesDecoded += 1

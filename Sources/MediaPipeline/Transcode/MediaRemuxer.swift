@@ -142,8 +142,7 @@ public enum MediaRemuxer {
                     "an Opus packet follows one with DiscardPadding; Ogg Opus trims only the stream's end",
                     file: source.path)
             }
-            let samples = try OpusDecoder.samplesPerChannel(inPacket: packet.bytes, sampleRate: 48_000)
-            try writer.write(packet: packet.bytes, samples48k: samples)
+            try writer.write(packet: packet.bytes, samples48k: packet.samples48k)
             padding48k = (packet.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
             packets += 1
             bytes += Int64(packet.bytes.count)

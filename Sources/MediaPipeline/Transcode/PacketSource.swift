@@ -7,6 +7,8 @@ struct SourcePacket {
     /// stream, pre-skip included), in microseconds.
     var timeMicroseconds: Int64
     var durationMicroseconds: Int64
+    /// An Opus packet's length in 48 kHz samples (0 for video).
+    var samples48k = 0
     var isKeyframe: Bool
     /// Padding at the end of an Opus packet to drop (the stream's last), in nanoseconds.
     var discardPaddingNanoseconds: Int64 = 0
@@ -94,12 +96,7 @@ final class PacketSource {
                 isKeyframe: VideoBitstream.isKeyframe(frame.bytes, codec: tracks[0].codec))
         case .ogg(let ogg):
             guard let packet = try ogg.nextPacket() else { return nil }
-            let samples: Int
-            do {
-                samples = try OpusDecoder.samplesPerChannel(inPacket: packet.bytes, sampleRate: 48_000)
-            } catch let error as MediaError {
-                throw MediaError(error.code, "audio packet \(ogg.packetsRead - 1): \(error.message)", file: path)
-            }
+            let samples = try opusSamples(packet.bytes, what: "audio packet \(ogg.packetsRead - 1)")
             let start = position48k
             position48k += Int64(samples)
             var padding: Int64 = 0
@@ -114,26 +111,37 @@ final class PacketSource {
             }
             return SourcePacket(
                 track: 0, bytes: packet.bytes, timeMicroseconds: start * 1_000_000 / 48_000,
-                durationMicroseconds: Int64(samples) * 1_000_000 / 48_000, isKeyframe: true,
+                durationMicroseconds: Int64(samples) * 1_000_000 / 48_000, samples48k: samples, isKeyframe: true,
                 discardPaddingNanoseconds: padding)
         case .webm(let webm, let mapping):
             while let frame = try webm.readFrame() {
                 guard let track = mapping[frame.track] else { continue }
                 let source = webm.tracks[frame.track]
                 var duration = frame.durationNanoseconds ?? source.defaultDurationNanoseconds ?? 0
-                if source.codec == .opus {
-                    duration =
-                        Int64((try? OpusDecoder.samplesPerChannel(inPacket: frame.bytes, sampleRate: 48_000)) ?? 0)
-                        * 1_000_000_000 / 48_000
-                }
+                let samples =
+                    source.codec == .opus
+                    ? try opusSamples(frame.bytes, what: "track \(source.number) frame \(webm.framesRead - 1)") : 0
+                if source.codec == .opus { duration = Int64(samples) * 1_000_000_000 / 48_000 }
                 // Back to the block's own time: the writer stores the CodecDelay again.
                 let blockTime = frame.timestampNanoseconds + source.codecDelayNanoseconds
                 return SourcePacket(
                     track: track, bytes: frame.bytes, timeMicroseconds: blockTime / 1000,
-                    durationMicroseconds: duration / 1000, isKeyframe: frame.isKeyframe,
+                    durationMicroseconds: duration / 1000, samples48k: samples, isKeyframe: frame.isKeyframe,
                     discardPaddingNanoseconds: frame.discardPaddingNanoseconds)
             }
             return nil
+        }
+    }
+}
+
+extension PacketSource {
+    /// An Opus packet's length in 48 kHz samples; a packet with no valid TOC is an error naming
+    /// `what` in the file.
+    fileprivate func opusSamples(_ bytes: [UInt8], what: String) throws -> Int {
+        do {
+            return try OpusDecoder.samplesPerChannel(inPacket: bytes, sampleRate: 48_000)
+        } catch let error as MediaError {
+            throw MediaError(error.code, "\(what): \(error.message)", file: path)
         }
     }
 }
