@@ -129,3 +129,83 @@ int cnet_wait(const int *fds, int count, int timeout_ms, int *readable) {
 }
 
 void cnet_close(int fd) { close(fd); }
+
+int cnet_peer_make(const char *address, int port, cnet_peer *peer) {
+    struct sockaddr_storage storage;
+    socklen_t length;
+    memset(peer, 0, sizeof(*peer));
+    int status = fill_address(address, port, &storage, &length);
+    if (status < 0) return status;
+    if (length > sizeof(peer->storage)) return -EINVAL;
+    memcpy(peer->storage, &storage, length);
+    peer->length = length;
+    return 0;
+}
+
+int cnet_peer_describe(const cnet_peer *peer, char *text, int text_size) {
+    const struct sockaddr *address = (const struct sockaddr *)peer->storage;
+    if (text_size > 0) text[0] = 0;
+    if (peer->length == 0) return 0;
+    if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)peer->storage;
+        inet_ntop(AF_INET6, &v6->sin6_addr, text, (socklen_t)text_size);
+        return ntohs(v6->sin6_port);
+    }
+    const struct sockaddr_in *v4 = (const struct sockaddr_in *)peer->storage;
+    inet_ntop(AF_INET, &v4->sin_addr, text, (socklen_t)text_size);
+    return ntohs(v4->sin_port);
+}
+
+int cnet_udp_receive_peers(int fd, uint8_t *slab, int slot_size, int count, int *lengths, cnet_peer *from) {
+    if (count > MAX_BATCH) count = MAX_BATCH;
+    struct mmsghdr messages[MAX_BATCH];
+    struct iovec vectors[MAX_BATCH];
+    struct sockaddr_storage senders[MAX_BATCH];
+    memset(messages, 0, sizeof(messages[0]) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        vectors[i].iov_base = slab + (size_t)i * (size_t)slot_size;
+        vectors[i].iov_len = (size_t)slot_size;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = &senders[i];
+        messages[i].msg_hdr.msg_namelen = sizeof(senders[i]);
+    }
+    int received = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
+    if (received < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
+    for (int i = 0; i < received; i++) {
+        int truncated = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+        lengths[i] = truncated ? slot_size + 1 : (int)messages[i].msg_len;
+        if (from != NULL) {
+            socklen_t length = messages[i].msg_hdr.msg_namelen;
+            if (length > sizeof(from[i].storage)) length = 0;
+            memset(&from[i], 0, sizeof(from[i]));
+            memcpy(from[i].storage, &senders[i], length);
+            from[i].length = length;
+        }
+    }
+    return received;
+}
+
+int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *peer) {
+    if (peer->length == 0) return -EDESTADDRREQ;
+    ssize_t sent = sendto(fd, data, (size_t)length, 0, (const struct sockaddr *)peer->storage, peer->length);
+    return sent < 0 ? -errno : (int)sent;
+}
+
+int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer) {
+    if (peer->length == 0) return -EDESTADDRREQ;
+    if (count > MAX_BATCH) count = MAX_BATCH;
+    struct mmsghdr messages[MAX_BATCH];
+    struct iovec vectors[MAX_BATCH];
+    memset(messages, 0, sizeof(messages[0]) * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        vectors[i].iov_base = (void *)data[i];
+        vectors[i].iov_len = (size_t)lengths[i];
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = (void *)peer->storage;
+        messages[i].msg_hdr.msg_namelen = peer->length;
+    }
+    int sent = sendmmsg(fd, messages, (unsigned int)count, 0);
+    return sent < 0 ? -errno : sent;
+}

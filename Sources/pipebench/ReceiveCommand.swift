@@ -2,25 +2,30 @@ import ArgumentParser
 import Foundation
 import MediaPipeline
 
-/// `pipebench receive SDP OUT...`: RTP streams a peer sends, into files.
+/// `pipebench receive SDP OUT...`: RTP streams a peer sends, through the engine, into files.
 struct ReceiveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
         abstract:
-            "Receive the RTP streams an SDP file describes (from ffmpeg, GStreamer…) into IVF and Ogg Opus files.",
+            "Receive the RTP streams an SDP file describes (from ffmpeg, GStreamer…) through the jitter buffers into "
+            + "files.",
         discussion:
-            "One output per audio/video section of the SDP, in its order: .ivf for VP8/VP9, .opus or .ogg for Opus. "
-            + "Ends when every stream has sent RTCP BYE, after --idle seconds without a packet, or after --duration; "
-            + "the files are written whole.")
+            "Outputs by extension: .ivf (the video frames, as received), .opus/.ogg (the audio packets, as "
+            + "received), .webm (both), .wav (the audio as played: the jitter buffer's output, concealment "
+            + "included). Missing packets are asked for again (RTCP NACK), keyframes with PLI, and receiver reports "
+            + "go to the sender. A line of statistics goes to standard error each second. Ends when every stream "
+            + "has sent RTCP BYE, after --idle seconds without a packet, after --duration, or on Ctrl-C; the files "
+            + "are written whole.")
 
     @Argument(help: "The SDP file, then the output files.") var files: [String]
     @Option(help: "Seconds to wait for the first packet.") var wait = 10.0
     @Option(help: "Seconds without a packet that end the session.") var idle = 2.0
     @Option(help: "Longest session, in seconds.") var duration: Double?
+    @Flag(help: "No statistics lines on standard error.") var quiet = false
     @Flag(help: "Print the summary as JSON.") var json = false
 
     func run() throws {
-        guard files.count >= 2 else { throw ValidationError("name the SDP file and one output per stream") }
+        guard files.count >= 2 else { throw ValidationError("name the SDP file and at least one output file") }
         let text: String
         do {
             text = try String(contentsOfFile: files[0], encoding: .utf8)
@@ -33,27 +38,48 @@ struct ReceiveCommand: ParsableCommand {
         } catch let error as MediaError {
             throw MediaError(error.code, error.message, file: files[0])
         }
+        Interruption.catchSignals()
         let summary = try RTPFileReceiver.receive(
             sdp: sdp, outputs: Array(files.dropFirst()), startTimeoutSeconds: wait, idleTimeoutSeconds: idle,
-            maximumSeconds: duration)
+            maximumSeconds: duration, shouldStop: { Interruption.wasRaised }
+        ) { seconds, streams in
+            guard !quiet else { return }
+            let parts = streams.map(Self.describe)
+            writeStandardError(String(format: "%6.1f s  ", seconds) + parts.joined(separator: " | ") + "\n")
+        }
         if json {
             print(
                 Report.json([
-                    "command": "receive", "endedBy": summary.endedBy,
+                    "command": "receive", "endedBy": summary.endedBy, "seconds": summary.seconds,
                     "streams": summary.streams.map {
                         [
-                            "codec": $0.codec.rawValue, "output": $0.output, "packets": $0.packets,
-                            "packetsLost": $0.packetsLost, "frames": $0.frames, "ignored": $0.ignored, "bye": $0.sawBye,
+                            "kind": $0.kind.rawValue, "packets": $0.packets, "packetsLost": $0.packetsLost,
+                            "frames": $0.frames, "nacksSent": $0.nacksSent,
+                            "keyframeRequestsSent": $0.keyframeRequestsSent, "framesConcealed": $0.framesConcealed,
+                            "ignored": $0.ignored, "bye": $0.sawBye,
                         ] as [String: Any]
+                    },
+                    "outputs": summary.outputs.map {
+                        ["path": $0.path, "audioFrames": $0.audioFrames, "videoFrames": $0.videoFrames] as [String: Any]
                     },
                 ]))
             return
         }
-        for stream in summary.streams {
-            print(
-                "received \(stream.codec) → \(stream.output): \(stream.packets) packets (\(stream.packetsLost) lost), "
-                    + "\(stream.frames) frames, \(stream.ignored) datagrams ignored\(stream.sawBye ? ", BYE" : "")")
+        for stream in summary.streams { print("received " + Self.describe(stream)) }
+        for output in summary.outputs {
+            print("wrote \(output.path): \(output.videoFrames) video frames, \(output.audioFrames) audio frames")
         }
-        print("ended by \(summary.endedBy)")
+        print("ended by \(summary.endedBy) after \(String(format: "%.1f", summary.seconds)) s")
+    }
+
+    private static func describe(_ stream: RTPReceiveSummary.Stream) -> String {
+        var text = "\(stream.kind.rawValue): \(stream.packets) packets, \(stream.packetsLost) lost"
+        if stream.kind == .video {
+            text += ", \(stream.frames) frames, \(stream.nacksSent) NACKs, \(stream.keyframeRequestsSent) PLIs"
+        } else {
+            text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
+        }
+        if stream.ignored > 0 { text += ", \(stream.ignored) ignored" }
+        return stream.sawBye ? text + ", BYE" : text
     }
 }

@@ -5,6 +5,18 @@
 
 #include <stdint.h>
 
+/// A resolved socket address (IPv4 or IPv6), kept by value so sending needs no lookup.
+typedef struct {
+    uint8_t storage[28];  // a sockaddr_in or sockaddr_in6
+    uint32_t length;      // 0: no address
+} cnet_peer;
+
+/// Fills `*peer` from a numeric IPv4 or IPv6 `address` and `port`. Returns 0 or -EINVAL.
+int cnet_peer_make(const char *address, int port, cnet_peer *peer);
+
+/// The port of `peer` (host order), and its address as text into `text` (at least 46 bytes).
+int cnet_peer_describe(const cnet_peer *peer, char *text, int text_size);
+
 /// Binds a UDP socket to `address` (numeric IPv4 or IPv6; NULL or "" for any IPv4) and `port`
 /// (0: the system picks). Returns the descriptor, or -errno. `*bound_port` gets the port.
 int cnet_udp_bind(const char *address, int port, int *bound_port);
@@ -15,6 +27,17 @@ int cnet_udp_bind(const char *address, int port, int *bound_port);
 /// 20 bytes, may be NULL) gets each sender's address as family (2 bytes), port (2 bytes,
 /// host order) and 16 address bytes. Returns the number received, 0 on timeout, or -errno.
 int cnet_udp_receive(int fd, uint8_t *slab, int slot_size, int count, int *lengths, uint8_t *from, int timeout_ms);
+
+/// As cnet_udp_receive, without waiting, with each sender as a cnet_peer (`from`: count of them,
+/// may be NULL).
+int cnet_udp_receive_peers(int fd, uint8_t *slab, int slot_size, int count, int *lengths, cnet_peer *from);
+
+/// Sends one datagram to `peer`. Returns the bytes sent or -errno.
+int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *peer);
+
+/// Sends `count` datagrams (`data[i]`, `lengths[i]`) to `peer` in one call (sendmmsg).
+/// Returns how many were sent, or -errno.
+int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer);
 
 /// Sends one datagram to `address`:`port`. Returns the bytes sent or -errno.
 int cnet_udp_send(int fd, const uint8_t *data, int length, const char *address, int port);

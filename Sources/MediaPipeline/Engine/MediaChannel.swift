@@ -155,6 +155,34 @@ public final class MediaChannel: Sendable {
         engine.read(ref, { state in state.userIndex(uid).flatMap { state.users[$0].lastVideoStats } }, otherwise: nil)
     }
 
+    /// `uid`'s totals since its streams were subscribed (not per report interval); nil for a
+    /// user not in the channel.
+    public func remoteStreamTotals(_ uid: UInt32) -> RemoteStreamTotals? {
+        engine.read(
+            ref,
+            { state in
+                guard let u = state.userIndex(uid) else { return nil }
+                let user = state.users[u]
+                var totals = RemoteStreamTotals()
+                if let audio = user.audio {
+                    let counters = audio.counters
+                    totals.audioPacketsLost = audio.packetsLost
+                    totals.audioFrames = counters.ticks
+                    totals.audioFramesConcealed = counters.concealedTicks
+                    totals.audioPacketsDecoded = counters.packetsDecoded
+                    totals.audioPacketsRecovered = counters.packetsRecovered
+                }
+                if let video = user.video {
+                    totals.videoPacketsLost = video.inbox.withLock { $0.packetsLost }
+                }
+                totals.videoFramesDecoded = user.reception.videoFramesDecoded
+                totals.videoFramesDropped = user.reception.videoFramesDropped
+                totals.nacksSent = user.reception.nacksSent
+                totals.keyframeRequestsSent = user.reception.keyframeRequestsSent
+                return totals
+            }, otherwise: nil)
+    }
+
     // MARK: - Audio reports
 
     /// Reports the loudest speakers every `intervalMs` (≤ 0 stops; otherwise at least 10,

@@ -4,6 +4,25 @@ public struct StreamRecording: Sendable, Hashable {
     public let stream: StreamKey
     /// The file written.
     public let path: String
+    /// The media it holds.
+    public let media: RecordedMedia
+}
+
+/// Where a recording is attached: one stream's media of one kind.
+struct RecordingSlot: Hashable {
+    let stream: StreamKey
+    let kind: MediaKind
+
+    init(_ stream: StreamKey, _ kind: MediaKind) {
+        self.stream = stream
+        self.kind = kind
+    }
+
+    /// The slots of `media`.
+    static func of(_ stream: StreamKey, _ media: RecordedMedia) -> [RecordingSlot] {
+        (media.contains(.audio) ? [RecordingSlot(stream, .audio)] : [])
+            + (media.contains(.video) ? [RecordingSlot(stream, .video)] : [])
+    }
 }
 
 extension MediaEngine {
@@ -11,12 +30,13 @@ extension MediaEngine {
     /// the compressed frames the stream's receivers decode go into the file as they decode them,
     /// so the recording holds exactly what was played. `.webm` (video, audio or both) is written
     /// in live mode: a Cluster a second, so a process that dies leaves every complete Cluster;
-    /// `.opus`/`.ogg` holds audio alone. The file begins at the first video keyframe (or audio
+    /// `.opus`/`.ogg` holds audio alone and `.ivf` video alone (the audio and the video of one
+    /// user may go to two files, each a recording of its own). The file begins at the first video keyframe (or audio
     /// frame) decoded; a stream not subscribed yet is recorded once it is. Emits
     /// ``ChannelEvent/recordingStarted(uid:path:)``, and ``ChannelEvent/recordingFailed(uid:path:message:)``
     /// if writing fails.
-    /// - Throws: ``EngineError`` for a channel not joined, a stream already recorded, or a bad
-    ///   path (its ``MediaError`` message).
+    /// - Throws: ``EngineError`` for a channel not joined, media of the user already recorded,
+    ///   or a bad path (its ``MediaError`` message).
     public func startRecording(
         channelId: String, uid: UInt32, path: String, media: RecordedMedia = [.audio, .video]
     ) throws -> StreamRecording {
@@ -26,8 +46,11 @@ extension MediaEngine {
             guard let c = plane.joinedIndex(channelId) else {
                 throw EngineError(.notReady, "channel '\(channelId)' is not joined")
             }
-            guard plane.recordings[key] == nil else {
-                throw EngineError(.invalidArgument, "user \(uid) in '\(channelId)' is already being recorded")
+            let slots = RecordingSlot.of(key, media)
+            if let taken = slots.first(where: { plane.recordings[$0] != nil }) {
+                throw EngineError(
+                    .invalidArgument, "user \(uid)'s \(taken.kind.rawValue) in '\(channelId)' is already being recorded"
+                )
             }
             let recorder: StreamRecorder
             do {
@@ -35,15 +58,15 @@ extension MediaEngine {
             } catch let error as MediaError {
                 throw EngineError(.invalidArgument, error.description)
             }
-            plane.recordings[key] = recorder
+            for slot in slots { plane.recordings[slot] = recorder }
             if let u = plane.userIndex(c, uid) {
-                plane.channels[c].users[u].audio?.recorder.withLock { $0 = recorder }
-                plane.channels[c].users[u].video?.recorder.withLock { $0 = recorder }
+                if media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = recorder } }
+                if media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = recorder } }
             }
             plane.emit(c, .recordingStarted(uid: uid, path: path))
         }
         flushActions()
-        return StreamRecording(stream: key, path: path)
+        return StreamRecording(stream: key, path: path, media: media)
     }
 
     /// Stops `recording` and finishes its file (Cues, Duration, sizes), which is then whole.
@@ -55,12 +78,15 @@ extension MediaEngine {
     public func stopRecording(_ recording: StreamRecording) throws -> (audio: Int64, video: Int64) {
         let key = recording.stream
         let recorder: StreamRecorder = try withControl { plane in
-            guard let recorder = plane.recordings.removeValue(forKey: key) else {
-                throw EngineError(.invalidArgument, "no recording of user \(key.uid) in '\(key.channelId)' runs")
+            let slots = RecordingSlot.of(key, recording.media)
+            guard let recorder = slots.first.flatMap({ plane.recordings[$0] }), recorder.path == recording.path else {
+                throw EngineError(
+                    .invalidArgument, "no recording of user \(key.uid) in '\(key.channelId)' to \(recording.path) runs")
             }
+            for slot in slots { plane.recordings[slot] = nil }
             if let c = plane.joinedIndex(key.channelId), let u = plane.userIndex(c, key.uid) {
-                plane.channels[c].users[u].audio?.recorder.withLock { $0 = nil }
-                plane.channels[c].users[u].video?.recorder.withLock { $0 = nil }
+                if recording.media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = nil } }
+                if recording.media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = nil } }
             }
             return recorder
         }

@@ -122,3 +122,22 @@ public struct RtcStats: Sendable, Equatable {
     /// Nothing measured yet.
     public init() {}
 }
+
+/// A remote user's totals since its streams were subscribed
+/// (``MediaChannel/remoteStreamTotals(_:)``).
+public struct RemoteStreamTotals: Sendable, Equatable {
+    /// Sequence numbers never received (after retransmissions), per stream.
+    public var audioPacketsLost: Int64 = 0, videoPacketsLost: Int64 = 0
+    /// Audio: 10 ms frames played, and those holding loss concealment.
+    public var audioFrames: Int64 = 0, audioFramesConcealed: Int64 = 0
+    /// Audio: packets decoded, and lost packets rebuilt from in-band FEC or redundancy.
+    public var audioPacketsDecoded: Int64 = 0, audioPacketsRecovered: Int64 = 0
+    /// Video: frames decoded, and frames dropped before decoding (incomplete, or after a gap
+    /// and before a keyframe).
+    public var videoFramesDecoded: Int64 = 0, videoFramesDropped: Int64 = 0
+    /// Video: NACK messages and keyframe requests sent to the user.
+    public var nacksSent: Int64 = 0, keyframeRequestsSent: Int64 = 0
+
+    /// Totals of zero.
+    public init() {}
+}

@@ -1,217 +1,200 @@
-/// What an RTP receive did, per stream.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What an RTP receive did.
 public struct RTPReceiveSummary: Sendable, Equatable {
-    /// One stream (m= section) received.
+    /// One stream (audio or video) received.
     public struct Stream: Sendable, Equatable {
-        /// The codec and the file written.
-        public var codec: MediaCodec, output: String
-        /// RTP packets received, lost (sequence numbers never seen), and frames written.
-        public var packets: Int64, packetsLost: Int64, frames: Int64
+        /// Audio or video.
+        public var kind: MediaKind
+        /// RTP packets received, and sequence numbers never received (after retransmissions).
+        public var packets: Int64, packetsLost: Int64
         /// Datagrams on the stream's ports that were not its packets (garbage, other senders).
         public var ignored: Int64
+        /// Video: frames decoded, NACK messages and keyframe requests sent. Audio: 10 ms frames
+        /// played and the share of them concealed.
+        public var frames: Int64, nacksSent: Int64, keyframeRequestsSent: Int64, framesConcealed: Int64
         /// Whether the sender said goodbye (RTCP BYE).
         public var sawBye: Bool
     }
-    /// The streams, in the SDP's order.
+    /// One output file.
+    public struct Output: Sendable, Equatable {
+        /// The file written.
+        public var path: String
+        /// Audio packets and video frames in it (a WAV file: 10 ms frames of the mix).
+        public var audioFrames: Int64, videoFrames: Int64
+    }
+    /// The streams received, audio first.
     public var streams: [Stream]
-    /// Why receiving ended: "bye", "timeout" or "duration".
+    /// The files written, in the order named.
+    public var outputs: [Output]
+    /// Why receiving ended: "bye", "timeout", "duration" or "interrupted".
     public var endedBy: String
+    /// Seconds from the start to the end.
+    public var seconds: Double
 }
 
 /// Receives the RTP streams an SDP describes (as a peer such as ffmpeg or GStreamer sends them)
-/// into files: VP8/VP9 into IVF, Opus into Ogg Opus, each frame as it was sent.
+/// through an ``RTPSession``: the engine's jitter buffers, NACK and PLI to the sender, receiver
+/// reports, decoding and mixing. What was decoded is written to files by extension:
+/// - `.ivf`: the video frames decoded, as received (no re-encoding);
+/// - `.opus`/`.ogg`: the audio packets decoded, as received;
+/// - `.webm`: both, as received, in one file;
+/// - `.wav`: the audio as played (the playout mix, 48 kHz stereo, concealment included),
+///   from the first audio packet on.
 ///
-/// Each m= section's RTP port (and its RTCP port, or the same one with rtcp-mux) is bound on the
-/// SDP's connection address. Packets are read in batches into a preallocated slab and put back
-/// into frames by the packet layer's assembler. Receiving ends when every stream has said BYE,
-/// when no packet came for `idleTimeoutSeconds` (after the first; `startTimeoutSeconds`
-/// before it), or after `maximumSeconds`. The files are written whole or not at all.
+/// Receiving ends when the sender has said BYE on every stream (after the jitter buffers have
+/// played out what they hold), when no packet came for `idleTimeoutSeconds` (after the first;
+/// `startTimeoutSeconds` before it), after `maximumSeconds`, or when `shouldStop` says so.
+/// The files are written whole or not at all.
 public enum RTPFileReceiver {
-    /// Receives `sdp`'s audio and video sections into `outputs` (one per section, in order:
-    /// `.ivf` for VP8/VP9, `.opus`/`.ogg` for Opus).
-    /// - Throws: ``MediaError`` for a section of another codec, an output of the wrong kind, a
-    ///   port that cannot be bound, or nothing received.
+    /// How long after the sender's goodbye the jitter buffers are played out.
+    static let drainMicroseconds: Int64 = 600_000
+
+    /// Receives `sdp`'s audio and video into `outputs`. `progress` is called once a second with
+    /// the streams so far.
+    /// - Throws: ``MediaError`` for an output of an unknown kind, a port that cannot be bound,
+    ///   or a file that got nothing; ``EngineError`` from the engine.
     @discardableResult
     public static func receive(
         sdp: SessionDescription, outputs: [String], startTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 2,
-        maximumSeconds: Double? = nil, clock: MediaClock = WallClock(), onPacket: (() -> Void)? = nil
+        maximumSeconds: Double? = nil, configuration: EngineConfiguration = .init(), clock: MediaClock = WallClock(),
+        shouldStop: () -> Bool = { false },
+        progress: ((_ seconds: Double, _ streams: [RTPReceiveSummary.Stream]) -> Void)? = nil
     ) throws -> RTPReceiveSummary {
-        let sections = sdp.media.filter { $0.kind == "audio" || $0.kind == "video" }
-        guard sections.count == outputs.count else {
+        guard !outputs.isEmpty else { throw MediaError.invalidArgument("name at least one output file") }
+        let streams = try RTPPeerStream.streams(receiving: sdp, sendingTo: nil)
+        var received = RecordedMedia()
+        for stream in streams where stream.receives { received.insert(stream.kind == .audio ? .audio : .video) }
+        var recorded: [(path: String, media: RecordedMedia)] = []
+        var wavPath: String?
+        for output in outputs {
+            switch MediaFileKind.forOutput(path: output) {
+            case .ivf: recorded.append((output, .video))
+            case .oggOpus: recorded.append((output, .audio))
+            case .webm: recorded.append((output, received))
+            case .wav where wavPath == nil: wavPath = output
+            default:
+                throw MediaError.invalidArgument(
+                    "\(output): receive writes .ivf (video), .opus/.ogg (audio), .webm (both) or one .wav (the mix)")
+            }
+        }
+        for (path, media) in recorded where !received.isSuperset(of: media) {
             throw MediaError.invalidArgument(
-                "the SDP has \(sections.count) audio/video streams; \(outputs.count) output files were named")
+                "\(path): the SDP has no \(media.contains(.video) ? "video" : "audio") stream in Opus, VP8 or VP9")
         }
-        var streams = try zip(sections, outputs).map { section, output in
-            try ReceivedStream(section: section, address: sdp.address(of: section) ?? "127.0.0.1", output: output)
+        if wavPath != nil && !received.contains(.audio) {
+            throw MediaError.invalidArgument("\(wavPath!): the SDP has no audio stream in Opus")
         }
-        let sockets = streams.flatMap { $0.sockets }
+
+        let session = try RTPSession(streams: streams, publish: [], configuration: configuration, clock: clock)
+        defer { session.close() }
+        let engine = session.engine
+        let recordings = try recorded.map {
+            try engine.startRecording(
+                channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: $0.path, media: $0.media)
+        }
+        let wav = try wavPath.map {
+            try WAVWriter(
+                path: $0, sampleRate: engine.configuration.playoutSampleRate,
+                channelCount: engine.configuration.playoutChannelCount)
+        }
+        var mix = [Int16](repeating: 0, count: engine.playoutFrameSampleCount)
+        var mixFrames: Int64 = 0
+
         let start = clock.nowMicroseconds
-        var lastPacket: Int64?
+        var next = start
+        var lastProgress = start
+        var lastPacketAt: Int64?
+        var packetsSeen: Int64 = 0
+        var drainUntil: Int64?
         var endedBy = "timeout"
         while true {
             let now = clock.nowMicroseconds
-            if streams.allSatisfy(\.sawBye) {
-                endedBy = "bye"
+            if next > now { usleep(useconds_t(next - now)) }
+            next += 10_000
+            mix.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) }
+            engine.renderVideo()
+            let statistics = session.transport.statistics
+            let packets = statistics.reduce(0) { $0 + $1.packetsReceived }
+            let time = clock.nowMicroseconds
+            if packets != packetsSeen {
+                packetsSeen = packets
+                lastPacketAt = time
+            }
+            if let wav, statistics.contains(where: { $0.kind == .audio && $0.packetsReceived > 0 }) {
+                try mix.withUnsafeBufferPointer { try wav.write($0) }
+                mixFrames += 1
+            }
+            if let progress, time - lastProgress >= 1_000_000 {
+                lastProgress = time
+                progress(Double(time - start) / 1e6, summarize(session, statistics))
+            }
+            if shouldStop() {
+                endedBy = "interrupted"
                 break
             }
-            if let maximumSeconds, Double(now - start) / 1e6 >= maximumSeconds {
+            if let maximumSeconds, Double(time - start) / 1e6 >= maximumSeconds {
                 endedBy = "duration"
                 break
             }
-            let idle =
-                lastPacket.map { Double(now - $0) / 1e6 >= idleTimeoutSeconds }
-                ?? (Double(now - start) / 1e6 >= startTimeoutSeconds)
-            if idle { break }
-            let readable = try UDPSocket.wait(sockets, timeoutMilliseconds: 50)
-            var socketIndex = 0
-            for s in streams.indices {
-                for (k, socket) in streams[s].sockets.enumerated() {
-                    defer { socketIndex += 1 }
-                    guard readable[socketIndex] else { continue }
-                    try socket.receive(timeoutMilliseconds: 0) { datagram in
-                        lastPacket = clock.nowMicroseconds
-                        try streams[s].handle(datagram, onRTCPSocket: k == 1, now: clock.nowMicroseconds)
-                        onPacket?()
-                    }
+            if let drainUntil {
+                if time >= drainUntil {
+                    endedBy = "bye"
+                    break
                 }
+            } else if session.peerSaidGoodbye {
+                drainUntil = time + Self.drainMicroseconds
+            }
+            let idle =
+                lastPacketAt.map { Double(time - $0) / 1e6 >= idleTimeoutSeconds }
+                ?? (Double(time - start) / 1e6 >= startTimeoutSeconds)
+            if idle && drainUntil == nil { break }
+        }
+        let streamsReceived = summarize(session, session.transport.statistics)
+        var written: [RTPReceiveSummary.Output] = []
+        var failure: Error?
+        for recording in recordings {
+            do {
+                let (audio, video) = try engine.stopRecording(recording)
+                written.append(.init(path: recording.path, audioFrames: audio, videoFrames: video))
+            } catch {
+                failure = failure ?? error
             }
         }
-        var summaries: [RTPReceiveSummary.Stream] = []
-        for index in streams.indices { summaries.append(try streams[index].finish()) }
-        return RTPReceiveSummary(streams: summaries, endedBy: endedBy)
-    }
-}
-
-/// One m= section being received into its file.
-private struct ReceivedStream {
-    let codec: MediaCodec
-    let payloadTypes: Set<UInt8>
-    let output: String
-    /// The RTP socket, and the RTCP one unless rtcp-mux.
-    let sockets: [UDPSocket]
-    var assembler: RTPFrameAssembler
-    var ivf: IVFWriter?
-    var ogg: OggOpusWriter?
-    /// Frames the assembler handed out for one packet, written right after.
-    var ready: [AssembledFrame] = []
-    var firstMicroseconds: Int64?
-    var frames: Int64 = 0
-    var packets: Int64 = 0
-    var sawBye = false
-    let channels: Int
-    /// The stream's SSRC: the SDP's, or the first packet's. Packets of others are not its.
-    var ssrc: UInt32?
-    /// Datagrams on the stream's ports that were not its RTP or RTCP (garbage, other senders).
-    var ignored: Int64 = 0
-
-    init(section: SessionDescription.Media, address: String, output: String) throws {
-        guard let format = section.formats.first(where: { $0.codec != nil }), let codec = format.codec else {
-            throw MediaError.unsupported(
-                "SDP \(section.kind) stream on port \(section.port) is \(section.formats.map(\.encoding)); "
-                    + "Opus, VP8 or VP9 is received")
+        if let wav, let wavPath {
+            if mixFrames == 0 {
+                failure = failure ?? MediaError(.truncated, "no audio was received for it", file: wavPath)
+            } else {
+                try wav.finish()
+                written.append(.init(path: wavPath, audioFrames: mixFrames, videoFrames: 0))
+            }
         }
-        let wanted = MediaFileKind.forOutput(path: output)
-        guard codec == .opus ? wanted == .oggOpus : wanted == .ivf else {
-            throw MediaError.invalidArgument(
-                "\(output): a \(codec) stream is written to \(codec == .opus ? ".opus or .ogg" : ".ivf")")
+        if let failure {
+            if let engineError = failure as? EngineError { throw MediaError(.truncated, engineError.message) }
+            throw failure
         }
-        self.codec = codec
-        self.output = output
-        channels = max(1, min(2, format.channels))
-        payloadTypes = Set(section.formats.filter { $0.codec == codec }.map { UInt8($0.payloadType) })
-        let rtp = try UDPSocket(address: address, port: section.port)
-        sockets = section.rtcpMux ? [rtp] : [rtp, try UDPSocket(address: address, port: section.effectiveRTCPPort)]
-        assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: 100_000)
-        ssrc = section.ssrc
+        let ordered = outputs.compactMap { path in written.first { $0.path == path } }
+        return RTPReceiveSummary(
+            streams: streamsReceived, outputs: ordered, endedBy: endedBy,
+            seconds: Double(clock.nowMicroseconds - start) / 1e6)
     }
 
-    /// An RTP or RTCP datagram (told apart by the payload type byte, RFC 5761 §4).
-    mutating func handle(_ datagram: UnsafeRawBufferPointer, onRTCPSocket: Bool, now: Int64) throws {
-        guard datagram.count >= 2 else { return }
-        let secondByte = datagram[1]
-        if onRTCPSocket || (192...223).contains(secondByte) {
-            noteRTCP(datagram)
-            return
+    /// The streams received so far: the transport's counts with the engine's view of them.
+    private static func summarize(
+        _ session: RTPSession, _ statistics: [RTPPeerStreamStatistics]
+    ) -> [RTPReceiveSummary.Stream] {
+        let totals = session.channel.remoteStreamTotals(RTPSession.peerUid) ?? RemoteStreamTotals()
+        return zip(session.transport.streams, statistics).filter { $0.0.receives }.map { stream, counts in
+            let isVideo = stream.kind == .video
+            return RTPReceiveSummary.Stream(
+                kind: stream.kind, packets: counts.packetsReceived,
+                packetsLost: isVideo ? totals.videoPacketsLost : totals.audioPacketsLost, ignored: counts.ignored,
+                frames: isVideo ? totals.videoFramesDecoded : totals.audioFrames,
+                nacksSent: isVideo ? totals.nacksSent : 0,
+                keyframeRequestsSent: isVideo ? totals.keyframeRequestsSent : 0,
+                framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived)
         }
-        guard let packet = try? RTPPacket(Array(datagram)), payloadTypes.contains(packet.header.payloadType),
-            packet.header.ssrc == ssrc ?? packet.header.ssrc
-        else {
-            ignored += 1  // not RTP of this stream: ignored, as RFC 3550 says
-            return
-        }
-        ssrc = packet.header.ssrc
-        packets += 1
-        ready.removeAll(keepingCapacity: true)
-        assembler.insert(packet, now: now) { ready.append($0) }
-        for assembled in ready { try write(assembled) }
-    }
-
-    /// Looks for this stream's BYE in an RTCP compound packet (version 2, naming its SSRC).
-    private mutating func noteRTCP(_ datagram: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset + 4 <= datagram.count {
-            let first = datagram[offset]
-            let type = datagram[offset + 1]
-            let words = Int(datagram[offset + 2]) << 8 | Int(datagram[offset + 3])
-            let end = offset + (words + 1) * 4
-            guard first >> 6 == 2, end <= datagram.count else {
-                ignored += 1
-                return
-            }
-            if type == 203, first & 0x1F >= 1, words >= 1, let ssrc {
-                let named =
-                    UInt32(datagram[offset + 4]) << 24 | UInt32(datagram[offset + 5]) << 16
-                    | UInt32(datagram[offset + 6]) << 8 | UInt32(datagram[offset + 7])
-                if named == ssrc { sawBye = true }
-            }
-            offset = end
-        }
-    }
-
-    private mutating func write(_ assembled: AssembledFrame) throws {
-        let frame = assembled.frame
-        if codec == .opus {
-            if ogg == nil {
-                ogg = try OggOpusWriter(
-                    path: output, head: OpusHead(channelCount: channels, preSkip: 0, inputSampleRate: 48_000))
-            }
-            let samples = try frame.withUnsafeBytes {
-                try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
-            }
-            try ogg!.write(packet: frame.bytes, samples48k: samples)
-        } else {
-            if ivf == nil {
-                // The picture size from the first frame, a keyframe (VP8: RFC 6386 §9.1).
-                guard frame.isKeyframe else { return }
-                let decoder = try VPXDecoder(codec: codec == .vp9 ? .vp9 : .vp8)
-                var size = (1, 1)
-                _ = try frame.withUnsafeBytes { try decoder.decode($0) { size = ($0.width, $0.height) } }
-                ivf = try IVFWriter(
-                    path: output,
-                    header: IVFHeader(
-                        codec: codec == .vp9 ? .vp9 : .vp8, width: size.0, height: size.1, timebaseNumerator: 1,
-                        timebaseDenominator: 90_000))
-            }
-            // IVF times in the RTP clock's 90 kHz ticks from the first frame.
-            if firstMicroseconds == nil { firstMicroseconds = frame.timestampMicroseconds }
-            let ticks = ((frame.timestampMicroseconds - firstMicroseconds!) * 90_000 + 500_000) / 1_000_000
-            try ivf!.write(frame.bytes, timestamp: ticks)
-        }
-        frames += 1
-    }
-
-    mutating func finish() throws -> RTPReceiveSummary.Stream {
-        ready.removeAll(keepingCapacity: true)
-        assembler.poll(now: .max) { ready.append($0) }
-        for assembled in ready { try write(assembled) }
-        if let ogg {
-            try ogg.finish(playableSamples48k: ogg.packetSamples48k)
-        } else if let ivf {
-            try ivf.finish()
-        } else {
-            throw MediaError(.truncated, "no \(codec) frame was received for it", file: output)
-        }
-        return RTPReceiveSummary.Stream(
-            codec: codec, output: output, packets: packets, packetsLost: assembler.packetsLost, frames: frames,
-            ignored: ignored, sawBye: sawBye)
     }
 }

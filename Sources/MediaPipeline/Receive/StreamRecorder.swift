@@ -1,7 +1,8 @@
 /// Writes the compressed frames one remote stream's receivers decode into a file, as they
 /// decode them: no re-encoding, and exactly the frames the receiver decoded (those it dropped
 /// or never got are not in the file either). WebM in live mode (a Cluster a second at most,
-/// so a process that dies leaves every complete Cluster), or Ogg Opus for audio alone.
+/// so a process that dies leaves every complete Cluster), Ogg Opus for audio alone, or IVF
+/// (90 kHz times, written whole when finished) for video alone.
 ///
 /// The receivers call ``record(_:kind:now:pictureWidth:pictureHeight:)`` from their decode
 /// threads; the recorder's own lock orders them. The file starts at the first video keyframe
@@ -17,6 +18,7 @@ final class StreamRecorder: @unchecked Sendable {
     private struct State {
         var webm: WebMWriter?
         var ogg: OggOpusWriter?
+        var ivf: IVFWriter?
         /// Engine clock time when recording began.
         var startedAt: Int64
         /// Per kind (audio 0, video 1): the first recorded frame's media time and clock time.
@@ -38,8 +40,13 @@ final class StreamRecorder: @unchecked Sendable {
             guard media == .audio else {
                 throw MediaError.invalidArgument("\(path): Ogg Opus holds audio alone; record video to .webm")
             }
+        case .ivf:
+            guard media == .video else {
+                throw MediaError.invalidArgument("\(path): IVF holds video alone; record audio to .webm or .opus")
+            }
         default:
-            throw MediaError.invalidArgument("\(path): a recording is written to .webm, or .opus/.ogg for audio")
+            throw MediaError.invalidArgument(
+                "\(path): a recording is written to .webm, .opus/.ogg for audio, or .ivf for video")
         }
         guard !media.isEmpty else { throw MediaError.invalidArgument("\(path): a recording needs audio or video") }
         self.path = path
@@ -71,7 +78,7 @@ final class StreamRecorder: @unchecked Sendable {
         state.withLock { state in
             guard state.failure == nil, !state.finished else { return }
             do {
-                if state.webm == nil && state.ogg == nil {
+                if state.webm == nil && state.ogg == nil && state.ivf == nil {
                     // The file starts at the first frame that decodes on its own, of video when
                     // video is recorded.
                     guard kind == .video ? frame.isKeyframe : !media.contains(.video) else { return }
@@ -88,6 +95,8 @@ final class StreamRecorder: @unchecked Sendable {
                     : 0
                 if let ogg = state.ogg {
                     try ogg.write(packet: frame.bytes, samples48k: samples48k)
+                } else if let ivf = state.ivf {
+                    try ivf.write(frame.bytes, timestamp: (max(0, time) * 9 + 50) / 100)
                 } else if let webm = state.webm {
                     let track = media == [.audio, .video] ? (kind == .video ? 0 : 1) : 0
                     try frame.withUnsafeBytes {
@@ -109,6 +118,14 @@ final class StreamRecorder: @unchecked Sendable {
             state.ogg = try OggOpusWriter(path: path, head: opusHead)
             return
         }
+        if MediaFileKind.forOutput(path: path) == .ivf {
+            state.ivf = try IVFWriter(
+                path: path,
+                header: IVFHeader(
+                    codec: frame.codec == .vp9 ? .vp9 : .vp8, width: max(1, width), height: max(1, height),
+                    timebaseNumerator: 1, timebaseDenominator: 90_000))
+            return
+        }
         var tracks: [WebMTrack] = []
         if media.contains(.video) {
             tracks.append(.video(frame.codec == .vp9 ? .vp9 : .vp8, width: max(1, width), height: max(1, height)))
@@ -128,6 +145,8 @@ final class StreamRecorder: @unchecked Sendable {
                 try ogg.finish(playableSamples48k: ogg.packetSamples48k)
             } else if let webm = state.webm {
                 try webm.finish()
+            } else if let ivf = state.ivf {
+                try ivf.finish()
             } else {
                 throw MediaError(
                     .truncated,

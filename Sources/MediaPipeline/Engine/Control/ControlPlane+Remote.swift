@@ -105,7 +105,7 @@ extension ControlPlane {
             channels[c].users[u].audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
                 codecs: configuration.codecs)
-            let recording = recordings[channels[c].users[u].key]
+            let recording = recordings[RecordingSlot(channels[c].users[u].key, .audio)]
             channels[c].users[u].audio?.recorder.withLock { $0 = recording }
         } else {
             guard channels[c].users[u].video == nil else { return }
@@ -113,7 +113,7 @@ extension ControlPlane {
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs)
-            let recording = recordings[channels[c].users[u].key]
+            let recording = recordings[RecordingSlot(channels[c].users[u].key, .video)]
             channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()
             channels[c].users[u].lastKeyframeRequest = nil

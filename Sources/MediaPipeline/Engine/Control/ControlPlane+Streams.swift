@@ -29,7 +29,7 @@ extension ControlPlane {
     /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or
     /// FROZEN. Returns true when the stream has a frame to mix.
     mutating func audioDecoded(_ c: Int, _ u: Int, _ receiver: AudioReceiver, freezeMicroseconds: Int64) -> Bool {
-        reportRecordingFailure(c, u)
+        reportRecordingFailure(c, u, .audio)
         switch receiver.lastOutput {
         case .audio:
             channels[c].stats.audioFramesDecoded += 1
@@ -59,7 +59,7 @@ extension ControlPlane {
     ) -> FeedbackRequest? {
         let awaitingKeyframe = receiver.awaitingKeyframe
         let uid = channels[c].users[u].uid
-        reportRecordingFailure(c, u)
+        reportRecordingFailure(c, u, .video)
         channels[c].users[u].reception.videoDecoded(
             decodedNow, rendered: canvases[channels[c].users[u].key] != nil, now: now)
         if decodedNow > 0 {
@@ -137,9 +137,10 @@ extension ControlPlane {
         user.video?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
     }
 
-    /// Reports, once, that user `u`'s recording failed writing.
-    private mutating func reportRecordingFailure(_ c: Int, _ u: Int) {
-        guard let recording = recordings[channels[c].users[u].key], let failure = recording.takeFailureToReport()
+    /// Reports, once, that the recording of user `u`'s `kind` failed writing.
+    private mutating func reportRecordingFailure(_ c: Int, _ u: Int, _ kind: MediaKind) {
+        guard let recording = recordings[RecordingSlot(channels[c].users[u].key, kind)],
+            let failure = recording.takeFailureToReport()
         else { return }
         emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: recording.path, message: failure))
     }

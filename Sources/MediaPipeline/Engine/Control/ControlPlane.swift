@@ -21,8 +21,9 @@ struct ControlPlane {
     private var nextSerial = 0
     var destroyed = false
     var canvases: [StreamKey: CanvasBuffer] = [:]
-    /// Running recordings, by stream; attached to the stream's receivers as they are made.
-    var recordings: [StreamKey: StreamRecorder] = [:]
+    /// Running recordings, by stream and kind (one recording of both kinds is under both);
+    /// attached to the stream's receivers as they are made.
+    var recordings: [RecordingSlot: StreamRecorder] = [:]
     /// Running channel composites, fed by playout and render rounds.
     var channelRecordings: [ChannelRecorder] = []
     var stats = EngineStatistics()

@@ -1,0 +1,169 @@
+/// What crossed one stream of an ``RTPPeerTransport``.
+public struct RTPPeerStreamStatistics: Sendable, Equatable {
+    /// Audio or video.
+    public var kind: MediaKind
+    /// The local ports bound (RTP, and RTCP: the same with rtcp-mux).
+    public var localPort = 0, localRTCPPort = 0
+    /// The peer's RTP packets received and their bytes.
+    public var packetsReceived: Int64 = 0, bytesReceived: Int64 = 0
+    /// The peer's RTCP datagrams received.
+    public var rtcpReceived: Int64 = 0
+    /// Datagrams on the stream's ports that were not the peer's RTP or RTCP of this stream
+    /// (garbage, another payload type, another sender's SSRC, RTCP that breaks its lengths).
+    public var ignored: Int64 = 0
+    /// Datagrams larger than a receive slot (2,048 bytes), dropped.
+    public var oversized: Int64 = 0
+    /// This side's RTP packets (retransmissions included) and RTCP datagrams sent.
+    public var packetsSent: Int64 = 0, bytesSent: Int64 = 0, rtcpSent: Int64 = 0
+    /// Datagrams the system refused to send (UDP may lose any).
+    public var sendFailures: Int64 = 0
+    /// The peer's SSRC for this stream, once known.
+    public var remoteSSRC: UInt32?
+    /// Whether the peer said goodbye (RTCP BYE naming its SSRC).
+    public var byeReceived = false
+}
+
+/// A ``MediaTransport`` to one plain RTP peer over UDP — ffmpeg, GStreamer, a SIP phone's media
+/// — with no SFU and no signalling: the peer's streams and where to send are described by
+/// ``RTPPeerStream``s (usually from SDP, ``RTPPeerStream/streams(receiving:sendingTo:localAddress:localPort:)``).
+///
+/// The transport carries one channel. In it the peer is the broadcaster ``peerUid``, publishing
+/// the kinds it sends; the engine's published packets go to the peer, and its RTCP (receiver
+/// reports, NACK, PLI) goes to where the peer's RTCP comes from (or its SDP's RTCP port).
+///
+/// Packets are received on a dedicated thread: every socket is polled, datagrams are read in
+/// batches (`recvmmsg`) into a preallocated slab, parsed in place, and handed to the engine in
+/// recycled storage with the peer's payload types mapped to the engine's (``RTPPayloadType``).
+/// Sending maps them back and goes straight out of the caller's thread. The peer's SSRC is the
+/// SDP's or the first packet's; another SSRC is taken only after the current one has been
+/// silent for a second (a restarted sender).
+public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
+    /// The uid the peer has in the channel.
+    public static let peerUid: UInt32 = 1
+
+    /// The streams, with the ports actually bound.
+    public let streams: [RTPPeerStream]
+    /// Receives on its own thread; sending uses its sockets from any thread (the system call
+    /// is thread-safe; nothing else is shared but `shared`, under its lock).
+    private let worker: RTPPeerWorker
+
+    /// Binds every stream's sockets and starts the receive thread.
+    /// - Throws: ``MediaError`` naming the address and port that cannot be bound, or a remote
+    ///   that is not a numeric address.
+    public init(streams: [RTPPeerStream]) throws {
+        guard !streams.isEmpty else { throw MediaError.invalidArgument("an RTP peer transport needs a stream") }
+        var bound: [RTPPeerStream] = []
+        var routes: [RTPPeerRoute] = []
+        for var stream in streams {
+            let route = try RTPPeerRoute(stream)
+            stream.localPort = route.rtp.port
+            if let rtcp = route.rtcp { stream.localRTCPPort = rtcp.port }
+            bound.append(stream)
+            routes.append(route)
+        }
+        self.streams = bound
+        worker = RTPPeerWorker(routes: routes)
+        worker.start()
+    }
+
+    deinit { worker.stop() }
+
+    /// Stops receiving and closes the sockets once the last packet in hand is delivered.
+    /// Later sends are dropped.
+    public func close() { worker.stop() }
+
+    /// What crossed each stream so far, in ``streams``' order.
+    public var statistics: [RTPPeerStreamStatistics] { worker.statistics }
+
+    /// Whether the peer said goodbye on every stream it sends.
+    public var peerSaidGoodbye: Bool {
+        let received = statistics.filter { s in streams.contains { $0.kind == s.kind && $0.receives } }
+        return !received.isEmpty && received.allSatisfy(\.byeReceived)
+    }
+
+    /// A description of this side for the peer: where it sends to reach this side (this side's
+    /// addresses and bound ports), with the formats this side receives (or sends, for a stream
+    /// it only sends), feedback (nack, nack pli, ccm fir) offered for video.
+    public func localDescription(address: String) -> SessionDescription {
+        let media = streams.map { stream -> SessionDescription.Media in
+            var formats = stream.receives ? stream.receiveFormats : stream.sendFormats
+            if formats.isEmpty {
+                formats = [
+                    stream.kind == .audio
+                        ? .init(payloadType: 111, encoding: "opus", clockRate: 48_000, channels: 2)
+                        : .init(payloadType: 96, encoding: "VP8", clockRate: 90_000)
+                ]
+            }
+            if stream.kind == .video {
+                for index in formats.indices { formats[index].feedback = ["nack", "nack pli", "ccm fir"] }
+            }
+            var section = SessionDescription.Media(
+                kind: stream.kind.rawValue, port: stream.localPort,
+                transport: stream.kind == .video ? "RTP/AVPF" : "RTP/AVP", formats: formats)
+            section.rtcpMux = stream.rtcpMux
+            if !stream.rtcpMux, stream.localRTCPPort != stream.localPort + 1 { section.rtcpPort = stream.localRTCPPort }
+            return section
+        }
+        return SessionDescription(connectionAddress: address, media: media)
+    }
+
+    // MARK: MediaTransport
+
+    public func join(
+        channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    ) {
+        let chosen = uid == 0 ? 1000 : uid
+        let refusal: EngineError? = worker.shared.withLock { shared in
+            if let joined = shared.channelId {
+                return EngineError(
+                    .joinChannelRejected, "an RTP peer transport carries one channel; '\(joined)' is joined")
+            }
+            if chosen == Self.peerUid {
+                return EngineError(.joinChannelRejected, "uid \(chosen) is the RTP peer's")
+            }
+            shared.channelId = channelId
+            shared.localUid = chosen
+            shared.endpoint = receivesMedia ? endpoint : nil
+            return nil
+        }
+        if let refusal { return answer(.failure(refusal)) }
+        var peerMedia: PublishedMedia = []
+        for stream in streams where stream.receives { peerMedia.insert(stream.kind == .audio ? .audio : .video) }
+        if receivesMedia && !peerMedia.isEmpty {
+            endpoint.transportUserJoined(channelId: channelId, uid: Self.peerUid, media: peerMedia)
+        }
+        answer(.success(chosen))
+    }
+
+    public func leave(channelId: String, uid: UInt32) {
+        guard worker.shared.withLock({ $0.channelId == channelId && $0.localUid == uid }) else { return }
+        worker.sendGoodbye()
+        worker.shared.withLock { shared in
+            shared.channelId = nil
+            shared.endpoint = nil
+        }
+    }
+
+    public func setRole(channelId: String, uid: UInt32, role: ClientRole) {}
+
+    public func setMedia(channelId: String, uid: UInt32, media: PublishedMedia) {}
+
+    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+        worker.send(packet, channelId: channelId)
+    }
+
+    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
+        worker.send(packet, channelId: channelId)
+    }
+
+    public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
+        worker.sendRTCP(bytes, channelId: channelId)
+    }
+
+    public func setSubscribed(
+        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
+    ) {
+        worker.shared.withLock { $0.unsubscribed[kind == .audio ? 0 : 1] = !subscribed }
+    }
+}
