@@ -41,12 +41,12 @@ struct ReceiveCommand: ParsableCommand {
         Interruption.catchSignals()
         let summary = try RTPFileReceiver.receive(
             sdp: sdp, outputs: Array(files.dropFirst()), startTimeoutSeconds: wait, idleTimeoutSeconds: idle,
-            maximumSeconds: duration, shouldStop: { Interruption.wasRaised }
-        ) { seconds, streams in
-            guard !quiet else { return }
-            let parts = streams.map(Self.describe)
-            writeStandardError(String(format: "%6.1f s  ", seconds) + parts.joined(separator: " | ") + "\n")
-        }
+            maximumSeconds: duration, shouldStop: { Interruption.wasRaised },
+            progress: { seconds, streams in
+                guard !quiet else { return }
+                let parts = streams.map(Self.describe)
+                writeStandardError(String(format: "%6.1f s  ", seconds) + parts.joined(separator: " | ") + "\n")
+            })
         if json {
             print(
                 Report.json([
