@@ -2,106 +2,221 @@
     import Glibc
 #endif
 
-/// What an RTP send did, per stream.
+/// What an RTP send did.
 public struct RTPSendSummary: Sendable, Equatable {
     /// One stream sent.
     public struct Stream: Sendable, Equatable {
-        /// The codec, the port its RTP went to, and what was sent.
-        public var codec: MediaCodec, port: Int, frames: Int64, packets: Int64, bytes: Int64
+        /// The codec, and the peer's port its RTP went to.
+        public var codec: MediaCodec, port: Int
+        /// Frames pushed, and RTP packets (retransmissions included) and their bytes sent.
+        public var frames: Int64, packets: Int64, bytes: Int64
     }
     /// The streams, in the SDP's order.
     public var streams: [Stream]
     /// The session description a peer receives them with.
     public var sdp: SessionDescription
+    /// Packets sent again because the peer asked (NACK), keyframe requests (PLI, FIR) that
+    /// came, and keyframes encoded for them (only a stream encoded here can have them).
+    public var packetsRetransmitted: Int64, keyframeRequestsReceived: Int64, keyframesForced: Int64
 }
 
-/// Sends the frames of media files (IVF, Ogg Opus, WebM: every VP8, VP9 and Opus track) as RTP
-/// to a host, paced by their times: stream `i` to `port + 2i` (its RTCP to the next port, where
-/// a BYE goes at the end), as ffmpeg lays out its RTP outputs. The ``SessionDescription`` a
-/// peer needs (ffmpeg's `-i our.sdp`) comes with the summary, and `describe` gets it before
-/// anything is sent.
+/// Sends media files to a plain RTP peer through an ``RTPSession``, paced by the media's times:
+/// IVF, Ogg Opus and WebM frames as they are (no re-encoding), Y4M pictures encoded here (VP8,
+/// or the configuration's codec) and WAV encoded to Opus. At most one audio and one video stream.
+///
+/// Stream `i` of the SDP goes to `port + 2i` of `host` (its RTCP to the next port), as ffmpeg lays
+/// out its RTP outputs; this side binds `localPort + 2i` (0: any free port) and listens there for
+/// the peer's RTCP. NACKs are answered from the engine's packet history; PLI and FIR give a
+/// keyframe on a stream encoded here. A BYE ends each stream.
 public enum RTPFileSender {
-    /// Sends `inputs` to `host` from `port` on; `realtime` paces packets at their media times
-    /// (otherwise they go as fast as the socket takes them). `describe` is called with the SDP
-    /// before the first packet, `startDelaySeconds` before it is sent.
-    /// - Throws: ``MediaError`` naming the file for inputs that are not IVF, Ogg Opus or WebM,
-    ///   or the address for a socket error.
+    /// Sends `inputs` to `host` from `port` on. `realtime` paces frames at their media times
+    /// (otherwise they go as fast as they are read). `describe` gets the SDP before anything is
+    /// sent, `startDelaySeconds` before the first frame; `lingerSeconds` after the last one the
+    /// session stays open to answer the peer's last NACKs. `progress` is called once a second.
+    /// - Throws: ``MediaError`` naming the file for inputs that are not IVF, Ogg Opus, WebM, Y4M or
+    ///   WAV, or a second stream of a kind; the address for a socket error.
     @discardableResult
     public static func send(
-        inputs: [String], host: String, port: Int, realtime: Bool = true, startDelaySeconds: Double = 0,
-        clock: MediaClock = WallClock(), describe: ((SessionDescription) throws -> Void)? = nil
+        inputs: [String], host: String, port: Int, localPort: Int = 0, realtime: Bool = true,
+        startDelaySeconds: Double = 0, lingerSeconds: Double = 0.5, configuration: EngineConfiguration = .init(),
+        clock: MediaClock = WallClock(), shouldStop: () -> Bool = { false },
+        progress: ((_ seconds: Double, _ summary: RTPSendSummary) -> Void)? = nil,
+        describe: ((SessionDescription) throws -> Void)? = nil
     ) throws -> RTPSendSummary {
-        let sources = try inputs.map(PacketSource.init(path:))
-        var streams: [(source: Int, track: Int, packetizer: RTPPacketizer, port: Int)] = []
+        var inputs = try inputs.map(SendInput.init(path:))
+        var configuration = configuration
         var media: [SessionDescription.Media] = []
-        for (s, source) in sources.enumerated() {
-            for (t, track) in source.tracks.enumerated() {
-                let streamPort = port + 2 * streams.count
+        var codecs: [MediaCodec] = []
+        for input in inputs {
+            for codec in input.codecs {
+                guard !codecs.contains(where: { $0.kind == codec.kind }) else {
+                    throw MediaError.invalidArgument(
+                        "\(input.path): a second \(codec.kind.rawValue) stream; an RTP session sends one of each")
+                }
+                let streamPort = port + 2 * media.count
                 guard streamPort + 1 <= 65535 else {
                     throw MediaError.invalidArgument("ports from \(port) run past 65535")
                 }
-                let isOpus = track.codec == .opus
-                let payloadType: UInt8 = isOpus ? 111 : track.codec == .vp8 ? 96 : 98
-                let ssrc = UInt32(0x4D50_0000 + streams.count)
-                streams.append(
-                    (s, t, try RTPPacketizer(codec: track.codec, ssrc: ssrc, payloadType: payloadType), streamPort))
-                var format = SessionDescription.Media.Format(
-                    payloadType: Int(payloadType), encoding: isOpus ? "opus" : track.codec == .vp8 ? "VP8" : "VP9",
-                    clockRate: isOpus ? 48_000 : 90_000, channels: isOpus ? 2 : 1)
-                if isOpus { format.parameters = "sprop-stereo=\(track.opusHead?.channelCount == 2 ? 1 : 0)" }
-                var section = SessionDescription.Media(
-                    kind: isOpus ? "audio" : "video", port: streamPort, formats: [format])
-                section.ssrc = ssrc
-                media.append(section)
+                codecs.append(codec)
+                media.append(section(codec, port: streamPort, channels: input.audioChannels))
             }
+            if let rate = input.videoFrameRate { configuration.videoFrameRate = rate }
         }
-        guard !streams.isEmpty else { throw MediaError.invalidArgument("no VP8, VP9 or Opus stream in the inputs") }
+        guard !media.isEmpty else { throw MediaError.invalidArgument("no VP8, VP9 or Opus stream in the inputs") }
+        if let video = codecs.first(where: { $0.kind == .video }), video != .opus {
+            configuration.videoCodec = video == .vp9 ? .vp9 : .vp8
+        }
         let sdp = SessionDescription(connectionAddress: host, media: media)
+        let session = try RTPSession(
+            streams: RTPPeerStream.streams(receiving: nil, sendingTo: sdp, localPort: localPort),
+            configuration: configuration, clock: clock)
+        defer { session.close() }
         try describe?(sdp)
-        let socket = try UDPSocket(address: host.contains(":") ? "::" : "0.0.0.0", port: 0)
         if startDelaySeconds > 0 { usleep(useconds_t(startDelaySeconds * 1_000_000)) }
 
-        var totals = Array(repeating: (frames: Int64(0), packets: Int64(0), bytes: Int64(0)), count: streams.count)
-        var next = try sources.map { try $0.next() }
+        var frames = [Int64](repeating: 0, count: codecs.count)
+        func summary() -> RTPSendSummary {
+            let statistics = session.transport.statistics
+            let engine = session.engine.statistics
+            return RTPSendSummary(
+                streams: codecs.indices.map { s in
+                    let sent = statistics.first { $0.kind == codecs[s].kind }
+                    return RTPSendSummary.Stream(
+                        codec: codecs[s], port: media[s].port, frames: frames[s], packets: sent?.packetsSent ?? 0,
+                        bytes: sent?.bytesSent ?? 0)
+                }, sdp: sdp, packetsRetransmitted: engine.packetsRetransmitted,
+                keyframeRequestsReceived: engine.keyframeRequestsReceived, keyframesForced: engine.keyframesForced)
+        }
+
+        var pending = try inputs.indices.map { try inputs[$0].next() }
         let start = clock.nowMicroseconds
+        var lastProgress = start
         var firstTime: Int64?
-        while let pick = next.indices.filter({ next[$0] != nil }).min(by: {
-            next[$0]!.timeMicroseconds < next[$1]!.timeMicroseconds
-        }) {
-            let packet = next[pick]!
-            next[pick] = try sources[pick].next()
-            guard let s = streams.firstIndex(where: { $0.source == pick && $0.track == packet.track }) else { continue }
-            if firstTime == nil { firstTime = packet.timeMicroseconds }
+        while !shouldStop(),
+            let pick = pending.indices.filter({ pending[$0] != nil }).min(by: {
+                pending[$0]!.timeMicroseconds < pending[$1]!.timeMicroseconds
+            })
+        {
+            let item = pending[pick]!
+            pending[pick] = try inputs[pick].next()
+            if firstTime == nil { firstTime = item.timeMicroseconds }
             if realtime {
-                let due = start + packet.timeMicroseconds - firstTime!
-                let wait = due - clock.nowMicroseconds
+                let wait = start + item.timeMicroseconds - firstTime! - clock.nowMicroseconds
                 if wait > 0 { usleep(useconds_t(wait)) }
             }
-            let frame = EncodedFrame(
-                bytes: packet.bytes, codec: sources[pick].tracks[packet.track].codec, isKeyframe: packet.isKeyframe,
-                timestampMicroseconds: packet.timeMicroseconds, durationMicroseconds: packet.durationMicroseconds)
-            let destination = streams[s].port
-            try streams[s].packetizer.packetize(frame) { rtp in
-                try rtp.bytes.withUnsafeBytes { try socket.send($0, to: host, port: destination) }
-                totals[s].packets += 1
-                totals[s].bytes += Int64(rtp.bytes.count)
+            let kind: MediaKind
+            switch item.content {
+            case .encoded(let frame):
+                kind = frame.codec.kind
+                session.engine.pushEncodedFrame(frame)
+            case .picture(let picture):
+                kind = .video
+                try session.engine.pushVideo(picture, timestampMicroseconds: item.timeMicroseconds)
             }
-            totals[s].frames += 1
+            if let s = codecs.firstIndex(where: { $0.kind == kind }) { frames[s] += 1 }
+            if let progress, clock.nowMicroseconds - lastProgress >= 1_000_000 {
+                lastProgress = clock.nowMicroseconds
+                progress(Double(lastProgress - start) / 1e6, summary())
+            }
         }
-        // RTCP BYE on each stream's RTCP port: the session is over.
-        for stream in streams {
-            let ssrc = stream.packetizer.ssrc
-            let bye: [UInt8] = [
-                0x81, 203, 0, 1, UInt8(ssrc >> 24), UInt8((ssrc >> 16) & 0xFF), UInt8((ssrc >> 8) & 0xFF),
-                UInt8(ssrc & 0xFF),
-            ]
-            try bye.withUnsafeBytes { try socket.send($0, to: host, port: stream.port + 1) }
+        // The peer's last NACKs and PLIs are answered on the receive thread meanwhile.
+        if lingerSeconds > 0 && !shouldStop() { usleep(useconds_t(lingerSeconds * 1_000_000)) }
+        return summary()
+    }
+
+    /// The SDP section of `codec` at `port` (VP8 96, VP9 98, Opus 111, as browsers number them),
+    /// offering NACK and PLI feedback on video.
+    private static func section(_ codec: MediaCodec, port: Int, channels: Int) -> SessionDescription.Media {
+        var format = SessionDescription.Media.Format(
+            payloadType: Int(RTPPayloadType.of(codec)),
+            encoding: codec == .opus ? "opus" : codec == .vp8 ? "VP8" : "VP9",
+            clockRate: codec == .opus ? 48_000 : 90_000, channels: codec == .opus ? 2 : 1)
+        if codec == .opus {
+            format.parameters = "sprop-stereo=\(channels == 2 ? 1 : 0)"
+        } else {
+            format.feedback = ["nack", "nack pli", "ccm fir"]
         }
-        return RTPSendSummary(
-            streams: streams.indices.map {
-                RTPSendSummary.Stream(
-                    codec: streams[$0].packetizer.codec, port: streams[$0].port, frames: totals[$0].frames,
-                    packets: totals[$0].packets, bytes: totals[$0].bytes)
-            }, sdp: sdp)
+        return SessionDescription.Media(
+            kind: codec == .opus ? "audio" : "video", port: port, transport: codec == .opus ? "RTP/AVP" : "RTP/AVPF",
+            formats: [format])
+    }
+}
+
+/// One input of a send: its frames (encoded, or pictures to encode) in time order.
+private struct SendInput {
+    enum Content {
+        case encoded(EncodedFrame)
+        case picture(I420Buffer)
+    }
+    struct Item {
+        var timeMicroseconds: Int64
+        var content: Content
+    }
+    private enum Reader {
+        case packets(PacketSource)
+        case pictures(Y4MReader)
+        case speech(WAVOpusStream)
+    }
+
+    let path: String
+    let codecs: [MediaCodec]
+    /// Opus channels, and the frame rate of pictures encoded here.
+    let audioChannels: Int
+    let videoFrameRate: Int?
+    private let reader: Reader
+    /// Pictures read, and audio samples (48 kHz) sent, so far.
+    private var index: Int64 = 0
+    private var position48k: Int64 = 0
+
+    init(path: String) throws {
+        self.path = path
+        switch try MediaFileKind.detect(path: path) {
+        case .ivf, .oggOpus, .webm:
+            let source = try PacketSource(path: path)
+            reader = .packets(source)
+            codecs = source.tracks.map(\.codec)
+            audioChannels = source.tracks.first { $0.codec == .opus }?.opusHead?.channelCount ?? 2
+            videoFrameRate = nil
+        case .y4m:
+            let y4m = try Y4MReader(path: path)
+            reader = .pictures(y4m)
+            codecs = [.vp8]
+            audioChannels = 2
+            videoFrameRate = max(1, y4m.header.frameRateNumerator / max(1, y4m.header.frameRateDenominator))
+        case .wav:
+            let stream = try WAVOpusStream(input: path, settings: OpusEncoderConfiguration())
+            reader = .speech(stream)
+            codecs = [.opus]
+            audioChannels = stream.head.channelCount
+            videoFrameRate = nil
+        default:
+            throw MediaError(.unsupported, "send takes IVF, Ogg Opus, WebM, Y4M or WAV", file: path)
+        }
+    }
+
+    /// The next frame, or nil at the end.
+    mutating func next() throws -> Item? {
+        defer { index += 1 }
+        switch reader {
+        case .packets(let source):
+            guard let packet = try source.next() else { return nil }
+            let frame = EncodedFrame(
+                bytes: packet.bytes, codec: source.tracks[packet.track].codec, isKeyframe: packet.isKeyframe,
+                timestampMicroseconds: packet.timeMicroseconds, durationMicroseconds: packet.durationMicroseconds)
+            return Item(timeMicroseconds: packet.timeMicroseconds, content: .encoded(frame))
+        case .pictures(let y4m):
+            guard let picture = try y4m.readFrame() else { return nil }
+            let header = y4m.header
+            let time = index * 1_000_000 * Int64(header.frameRateDenominator) / Int64(max(1, header.frameRateNumerator))
+            return Item(timeMicroseconds: time, content: .picture(picture))
+        case .speech(let stream):
+            guard let packet = try stream.nextPacket() else { return nil }
+            let time = position48k * 1_000_000 / 48_000
+            position48k += Int64(packet.samples48k)
+            let frame = EncodedFrame(
+                bytes: packet.bytes, codec: .opus, isKeyframe: true, timestampMicroseconds: time,
+                durationMicroseconds: Int64(packet.samples48k) * 1_000_000 / 48_000)
+            return Item(timeMicroseconds: time, content: .encoded(frame))
+        }
     }
 }

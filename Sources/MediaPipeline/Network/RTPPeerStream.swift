@@ -52,8 +52,8 @@ public struct RTPPeerStream: Sendable, Equatable {
     ///   and first video section with Opus, VP8 or VP9 are received, on their ports.
     /// - `sendingTo`: where this side's streams go (an SDP whose address and ports are the
     ///   peer's, as a receiver such as ffmpeg reads with `-i`). A kind it has but `receiving`
-    ///   does not is bound at `localAddress` and `localPort` (+2 for the next stream; 0: any
-    ///   free port).
+    ///   does not is bound at `localAddress` and `localPort` + 2 × its section's place in
+    ///   `sendingTo` (RTCP on the next port; `localPort` 0: any free ports).
     /// - Throws: ``MediaError/Code/invalidArgument`` when neither names an audio or video stream
     ///   of a codec this library handles.
     public static func streams(
@@ -80,7 +80,8 @@ public struct RTPPeerStream: Sendable, Equatable {
                 stream.remoteSSRC = incoming.ssrc
             } else {
                 let family = (outgoing.flatMap { sendingTo?.address(of: $0) } ?? "").contains(":") ? "::" : "0.0.0.0"
-                let port = localPort == 0 ? 0 : localPort + 2 * streams.count
+                let position = outgoing.flatMap { o in sendingTo?.media.firstIndex { $0 == o } } ?? streams.count
+                let port = localPort == 0 ? 0 : localPort + 2 * position
                 stream = RTPPeerStream(
                     kind: kind, localAddress: localAddress ?? family, localPort: port,
                     rtcpMux: outgoing?.rtcpMux ?? false)

@@ -222,6 +222,10 @@ final class VideoReceiver: @unchecked Sendable {
                 }
                 guard isDue(head, now: now) else { return nil }
                 queue.pop()
+                // Taken for decoding: frames arriving meanwhile queue behind it (a failed decode
+                // sets the flag again). Cleared only after decoding, a delta frame arriving while
+                // the keyframe decodes would find the queue empty and be dropped.
+                if head.isKeyframe { needsKeyframe = false }
                 let rtp = assembler.rtpTimestamp(microseconds: head.timestampMicroseconds) ?? 0
                 return (head, rtp, queue.first.map { isDue($0, now: now) } ?? false)
             }
@@ -377,7 +381,6 @@ final class VideoReceiver: @unchecked Sendable {
                         }
                     }
                 }
-                inbox.withLock { $0.needsKeyframe = false }
                 if let recording = recorder.withLock({ $0 }) {
                     recording.record(frame, kind: .video, now: now, pictureWidth: width, pictureHeight: height)
                 }
