@@ -21,6 +21,10 @@ struct ReceiveCommand: ParsableCommand {
     @Option(help: "Seconds to wait for the first packet.") var wait = 10.0
     @Option(help: "Seconds without a packet that end the session.") var idle = 2.0
     @Option(help: "Longest session, in seconds.") var duration: Double?
+    @Option(
+        name: .customLong("rtcp-to"),
+        help: "Send RTCP to HOST:PORT (stream i of the SDP: PORT+2i) instead of where the sender's RTCP comes from.")
+    var rtcpTo: String?
     @Flag(help: "No statistics lines on standard error.") var quiet = false
     @Flag(help: "Print the summary as JSON.") var json = false
 
@@ -38,10 +42,20 @@ struct ReceiveCommand: ParsableCommand {
         } catch let error as MediaError {
             throw MediaError(error.code, error.message, file: files[0])
         }
+        var rtcp: (host: String, port: Int)?
+        if let rtcpTo {
+            guard let colon = rtcpTo.lastIndex(of: ":"), let port = Int(rtcpTo[rtcpTo.index(after: colon)...]),
+                (1...65535).contains(port)
+            else { throw ValidationError("--rtcp-to '\(rtcpTo)' is not HOST:PORT") }
+            var host = String(rtcpTo[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            rtcp = (host, port)
+        }
         Interruption.catchSignals()
         let summary = try RTPFileReceiver.receive(
             sdp: sdp, outputs: Array(files.dropFirst()), startTimeoutSeconds: wait, idleTimeoutSeconds: idle,
-            maximumSeconds: duration, shouldStop: { Interruption.wasRaised },
+            maximumSeconds: duration, rtcpHost: rtcp?.host, rtcpPort: rtcp?.port ?? 0,
+            shouldStop: { Interruption.wasRaised },
             progress: { seconds, streams in
                 guard !quiet else { return }
                 let parts = streams.map(Self.describe)
@@ -56,7 +70,7 @@ struct ReceiveCommand: ParsableCommand {
                             "kind": $0.kind.rawValue, "packets": $0.packets, "packetsLost": $0.packetsLost,
                             "frames": $0.frames, "nacksSent": $0.nacksSent,
                             "keyframeRequestsSent": $0.keyframeRequestsSent, "framesConcealed": $0.framesConcealed,
-                            "ignored": $0.ignored, "bye": $0.sawBye,
+                            "ignored": $0.ignored, "bye": $0.sawBye, "meanAddedDelayMs": $0.meanAddedDelayMs,
                         ] as [String: Any]
                     },
                     "outputs": summary.outputs.map {
@@ -76,6 +90,7 @@ struct ReceiveCommand: ParsableCommand {
         var text = "\(stream.kind.rawValue): \(stream.packets) packets, \(stream.packetsLost) lost"
         if stream.kind == .video {
             text += ", \(stream.frames) frames, \(stream.nacksSent) NACKs, \(stream.keyframeRequestsSent) PLIs"
+            text += String(format: ", %.0f ms added delay", stream.meanAddedDelayMs)
         } else {
             text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
         }

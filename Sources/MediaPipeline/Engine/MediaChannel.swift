@@ -173,7 +173,13 @@ public final class MediaChannel: Sendable {
                     totals.audioPacketsRecovered = counters.packetsRecovered
                 }
                 if let video = user.video {
-                    totals.videoPacketsLost = video.inbox.withLock { $0.packetsLost }
+                    video.inbox.withLock { inbox in
+                        totals.videoPacketsLost = inbox.packetsLost
+                        if inbox.addedDelayFrames > 0 {
+                            totals.videoMeanAddedDelayMs =
+                                Double(inbox.addedDelaySumMicroseconds) / Double(inbox.addedDelayFrames) / 1000
+                        }
+                    }
                 }
                 totals.videoFramesDecoded = user.reception.videoFramesDecoded
                 totals.videoFramesDropped = user.reception.videoFramesDropped

@@ -137,6 +137,9 @@ public struct RemoteStreamTotals: Sendable, Equatable {
     public var videoFramesDecoded: Int64 = 0, videoFramesDropped: Int64 = 0
     /// Video: NACK messages and keyframe requests sent to the user.
     public var nacksSent: Int64 = 0, keyframeRequestsSent: Int64 = 0
+    /// Video: how long frames waited, on average, beyond their fastest path (the transit of the
+    /// quickest frame so far) before being decoded: the delay the jitter buffer adds.
+    public var videoMeanAddedDelayMs: Double = 0
 
     /// Totals of zero.
     public init() {}

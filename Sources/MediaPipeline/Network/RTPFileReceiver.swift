@@ -13,10 +13,14 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         /// Datagrams on the stream's ports that were not its packets (garbage, other senders).
         public var ignored: Int64
         /// Video: frames decoded, NACK messages and keyframe requests sent. Audio: 10 ms frames
-        /// played and the share of them concealed.
+        /// played and those of them concealed, up to the last frame that was not (the silence
+        /// concealed after the sender stopped is not loss).
         public var frames: Int64, nacksSent: Int64, keyframeRequestsSent: Int64, framesConcealed: Int64
         /// Whether the sender said goodbye (RTCP BYE).
         public var sawBye: Bool
+        /// Video: how long frames waited, on average, beyond their fastest path before being
+        /// decoded (what the jitter buffer added), in milliseconds.
+        public var meanAddedDelayMs: Double = 0
     }
     /// One output file.
     public struct Output: Sendable, Equatable {
@@ -52,19 +56,30 @@ public enum RTPFileReceiver {
     /// How long after the sender's goodbye the jitter buffers are played out.
     static let drainMicroseconds: Int64 = 600_000
 
-    /// Receives `sdp`'s audio and video into `outputs`. `progress` is called once a second with
-    /// the streams so far.
+    /// Receives `sdp`'s audio and video into `outputs`. RTCP (receiver reports, NACK, PLI) goes
+    /// where the sender's RTCP comes from, or, with `rtcpHost`, to `rtcpHost`:`rtcpPort` + 2i for
+    /// the SDP's stream `i` (a sender that reads RTCP on ports of its own, as a GStreamer
+    /// pipeline with a separate `udpsrc` does). `progress` is called once a second with the
+    /// streams so far.
     /// - Throws: ``MediaError`` for an output of an unknown kind, a port that cannot be bound,
     ///   or a file that got nothing; ``EngineError`` from the engine.
     @discardableResult
     public static func receive(
         sdp: SessionDescription, outputs: [String], startTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 2,
-        maximumSeconds: Double? = nil, configuration: EngineConfiguration = .init(), clock: MediaClock = WallClock(),
+        maximumSeconds: Double? = nil, rtcpHost: String? = nil, rtcpPort: Int = 0,
+        configuration: EngineConfiguration = .init(), clock: MediaClock = WallClock(),
         shouldStop: () -> Bool = { false },
         progress: ((_ seconds: Double, _ streams: [RTPReceiveSummary.Stream]) -> Void)? = nil
     ) throws -> RTPReceiveSummary {
         guard !outputs.isEmpty else { throw MediaError.invalidArgument("name at least one output file") }
-        let streams = try RTPPeerStream.streams(receiving: sdp, sendingTo: nil)
+        var streams = try RTPPeerStream.streams(receiving: sdp, sendingTo: nil)
+        if let rtcpHost {
+            for index in streams.indices {
+                let place = sdp.media.firstIndex { $0.port == streams[index].localPort } ?? index
+                streams[index].remoteHost = rtcpHost
+                streams[index].remoteRTCPPort = rtcpPort + 2 * place
+            }
+        }
         var received = RecordedMedia()
         for stream in streams where stream.receives { received.insert(stream.kind == .audio ? .audio : .video) }
         var recorded: [(path: String, media: RecordedMedia)] = []
@@ -110,6 +125,9 @@ public enum RTPFileReceiver {
         var packetsSeen: Int64 = 0
         var drainUntil: Int64?
         var endedBy = "timeout"
+        // The audio counts at the last tick that played received audio.
+        var lastHeard: (frames: Int64, concealed: Int64)?
+        var concealedBefore: Int64 = 0
         while true {
             let now = clock.nowMicroseconds
             if next > now { usleep(useconds_t(next - now)) }
@@ -122,6 +140,14 @@ public enum RTPFileReceiver {
             if packets != packetsSeen {
                 packetsSeen = packets
                 lastPacketAt = time
+            }
+            if received.contains(.audio), let totals = session.channel.remoteStreamTotals(RTPSession.peerUid),
+                totals.audioFrames > 0
+            {
+                if totals.audioFramesConcealed == concealedBefore {
+                    lastHeard = (totals.audioFrames, totals.audioFramesConcealed)
+                }
+                concealedBefore = totals.audioFramesConcealed
             }
             if let wav, statistics.contains(where: { $0.kind == .audio && $0.packetsReceived > 0 }) {
                 try mix.withUnsafeBufferPointer { try wav.write($0) }
@@ -152,7 +178,10 @@ public enum RTPFileReceiver {
                 ?? (Double(time - start) / 1e6 >= startTimeoutSeconds)
             if idle && drainUntil == nil { break }
         }
-        let streamsReceived = summarize(session, session.transport.statistics)
+        var streamsReceived = summarize(session, session.transport.statistics)
+        if let lastHeard, let a = streamsReceived.firstIndex(where: { $0.kind == .audio }) {
+            (streamsReceived[a].frames, streamsReceived[a].framesConcealed) = lastHeard
+        }
         var written: [RTPReceiveSummary.Output] = []
         var failure: Error?
         for recording in recordings {
@@ -194,7 +223,8 @@ public enum RTPFileReceiver {
                 frames: isVideo ? totals.videoFramesDecoded : totals.audioFrames,
                 nacksSent: isVideo ? totals.nacksSent : 0,
                 keyframeRequestsSent: isVideo ? totals.keyframeRequestsSent : 0,
-                framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived)
+                framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived,
+                meanAddedDelayMs: isVideo ? totals.videoMeanAddedDelayMs : 0)
         }
     }
 }

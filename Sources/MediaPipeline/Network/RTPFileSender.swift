@@ -119,7 +119,13 @@ public enum RTPFileSender {
                 progress(Double(lastProgress - start) / 1e6, summary())
             }
         }
-        // The peer's last NACKs and PLIs are answered on the receive thread meanwhile.
+        // The end of each stream again, so a receiver that lost it finds out; its last NACKs
+        // and PLIs are answered on the receive thread meanwhile.
+        session.transport.sendTailProbe()
+        if lingerSeconds >= 0.2 && !shouldStop() {
+            usleep(100_000)
+            session.transport.sendTailProbe()  // in case the first probe was lost too
+        }
         if lingerSeconds > 0 && !shouldStop() { usleep(useconds_t(lingerSeconds * 1_000_000)) }
         return summary()
     }

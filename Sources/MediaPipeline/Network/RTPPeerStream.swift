@@ -24,7 +24,8 @@ public struct RTPPeerStream: Sendable, Equatable {
     /// where the peer's RTCP comes from).
     public var remoteHost: String?
     /// The peer's RTP port, and its RTCP port (nil: the RTP port + 1, or the RTP port with
-    /// rtcp-mux).
+    /// rtcp-mux). A remote host with an RTCP port and no RTP port receives this side's RTCP
+    /// alone (feedback to a sender that reads it on a port of its own).
     public var remotePort: Int?, remoteRTCPPort: Int?
     /// The payload types this side sends with, by codec (the peer's numbers; a codec not listed
     /// keeps ``RTPPayloadType``'s).

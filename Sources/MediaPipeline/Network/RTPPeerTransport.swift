@@ -29,7 +29,9 @@ public struct RTPPeerStreamStatistics: Sendable, Equatable {
 ///
 /// The transport carries one channel. In it the peer is the broadcaster ``peerUid``, publishing
 /// the kinds it sends; the engine's published packets go to the peer, and its RTCP (receiver
-/// reports, NACK, PLI) goes to where the peer's RTCP comes from (or its SDP's RTCP port).
+/// reports, NACK, PLI) goes to where the peer's RTCP comes from (or its SDP's RTCP port). Once
+/// the peer has said goodbye (RTCP BYE) on every stream it sends, it goes offline a second
+/// later, so what the jitter buffers hold is played out first.
 ///
 /// Packets are received on a dedicated thread: every socket is polled, datagrams are read in
 /// batches (`recvmmsg`) into a preallocated slab, parsed in place, and handed to the engine in
@@ -105,6 +107,14 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
             return section
         }
         return SessionDescription(connectionAddress: address, media: media)
+    }
+
+    /// Sends the last RTP packet of each stream again (a tail-loss probe): when a stream
+    /// ends, a receiver that lost its last packets has no later one to notice the gap by and
+    /// ask for them. Call after the last frame; a receiver drops the duplicate.
+    public func sendTailProbe() {
+        guard let channelId = worker.shared.withLock({ $0.channelId }) else { return }
+        worker.sendTailProbe(channelId: channelId)
     }
 
     // MARK: MediaTransport

@@ -42,14 +42,12 @@ struct RTPPeerRoute {
             outgoing[Int(RTPPayloadType.of(codec))] = UInt8(format.payloadType)
         }
         engineToWire = outgoing
-        if let host = stream.remoteHost, let port = stream.remotePort {
-            remoteRTP = try UDPPeer(host: host, port: port)
-            remoteRTCP = try UDPPeer(
-                host: host, port: stream.rtcpMux ? port : stream.remoteRTCPPort ?? port + 1)
-        } else {
-            remoteRTP = nil
-            remoteRTCP = nil
+        remoteRTP = try stream.remoteHost.flatMap { host in
+            try stream.remotePort.map { try UDPPeer(host: host, port: $0) }
         }
+        let rtcpPort =
+            stream.remotePort.map { stream.rtcpMux ? $0 : stream.remoteRTCPPort ?? $0 + 1 } ?? stream.remoteRTCPPort
+        remoteRTCP = try stream.remoteHost.flatMap { host in try rtcpPort.map { try UDPPeer(host: host, port: $0) } }
         configuredSSRC = stream.remoteSSRC
         receives = stream.receives
     }
@@ -68,6 +66,8 @@ struct RTPPeerShared {
     var learnedRTP: [UDPPeer?]
     var learnedRTCP: [UDPPeer?]
     var sentSSRC: [UInt32?]
+    /// The last RTP packet sent on each route (shared, not copied), for a tail-loss probe.
+    var lastSent: [RTPPacket?]
     /// Whether the peer's leaving (a goodbye on every stream) was told to the engine.
     var offlineAnnounced = false
 }
@@ -97,7 +97,7 @@ final class RTPPeerWorker: @unchecked Sendable {
         shared = LockedValue(
             RTPPeerShared(
                 statistics: statistics, learnedRTP: routes.map { _ in nil }, learnedRTCP: routes.map { _ in nil },
-                sentSSRC: routes.map { _ in nil }))
+                sentSSRC: routes.map { _ in nil }, lastSent: routes.map { _ in nil }))
     }
 
     var statistics: [RTPPeerStreamStatistics] { shared.withLock { $0.statistics } }
@@ -145,6 +145,9 @@ final class RTPPeerWorker: @unchecked Sendable {
         let accepted = shared.withLock { shared -> Bool in
             guard shared.channelId == channelId else { return false }
             shared.sentSSRC[index] = packet.header.ssrc
+            if packet.header.sequenceNumber &- (shared.lastSent[index]?.header.sequenceNumber ?? 0) < 0x8000 {
+                shared.lastSent[index] = packet
+            }
             shared.statistics[index].packetsSent += 1
             shared.statistics[index].bytesSent += Int64(packet.bytes.count)
             return true
@@ -224,6 +227,13 @@ final class RTPPeerWorker: @unchecked Sendable {
         return routes[index].rtcpMux ? rtp : rtp.with(port: rtp.port + 1)
     }
 
+    /// Sends the last RTP packet of each stream again: a receiver that lost the end of the
+    /// stream has no later packet to find the gap by, and now has one (a duplicate is dropped).
+    func sendTailProbe(channelId: String) {
+        let last = shared.withLock { $0.channelId == channelId ? $0.lastSent : [] }
+        for packet in last.compactMap({ $0 }) { send(packet, channelId: channelId) }
+    }
+
     /// Says goodbye (RTCP BYE, after an empty receiver report) for every stream this side sent.
     func sendGoodbye() {
         let goodbyes: [(Int, UDPPeer, [UInt8])] = shared.withLock { shared in
@@ -256,8 +266,13 @@ final class RTPPeerWorker: @unchecked Sendable {
         var learnedRTP: [UDPPeer?]
         var learnedRTCP: [UDPPeer?]
         var bye: [Bool]
+        /// When the last goodbye came (the peer is announced gone a grace period after it).
+        var lastByeAt: Int64 = 0
         var changed = false
     }
+
+    /// How long after the peer's last goodbye it is announced gone.
+    static let goodbyeGraceMicroseconds: Int64 = 1_000_000
 
     private func receiveLoop() {
         var state = ReceiveState(
@@ -273,12 +288,10 @@ final class RTPPeerWorker: @unchecked Sendable {
         var readable = [Int32](repeating: 0, count: sockets.count)
         while !stopped {
             let ready = cnet_wait(&descriptors, Int32(descriptors.count), 20, &readable)
-            guard ready > 0 else {
-                if ready < 0 { usleep(20_000) }
-                continue
-            }
+            if ready < 0 { usleep(20_000) }
+            guard ready > 0 || state.bye.contains(true) else { continue }
             let (endpoint, channelId, unsubscribed) = shared.withLock { ($0.endpoint, $0.channelId, $0.unsubscribed) }
-            for (k, entry) in sockets.enumerated() where readable[k] != 0 {
+            for (k, entry) in sockets.enumerated() where ready > 0 && readable[k] != 0 {
                 let oversizedBefore = entry.socket.oversized
                 _ = try? entry.socket.receiveWaiting { datagram, sender in
                     handle(
@@ -291,7 +304,7 @@ final class RTPPeerWorker: @unchecked Sendable {
                     state.changed = true
                 }
             }
-            if state.changed { publish(&state, endpoint: endpoint, channelId: channelId) }
+            if state.changed || state.bye.contains(true) { publish(&state, endpoint: endpoint, channelId: channelId) }
         }
     }
 
@@ -371,7 +384,10 @@ final class RTPPeerWorker: @unchecked Sendable {
         }
         state.delta[index].rtcpReceived += 1
         if state.learnedRTCP[index] != sender { state.learnedRTCP[index] = sender }
-        if bye { state.bye[index] = true }
+        if bye && !state.bye[index] {
+            state.bye[index] = true
+            state.lastByeAt = clock.nowMicroseconds
+        }
         guard let endpoint, let channelId else { return }
         let bytes = state.feedback.bytes(copying: datagram)
         endpoint.transportReceiveRTCP(bytes, channelId: channelId, from: RTPPeerTransport.peerUid)
@@ -395,7 +411,11 @@ final class RTPPeerWorker: @unchecked Sendable {
                 state.delta[index] = RTPPeerStreamStatistics(kind: routes[index].kind)
             }
             let receiving = routes.indices.filter { routes[$0].receives }
-            let gone = !receiving.isEmpty && receiving.allSatisfy { state.bye[$0] }
+            // Gone once every stream said goodbye and the grace period passed: the packets still
+            // in the engine's jitter buffers are played out first.
+            let gone =
+                !receiving.isEmpty && receiving.allSatisfy { state.bye[$0] }
+                && clock.nowMicroseconds - state.lastByeAt >= Self.goodbyeGraceMicroseconds
             defer { shared.offlineAnnounced = gone }
             return gone == shared.offlineAnnounced ? nil : gone
         }

@@ -57,6 +57,9 @@ final class VideoReceiver: @unchecked Sendable {
         var renderDelayMicroseconds: Int64 = 0
         /// When the last packet arrived (clock microseconds).
         var lastArrival: Int64?
+        /// How long frames waited beyond their fastest path before being taken for decoding
+        /// (what the jitter buffer adds), summed, and the frames counted.
+        var addedDelaySumMicroseconds: Int64 = 0, addedDelayFrames: Int64 = 0
         /// Scratch for the numbers of one NACK, and recycled storage for the messages.
         private var nackBatch: [UInt16] = []
         private let nackMessages = ByteRecycler(slotCount: 8, capacity: 12 + 4 * Self.nackLimit)
@@ -226,6 +229,10 @@ final class VideoReceiver: @unchecked Sendable {
                 // sets the flag again). Cleared only after decoding, a delta frame arriving while
                 // the keyframe decodes would find the queue empty and be dropped.
                 if head.isKeyframe { needsKeyframe = false }
+                if let minimum = delays.minimumTransitMicroseconds {
+                    addedDelaySumMicroseconds += max(0, now - head.timestampMicroseconds - minimum)
+                    addedDelayFrames += 1
+                }
                 let rtp = assembler.rtpTimestamp(microseconds: head.timestampMicroseconds) ?? 0
                 return (head, rtp, queue.first.map { isDue($0, now: now) } ?? false)
             }

@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// Two network namespaces of the test's own, joined by a veth pair (A 10.200.0.1, B
+/// 10.200.0.2), where packets leaving A can be dropped at random by the kernel (an iptables
+/// `statistic` rule: this machine's kernel has no netem). Removed when the value goes away.
+/// Traffic never leaves the two namespaces.
+final class NamespaceLink {
+    static let addressA = "10.200.0.1"
+    static let addressB = "10.200.0.2"
+    let a: String
+    let b: String
+    private static let serial = Atomic<Int>(0)
+
+    private let deviceA: String
+
+    /// Makes the pair, with no loss yet.
+    init() throws {
+        let id = "\(getpid() % 100_000)x\(Self.serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        a = "mpa\(id)"
+        b = "mpb\(id)"
+        let (va, vb) = ("va\(id)", "vb\(id)")
+        deviceA = va
+        let steps: [[String]] = [
+            ["netns", "add", a], ["netns", "add", b],
+            ["link", "add", va, "netns", a, "type", "veth", "peer", "name", vb, "netns", b],
+            ["-n", a, "addr", "add", "\(Self.addressA)/24", "dev", va],
+            ["-n", b, "addr", "add", "\(Self.addressB)/24", "dev", vb],
+            ["-n", a, "link", "set", va, "up"], ["-n", b, "link", "set", vb, "up"],
+            ["-n", a, "link", "set", "lo", "up"], ["-n", b, "link", "set", "lo", "up"],
+        ]
+        for step in steps {
+            let result = try runTool("/usr/sbin/ip", step)
+            guard result.status == 0 else {
+                removeNamespaces()
+                throw LinkError("ip \(step.joined(separator: " ")) failed (root and iproute2 needed): \(result.stderr)")
+            }
+        }
+    }
+
+    /// From now on, drops `lossPercent` of the UDP datagrams leaving A.
+    func dropFromA(lossPercent: Double) throws {
+        let probability = String(format: "%.4f", lossPercent / 100)
+        let rule = try runTool(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", deviceA, "-p", "udp", "-m", "statistic",
+                "--mode", "random", "--probability", probability, "-j", "DROP",
+            ])
+        guard rule.status == 0 else {
+            throw LinkError("iptables in namespace \(a) failed (the iptables package is needed): \(rule.stderr)")
+        }
+    }
+
+    deinit { removeNamespaces() }
+
+    private func removeNamespaces() {
+        _ = try? runTool("/usr/sbin/ip", ["netns", "del", a])
+        _ = try? runTool("/usr/sbin/ip", ["netns", "del", b])
+    }
+
+    /// UDP datagrams the kernel dropped on their way out of A so far.
+    func dropped() throws -> Int {
+        let listing = try runTool("/usr/sbin/ip", ["netns", "exec", a, "iptables", "-L", "OUTPUT", "-n", "-v", "-x"])
+        let rule = listing.stdout.split(separator: "\n").first { $0.contains("statistic") } ?? ""
+        return Int(rule.split(separator: " ").first ?? "") ?? -1
+    }
+
+    /// Starts `arguments` inside `namespace`, its output into `stdout` and `stderr` files.
+    func start(in namespace: String, _ arguments: [String], stdout: String, stderr: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace] + arguments
+        for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}
+
+struct LinkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Process {
+    /// Waits up to `seconds` for the process to end; terminates (then kills) it if it does not.
+    /// Returns whether it ended by itself.
+    @discardableResult
+    func wait(upTo seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        guard isRunning else { return true }
+        terminate()
+        let killAt = Date().addingTimeInterval(3)
+        while isRunning && Date() < killAt { Thread.sleep(forTimeInterval: 0.05) }
+        if isRunning { kill(processIdentifier, SIGKILL) }
+        waitUntilExit()
+        return false
+    }
+}
