@@ -71,6 +71,7 @@ struct ReceiveCommand: ParsableCommand {
                             "frames": $0.frames, "nacksSent": $0.nacksSent,
                             "keyframeRequestsSent": $0.keyframeRequestsSent, "framesConcealed": $0.framesConcealed,
                             "ignored": $0.ignored, "bye": $0.sawBye, "meanAddedDelayMs": $0.meanAddedDelayMs,
+                            "packetsRecovered": $0.packetsRecovered,
                         ] as [String: Any]
                     },
                     "outputs": summary.outputs.map {
@@ -93,6 +94,7 @@ struct ReceiveCommand: ParsableCommand {
             text += String(format: ", %.0f ms added delay", stream.meanAddedDelayMs)
         } else {
             text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
+            text += ", \(stream.packetsRecovered) rebuilt by FEC"
         }
         if stream.ignored > 0 { text += ", \(stream.ignored) ignored" }
         return stream.sawBye ? text + ", BYE" : text

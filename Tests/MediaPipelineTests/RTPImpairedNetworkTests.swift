@@ -71,4 +71,121 @@ struct RTPImpairedNetworkTests {
         #expect(received == sent, "frames \(missing) missing; \(dropped) dropped, \(report)")
         print("GStreamer receiving over 5 % loss: \(dropped) datagrams dropped, \(retransmitted) retransmitted")
     }
+
+    @Test(
+        "GStreamer sends over 10 % loss: our receiver recovers the video by NACK (PSNR ≥ 35 dB), conceals no more audio than was lost"
+    )
+    func gstreamerSendsUnderLoss() throws {
+        let folder = TemporaryFolder()
+        let link = try NamespaceLink()
+        let webm = folder.file("motion.webm")
+        #expect(try pipebench(["remux", Fixtures.motionIVF, webm]).status == 0)
+        let sdp = folder.file("in.sdp")
+        try """
+        v=0
+        o=- 0 0 IN IP4 \(NamespaceLink.addressB)
+        s=GStreamer
+        c=IN IP4 \(NamespaceLink.addressB)
+        t=0 0
+        m=video 5004 RTP/AVPF 96
+        a=rtpmap:96 VP8/90000
+        a=rtcp-fb:96 nack
+        a=rtcp-fb:96 nack pli
+        m=audio 5006 RTP/AVP 111
+        a=rtpmap:111 opus/48000/2
+
+        """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        let (video, audio, wav) = (folder.file("video.ivf"), folder.file("audio.opus"), folder.file("audio.wav"))
+        let receiver = try link.start(
+            in: link.b,
+            [
+                Fixtures.pipebench, "receive", sdp, video, audio, wav, "--rtcp-to", "\(NamespaceLink.addressA):5005",
+                "--idle", "2", "--quiet", "--json",
+            ], stdout: folder.file("receive.json"), stderr: folder.file("receive.err"))
+        Thread.sleep(forTimeInterval: 1)
+        // The sender keeps 2 s of packets to answer NACKs (rtprtxqueue) and reads RTCP on its own
+        // ports; Opus with in-band FEC, as a voice sender expecting 10 % loss sets it up.
+        let gstreamer = try link.start(
+            in: link.a,
+            [
+                "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "filesrc", "location=\(webm)", "!",
+                "matroskademux", "!", "rtpvp8pay", "picture-id-mode=15-bit", "pt=96", "mtu=1200", "!", "rtprtxqueue",
+                "max-size-time=2000", "!", "rtpbin.send_rtp_sink_0", "rtpbin.send_rtp_src_0", "!", "udpsink",
+                "host=\(NamespaceLink.addressB)", "port=5004", "rtpbin.send_rtcp_src_0", "!", "udpsink",
+                "host=\(NamespaceLink.addressB)", "port=5005", "sync=false", "async=false", "udpsrc", "port=5005", "!",
+                "rtpbin.recv_rtcp_sink_0", "filesrc", "location=\(Fixtures.speechWAV)", "!", "wavparse", "!",
+                "audioconvert", "!", "audioresample", "!", "opusenc", "bitrate=32000", "audio-type=voice",
+                "inband-fec=true", "packet-loss-percentage=10", "!", "rtpopuspay", "pt=111", "!",
+                "rtpbin.send_rtp_sink_1", "rtpbin.send_rtp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)",
+                "port=5006", "rtpbin.send_rtcp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)", "port=5007",
+                "sync=false", "async=false", "udpsrc", "port=5007", "!", "rtpbin.recv_rtcp_sink_1",
+            ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
+        Thread.sleep(forTimeInterval: 0.5)
+        try link.dropFromA(lossPercent: 10)
+        let receiverEnded = receiver.wait(upTo: 30)
+        gstreamer.wait(upTo: 0)
+        let report = try String(contentsOfFile: folder.file("receive.json"), encoding: .utf8)
+        let errors = try String(contentsOfFile: folder.file("receive.err"), encoding: .utf8)
+        #expect(receiverEnded && receiver.terminationStatus == 0, "\(errors)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+        let streams = json?["streams"] as? [[String: Any]] ?? []
+        let videoStream = streams.first { $0["kind"] as? String == "video" } ?? [:]
+        let audioStream = streams.first { $0["kind"] as? String == "audio" } ?? [:]
+        let dropped = try link.dropped()
+        #expect(dropped > 10, "the link dropped \(dropped) datagrams")
+        #expect(videoStream["nacksSent"] as? Int ?? 0 > 0, "\(report)")
+
+        // What the canvas showed at each source frame's time (the last frame decoded by then),
+        // against vpxdec's decode of the source.
+        let psnr = try Self.heldFramePSNR(source: Fixtures.motionIVF, received: video, in: folder)
+        #expect(psnr >= 35, "mean PSNR \(psnr) dB; \(report)")
+        let frames = audioStream["frames"] as? Int ?? 0
+        let concealed = audioStream["framesConcealed"] as? Int ?? 0
+        let share = Double(concealed) / Double(max(1, frames))
+        let audioLost = audioStream["packetsLost"] as? Int ?? 0
+        let audioPackets = audioStream["packets"] as? Int ?? 0
+        let lossShare = Double(audioLost) / Double(max(1, audioLost + audioPackets))
+        // Concealment covers no more than what was lost (each lost 20 ms packet is two 10 ms
+        // ticks; in-band FEC rebuilds some). The 1.5 % of the simulated 20 ms-jitter link is
+        // not reached on this jitter-free link: see the README.
+        #expect(
+            frames > 300 && share <= lossShare + 0.01, "\(concealed) of \(frames) audio frames concealed; \(report)")
+        print(
+            "GStreamer sending over 10 % loss: \(dropped) datagrams dropped, video \(videoStream["packetsLost"] ?? "?") "
+                + "packets lost after \(videoStream["nacksSent"] ?? "?") NACKs, PSNR \(String(format: "%.1f", psnr)) dB, "
+                + "audio \(concealed)/\(frames) ticks concealed, \(audioLost) packets lost, "
+                + "\(audioStream["packetsRecovered"] ?? "?") rebuilt by FEC")
+    }
+
+    /// The mean PSNR (identical pictures count as 100 dB) of what a viewer of `received` saw at
+    /// each of `source`'s frames (the latest frame received up to it, held) against vpxdec's
+    /// decode of `source`. Frames of `received` are found in `source` by their bytes.
+    static func heldFramePSNR(source: String, received: String, in folder: TemporaryFolder) throws -> Double {
+        let sourceDigests = try frameDigests(ivf: source)
+        let receivedDigests = try frameDigests(ivf: received)
+        let header = try IVFReader(path: source).header
+        let (width, height) = (header.width, header.height)
+        func decode(_ path: String, _ name: String) throws -> [UInt8] {
+            let raw = folder.file(name)
+            _ = try reference("vpxdec", ["--i420", "-o", raw, path])
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: raw)))
+        }
+        let sourcePictures = try decode(source, "source.i420")
+        let receivedPictures = try decode(received, "received.i420")
+        let black = try I420Buffer(width: width, height: height)
+        var shown: Int?
+        var total = 0.0
+        for index in sourceDigests.indices {
+            if let position = receivedDigests.firstIndex(of: sourceDigests[index]) { shown = position }
+            let reference = try rawI420Picture(sourcePictures, index: index, width: width, height: height)
+            let picture = try shown.map {
+                try rawI420Picture(receivedPictures, index: $0, width: width, height: height)
+            }
+            let value = (picture ?? black).withView { test in
+                reference.withView { PictureQuality.psnr(reference: $0, test: test) }
+            }
+            total += min(100, value)
+        }
+        return total / Double(sourceDigests.count)
+    }
 }

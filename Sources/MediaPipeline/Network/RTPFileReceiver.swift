@@ -21,6 +21,8 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         /// Video: how long frames waited, on average, beyond their fastest path before being
         /// decoded (what the jitter buffer added), in milliseconds.
         public var meanAddedDelayMs: Double = 0
+        /// Audio: lost packets rebuilt from the next packet's in-band FEC.
+        public var packetsRecovered: Int64 = 0
     }
     /// One output file.
     public struct Output: Sendable, Equatable {
@@ -224,7 +226,8 @@ public enum RTPFileReceiver {
                 nacksSent: isVideo ? totals.nacksSent : 0,
                 keyframeRequestsSent: isVideo ? totals.keyframeRequestsSent : 0,
                 framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived,
-                meanAddedDelayMs: isVideo ? totals.videoMeanAddedDelayMs : 0)
+                meanAddedDelayMs: isVideo ? totals.videoMeanAddedDelayMs : 0,
+                packetsRecovered: isVideo ? 0 : totals.audioPacketsRecovered)
         }
     }
 }
