@@ -76,7 +76,9 @@ public struct RTPPeerStream: Sendable, Equatable {
                 let address = receiving.address(of: incoming) ?? "0.0.0.0"
                 stream = RTPPeerStream(
                     kind: kind, localAddress: address, localPort: incoming.port, rtcpMux: incoming.rtcpMux)
-                stream.localRTCPPort = incoming.rtcpMux ? nil : incoming.effectiveRTCPPort
+                // Port 0 (any free port): RTCP on any free port too, unless a=rtcp names one.
+                stream.localRTCPPort =
+                    incoming.rtcpMux ? nil : incoming.port == 0 ? incoming.rtcpPort : incoming.effectiveRTCPPort
                 stream.receiveFormats = incoming.formats.filter { $0.codec?.kind == kind }
                 stream.remoteSSRC = incoming.ssrc
             } else {
