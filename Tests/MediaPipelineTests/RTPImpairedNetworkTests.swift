@@ -157,6 +157,101 @@ struct RTPImpairedNetworkTests {
                 + "\(audioStream["packetsRecovered"] ?? "?") rebuilt by FEC")
     }
 
+    @Test("side by side on one lossy link: our receiver recovers at least as many frames as rtpjitterbuffer, no later")
+    func sideBySideWithJitterBuffer() throws {
+        let folder = TemporaryFolder()
+        let link = try NamespaceLink()
+        // 10 s of 30 fps VP8, one keyframe: a frame lost for good costs every frame after it.
+        let webm = folder.file("source.webm")
+        _ = try reference(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=30", "-t", "10", "-c:v",
+                "libvpx", "-deadline", "realtime", "-cpu-used", "8", "-b:v", "800k", "-g", "1000", "-auto-alt-ref", "0",
+                webm,
+            ])
+        let sourceIVF = folder.file("source.ivf")
+        #expect(try pipebench(["remux", webm, sourceIVF]).status == 0)
+        let source = try Self.frameDigests(ivf: sourceIVF)
+        let sdp = folder.file("in.sdp")
+        try """
+        v=0
+        o=- 0 0 IN IP4 \(NamespaceLink.addressB)
+        s=GStreamer
+        c=IN IP4 \(NamespaceLink.addressB)
+        t=0 0
+        m=video 5004 RTP/AVPF 96
+        a=rtpmap:96 VP8/90000
+        a=rtcp-fb:96 nack
+        a=rtcp-fb:96 nack pli
+
+        """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        let ours = folder.file("ours.ivf")
+        let receiver = try link.start(
+            in: link.b,
+            [
+                Fixtures.pipebench, "receive", sdp, ours, "--rtcp-to", "\(NamespaceLink.addressA):5005", "--idle", "2",
+                "--quiet", "--json",
+            ], stdout: folder.file("receive.json"), stderr: folder.file("receive.err"))
+        let frames = folder.file("frames")
+        try FileManager.default.createDirectory(atPath: frames, withIntermediateDirectories: true)
+        let jitterBuffer = try link.start(
+            in: link.b,
+            [
+                "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "latency=200", "do-retransmission=true",
+                "do-lost=true", "udpsrc", "port=6004",
+                "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96", "!",
+                "rtpbin.recv_rtp_sink_0", "udpsrc", "port=6005", "!", "rtpbin.recv_rtcp_sink_0",
+                "rtpbin.send_rtcp_src_0", "!", "udpsink", "host=\(NamespaceLink.addressA)", "port=6005", "sync=false",
+                "async=false", "rtpbin.", "!", "rtpvp8depay", "!", "multifilesink", "location=\(frames)/%05d.vp8",
+            ], stdout: folder.file("gst-receive.out"), stderr: folder.file("gst-receive.err"))
+        Thread.sleep(forTimeInterval: 1)
+        // Two senders of the same file, started together, one per receiver, each answering its
+        // own receiver's NACKs (a retransmission one asked for does not reach the other).
+        func sender(to port: Int) throws -> Process {
+            try link.start(
+                in: link.a,
+                [
+                    "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "filesrc", "location=\(webm)", "!",
+                    "matroskademux", "!", "rtpvp8pay", "picture-id-mode=15-bit", "pt=96", "mtu=1200", "!",
+                    "rtprtxqueue", "max-size-time=2000", "!", "rtpbin.send_rtp_sink_0", "rtpbin.send_rtp_src_0", "!",
+                    "udpsink", "host=\(NamespaceLink.addressB)", "port=\(port)", "rtpbin.send_rtcp_src_0", "!",
+                    "udpsink",
+                    "host=\(NamespaceLink.addressB)", "port=\(port + 1)", "sync=false", "async=false", "udpsrc",
+                    "port=\(port + 1)", "!", "rtpbin.recv_rtcp_sink_0",
+                ], stdout: folder.file("gst-send-\(port).out"), stderr: folder.file("gst-send-\(port).err"))
+        }
+        let senders = [try sender(to: 5004), try sender(to: 6004)]
+        Thread.sleep(forTimeInterval: 0.5)
+        try link.dropFromA(lossPercent: 5)
+        let receiverEnded = receiver.wait(upTo: 40)
+        for sender in senders { sender.wait(upTo: 0) }
+        jitterBuffer.wait(upTo: 0)
+        let report = try String(contentsOfFile: folder.file("receive.json"), encoding: .utf8)
+        #expect(receiverEnded && receiver.terminationStatus == 0, "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+        let video = (json?["streams"] as? [[String: Any]])?.first ?? [:]
+
+        let oursReceived = Set(try Self.frameDigests(ivf: ours))
+        let theirsReceived = Set(
+            try FileManager.default.contentsOfDirectory(atPath: frames).map {
+                Self.md5([UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(frames)/\($0)"))))
+            })
+        let oursRecovered = source.filter { oursReceived.contains($0) }.count
+        let theirsRecovered = source.filter { theirsReceived.contains($0) }.count
+        let ourDelay = video["meanAddedDelayMs"] as? Double ?? .infinity
+        let dropped = try link.dropped()
+        print(
+            "side by side, 5 % loss, \(dropped) datagrams dropped, \(source.count) frames sent: "
+                + "ours \(oursRecovered) whole (\(source.count - oursRecovered) lost), "
+                + String(format: "%.0f", ourDelay) + " ms mean added delay, \(video["nacksSent"] ?? "?") NACKs; "
+                + "rtpjitterbuffer \(theirsRecovered) whole (\(source.count - theirsRecovered) lost), 200 ms latency")
+        #expect(dropped > 20)
+        #expect(oursRecovered >= theirsRecovered, "ours \(oursRecovered), rtpjitterbuffer \(theirsRecovered)")
+        #expect(oursRecovered > source.count * 9 / 10)
+        #expect(ourDelay <= 200, "\(report)")
+    }
+
     /// The mean PSNR (identical pictures count as 100 dB) of what a viewer of `received` saw at
     /// each of `source`'s frames (the latest frame received up to it, held) against vpxdec's
     /// decode of `source`. Frames of `received` are found in `source` by their bytes.
