@@ -89,6 +89,31 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // MARK: RTP over loopback UDP: one VP8 360p frame published through an RTPSession (packetized,
+    // sent), and with a receiving session, received on its thread, depacketized and queued
+    // (decoding stubbed out). Packets per second = frames per second × the packets per frame the
+    // run prints (2 to 3 for these frames, 12 for a keyframe).
+
+    let sendOnly = Box(try! RTPLoopbackLoad(receiving: false))
+    let sendIndex = Box(0)
+    Benchmark("RTP UDP send VP8 360p frame") { benchmark in
+        for _ in benchmark.scaledIterations {
+            sendIndex.value = (sendIndex.value + 1) % vp8Frames.count
+            sendOnly.value.push(vp8Frames[sendIndex.value])
+        }
+    }
+    let loopback = Box(try! RTPLoopbackLoad(receiving: true))
+    let loopIndex = Box(0)
+    // Past start-up: the receiver's stream and its recycled storage exist.
+    for index in 0..<300 { loopback.value.push(vp8Frames[index % vp8Frames.count]) }
+    print("RTP over loopback: \(loopback.value.packetsPerFrame) packets per VP8 360p frame")
+    Benchmark("RTP UDP send and receive VP8 360p frame") { benchmark in
+        for _ in benchmark.scaledIterations {
+            loopIndex.value = (loopIndex.value + 1) % vp8Frames.count
+            guard loopback.value.push(vp8Frames[loopIndex.value]) else { fatalError("packets lost on loopback") }
+        }
+    }
+
     // MARK: Canvas rendering: a 640x360 picture into a canvas, per render mode, down and up
 
     for mode in RenderMode.allCases {

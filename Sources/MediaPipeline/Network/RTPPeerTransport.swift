@@ -77,6 +77,13 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
     /// What crossed each stream so far, in ``streams``' order.
     public var statistics: [RTPPeerStreamStatistics] { worker.statistics }
 
+    /// The peer's RTP packets received so far, over every stream (allocates nothing: for
+    /// polling loops).
+    public var packetsReceived: Int64 { worker.shared.withLock { $0.packetsReceived } }
+
+    /// This side's RTP packets sent so far, over every stream (allocates nothing).
+    public var packetsSent: Int64 { worker.shared.withLock { $0.packetsSent } }
+
     /// Whether the peer said goodbye on every stream it sends.
     public var peerSaidGoodbye: Bool {
         let received = statistics.filter { s in streams.contains { $0.kind == s.kind && $0.receives } }

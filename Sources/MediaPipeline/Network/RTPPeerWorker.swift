@@ -68,6 +68,8 @@ struct RTPPeerShared {
     var sentSSRC: [UInt32?]
     /// The last RTP packet sent on each route (shared, not copied), for a tail-loss probe.
     var lastSent: [RTPPacket?]
+    /// The peer's RTP packets received, and this side's sent, over every route.
+    var packetsReceived: Int64 = 0, packetsSent: Int64 = 0
     /// Whether the peer's leaving (a goodbye on every stream) was told to the engine.
     var offlineAnnounced = false
 }
@@ -149,6 +151,7 @@ final class RTPPeerWorker: @unchecked Sendable {
                 shared.lastSent[index] = packet
             }
             shared.statistics[index].packetsSent += 1
+            shared.packetsSent += 1
             shared.statistics[index].bytesSent += Int64(packet.bytes.count)
             return true
         }
@@ -400,6 +403,7 @@ final class RTPPeerWorker: @unchecked Sendable {
             for index in routes.indices {
                 let d = state.delta[index]
                 shared.statistics[index].packetsReceived += d.packetsReceived
+                shared.packetsReceived += d.packetsReceived
                 shared.statistics[index].bytesReceived += d.bytesReceived
                 shared.statistics[index].rtcpReceived += d.rtcpReceived
                 shared.statistics[index].ignored += d.ignored
@@ -410,11 +414,11 @@ final class RTPPeerWorker: @unchecked Sendable {
                 shared.learnedRTCP[index] = state.learnedRTCP[index]
                 state.delta[index] = RTPPeerStreamStatistics(kind: routes[index].kind)
             }
-            let receiving = routes.indices.filter { routes[$0].receives }
             // Gone once every stream said goodbye and the grace period passed: the packets still
             // in the engine's jitter buffers are played out first.
+            let receiving = routes.lazy.filter(\.receives)
             let gone =
-                !receiving.isEmpty && receiving.allSatisfy { state.bye[$0] }
+                !receiving.isEmpty && routes.indices.allSatisfy { !routes[$0].receives || state.bye[$0] }
                 && clock.nowMicroseconds - state.lastByeAt >= Self.goodbyeGraceMicroseconds
             defer { shared.offlineAnnounced = gone }
             return gone == shared.offlineAnnounced ? nil : gone
