@@ -116,9 +116,10 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
         return SessionDescription(connectionAddress: address, media: media)
     }
 
-    /// Sends the last RTP packet of each stream again (a tail-loss probe): when a stream
+    /// Sends the last RTP packet of each video stream again (a tail-loss probe): when a stream
     /// ends, a receiver that lost its last packets has no later one to notice the gap by and
-    /// ask for them. Call after the last frame; a receiver drops the duplicate.
+    /// ask for them. Call after the last frame; a receiver drops the duplicate (audio, which is
+    /// not asked for again, is not repeated).
     public func sendTailProbe() {
         guard let channelId = worker.shared.withLock({ $0.channelId }) else { return }
         worker.sendTailProbe(channelId: channelId)

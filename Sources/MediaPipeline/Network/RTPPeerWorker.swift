@@ -230,11 +230,15 @@ final class RTPPeerWorker: @unchecked Sendable {
         return routes[index].rtcpMux ? rtp : rtp.with(port: rtp.port + 1)
     }
 
-    /// Sends the last RTP packet of each stream again: a receiver that lost the end of the
-    /// stream has no later packet to find the gap by, and now has one (a duplicate is dropped).
+    /// Sends the last RTP packet of each video stream again: a receiver that lost the end of
+    /// the stream has no later packet to find the gap by, and now has one to ask for the rest
+    /// (NACK). Audio is not asked for again, and some receivers keep a repeated audio packet
+    /// (ffmpeg records it twice), so it is not repeated.
     func sendTailProbe(channelId: String) {
         let last = shared.withLock { $0.channelId == channelId ? $0.lastSent : [] }
-        for packet in last.compactMap({ $0 }) { send(packet, channelId: channelId) }
+        for (index, packet) in last.enumerated() where routes[index].kind == .video {
+            if let packet { send(packet, channelId: channelId) }
+        }
     }
 
     /// Says goodbye (RTCP BYE, after an empty receiver report) for every stream this side sent.
