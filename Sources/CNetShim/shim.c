@@ -61,59 +61,6 @@ int cnet_udp_bind(const char *address, int port, int *bound_port) {
 
 enum { MAX_BATCH = 64 };
 
-int cnet_udp_receive(int fd, uint8_t *slab, int slot_size, int count, int *lengths, uint8_t *from, int timeout_ms) {
-    if (count > MAX_BATCH) count = MAX_BATCH;
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int ready = poll(&pfd, 1, timeout_ms);
-    if (ready < 0) return errno == EINTR ? 0 : -errno;
-    if (ready == 0) return 0;
-    struct mmsghdr messages[MAX_BATCH];
-    struct iovec vectors[MAX_BATCH];
-    struct sockaddr_storage senders[MAX_BATCH];
-    memset(messages, 0, sizeof(messages[0]) * (size_t)count);
-    for (int i = 0; i < count; i++) {
-        vectors[i].iov_base = slab + (size_t)i * (size_t)slot_size;
-        vectors[i].iov_len = (size_t)slot_size;
-        messages[i].msg_hdr.msg_iov = &vectors[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        messages[i].msg_hdr.msg_name = &senders[i];
-        messages[i].msg_hdr.msg_namelen = sizeof(senders[i]);
-    }
-    int received = recvmmsg(fd, messages, (unsigned int)count, MSG_DONTWAIT, NULL);
-    if (received < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -errno;
-    for (int i = 0; i < received; i++) {
-        int truncated = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
-        lengths[i] = truncated ? slot_size + 1 : (int)messages[i].msg_len;
-        if (from != NULL) {
-            uint8_t *out = from + (size_t)i * 20;
-            memset(out, 0, 20);
-            uint16_t family = (uint16_t)senders[i].ss_family;
-            memcpy(out, &family, 2);
-            if (senders[i].ss_family == AF_INET) {
-                struct sockaddr_in *v4 = (struct sockaddr_in *)&senders[i];
-                uint16_t port = ntohs(v4->sin_port);
-                memcpy(out + 2, &port, 2);
-                memcpy(out + 4, &v4->sin_addr, 4);
-            } else if (senders[i].ss_family == AF_INET6) {
-                struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&senders[i];
-                uint16_t port = ntohs(v6->sin6_port);
-                memcpy(out + 2, &port, 2);
-                memcpy(out + 4, &v6->sin6_addr, 16);
-            }
-        }
-    }
-    return received;
-}
-
-int cnet_udp_send(int fd, const uint8_t *data, int length, const char *address, int port) {
-    struct sockaddr_storage storage;
-    socklen_t storage_length;
-    int status = fill_address(address, port, &storage, &storage_length);
-    if (status < 0) return status;
-    ssize_t sent = sendto(fd, data, (size_t)length, 0, (struct sockaddr *)&storage, storage_length);
-    return sent < 0 ? -errno : (int)sent;
-}
-
 int cnet_wait(const int *fds, int count, int timeout_ms, int *readable) {
     struct pollfd pfds[16];
     if (count > 16) count = 16;

@@ -7,6 +7,32 @@ import Testing
 /// in the kernel. One at a time: each runs real-time peers on a small machine.
 @Suite("RTP with GStreamer across a lossy link between network namespaces", .serialized)
 struct RTPImpairedNetworkTests {
+    /// A GStreamer receiver in B of VP8 on `port` (RTCP on the next port, and to the same port
+    /// of A): rtpbin with AVPF feedback and retransmission requests, its jitter buffer holding
+    /// `latencyMilliseconds`; each depayloaded frame goes to a file of its own in `frames`.
+    static func gstreamerReceiver(port: Int, latencyMilliseconds: Int, frames: String) -> [String] {
+        [
+            "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "latency=\(latencyMilliseconds)",
+            "do-retransmission=true", "do-lost=true", "udpsrc", "port=\(port)",
+            "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96", "!",
+            "rtpbin.recv_rtp_sink_0", "udpsrc", "port=\(port + 1)", "!", "rtpbin.recv_rtcp_sink_0",
+            "rtpbin.send_rtcp_src_0", "!", "udpsink", "host=\(NamespaceLink.addressA)", "port=\(port + 1)",
+            "sync=false", "async=false", "rtpbin.", "!", "rtpvp8depay", "!", "multifilesink",
+            "location=\(frames)/%05d.vp8",
+        ]
+    }
+
+    /// What a GStreamer sender in A sends to B: VP8 (payload type 96, NACK and PLI taken) to
+    /// port 5004, and with `audio` Opus (111) to 5006; RTCP on the next ports.
+    static func gstreamerSDP(audio: Bool) -> String {
+        var lines = [
+            "v=0", "o=- 0 0 IN IP4 \(NamespaceLink.addressB)", "s=GStreamer", "c=IN IP4 \(NamespaceLink.addressB)",
+            "t=0 0", "m=video 5004 RTP/AVPF 96", "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli",
+        ]
+        if audio { lines += ["m=audio 5006 RTP/AVP 111", "a=rtpmap:111 opus/48000/2"] }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
     /// The MD5 of `bytes`, in hex.
     static func md5(_ bytes: [UInt8]) -> String {
         var digest = MD5()
@@ -31,15 +57,8 @@ struct RTPImpairedNetworkTests {
         // The receiver asks for what is missing (AVPF, retransmission); its feedback leaves at
         // RTCP intervals of a few hundred milliseconds, so its jitter buffer waits a second.
         let gstreamer = try link.start(
-            in: link.b,
-            [
-                "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "latency=1000",
-                "do-retransmission=true", "do-lost=true", "udpsrc", "port=5004",
-                "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96", "!",
-                "rtpbin.recv_rtp_sink_0", "udpsrc", "port=5005", "!", "rtpbin.recv_rtcp_sink_0",
-                "rtpbin.send_rtcp_src_0", "!", "udpsink", "host=\(NamespaceLink.addressA)", "port=5005", "sync=false",
-                "async=false", "rtpbin.", "!", "rtpvp8depay", "!", "multifilesink", "location=\(frames)/%05d.vp8",
-            ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
+            in: link.b, Self.gstreamerReceiver(port: 5004, latencyMilliseconds: 1000, frames: frames),
+            stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
         Thread.sleep(forTimeInterval: 1)
         let sender = try link.start(
             in: link.a,
@@ -81,20 +100,7 @@ struct RTPImpairedNetworkTests {
         let webm = folder.file("motion.webm")
         #expect(try pipebench(["remux", Fixtures.motionIVF, webm]).status == 0)
         let sdp = folder.file("in.sdp")
-        try """
-        v=0
-        o=- 0 0 IN IP4 \(NamespaceLink.addressB)
-        s=GStreamer
-        c=IN IP4 \(NamespaceLink.addressB)
-        t=0 0
-        m=video 5004 RTP/AVPF 96
-        a=rtpmap:96 VP8/90000
-        a=rtcp-fb:96 nack
-        a=rtcp-fb:96 nack pli
-        m=audio 5006 RTP/AVP 111
-        a=rtpmap:111 opus/48000/2
-
-        """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        try Self.gstreamerSDP(audio: true).write(toFile: sdp, atomically: true, encoding: .utf8)
         let (video, audio, wav) = (folder.file("video.ivf"), folder.file("audio.opus"), folder.file("audio.wav"))
         let receiver = try link.start(
             in: link.b,
@@ -174,18 +180,7 @@ struct RTPImpairedNetworkTests {
         #expect(try pipebench(["remux", webm, sourceIVF]).status == 0)
         let source = try Self.frameDigests(ivf: sourceIVF)
         let sdp = folder.file("in.sdp")
-        try """
-        v=0
-        o=- 0 0 IN IP4 \(NamespaceLink.addressB)
-        s=GStreamer
-        c=IN IP4 \(NamespaceLink.addressB)
-        t=0 0
-        m=video 5004 RTP/AVPF 96
-        a=rtpmap:96 VP8/90000
-        a=rtcp-fb:96 nack
-        a=rtcp-fb:96 nack pli
-
-        """.write(toFile: sdp, atomically: true, encoding: .utf8)
+        try Self.gstreamerSDP(audio: false).write(toFile: sdp, atomically: true, encoding: .utf8)
         let ours = folder.file("ours.ivf")
         let receiver = try link.start(
             in: link.b,
@@ -196,15 +191,8 @@ struct RTPImpairedNetworkTests {
         let frames = folder.file("frames")
         try FileManager.default.createDirectory(atPath: frames, withIntermediateDirectories: true)
         let jitterBuffer = try link.start(
-            in: link.b,
-            [
-                "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "latency=200", "do-retransmission=true",
-                "do-lost=true", "udpsrc", "port=6004",
-                "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96", "!",
-                "rtpbin.recv_rtp_sink_0", "udpsrc", "port=6005", "!", "rtpbin.recv_rtcp_sink_0",
-                "rtpbin.send_rtcp_src_0", "!", "udpsink", "host=\(NamespaceLink.addressA)", "port=6005", "sync=false",
-                "async=false", "rtpbin.", "!", "rtpvp8depay", "!", "multifilesink", "location=\(frames)/%05d.vp8",
-            ], stdout: folder.file("gst-receive.out"), stderr: folder.file("gst-receive.err"))
+            in: link.b, Self.gstreamerReceiver(port: 6004, latencyMilliseconds: 200, frames: frames),
+            stdout: folder.file("gst-receive.out"), stderr: folder.file("gst-receive.err"))
         Thread.sleep(forTimeInterval: 1)
         // Two senders of the same file, started together, one per receiver, each answering its
         // own receiver's NACKs (a retransmission one asked for does not reach the other).

@@ -224,7 +224,8 @@ private final class Flood: @unchecked Sendable {
                 default: datagram = [UInt8](repeating: 0x80, count: 3000)  // larger than a slot
                 }
                 for port in ports {
-                    try? datagram.withUnsafeBytes { try socket.send($0, to: "127.0.0.1", port: port) }
+                    guard let peer = try? UDPPeer(host: "127.0.0.1", port: port) else { continue }
+                    datagram.withUnsafeBytes { _ = socket.send($0, to: peer) }
                 }
                 lock.withLock { count += ports.count }
                 round += 1

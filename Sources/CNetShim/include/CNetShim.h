@@ -21,15 +21,10 @@ int cnet_peer_describe(const cnet_peer *peer, char *text, int text_size);
 /// (0: the system picks). Returns the descriptor, or -errno. `*bound_port` gets the port.
 int cnet_udp_bind(const char *address, int port, int *bound_port);
 
-/// Waits up to `timeout_ms` for datagrams, then receives up to `count` of them into `slab`
-/// (`count` slots of `slot_size` bytes). `lengths[i]` gets each one's size (datagrams longer
-/// than a slot are cut: their length is reported as slot_size + 1). `from` (count slots of
-/// 20 bytes, may be NULL) gets each sender's address as family (2 bytes), port (2 bytes,
-/// host order) and 16 address bytes. Returns the number received, 0 on timeout, or -errno.
-int cnet_udp_receive(int fd, uint8_t *slab, int slot_size, int count, int *lengths, uint8_t *from, int timeout_ms);
-
-/// As cnet_udp_receive, without waiting, with each sender as a cnet_peer (`from`: count of them,
-/// may be NULL).
+/// Receives up to `count` datagrams waiting now (recvmmsg, no waiting) into `slab` (`count`
+/// slots of `slot_size` bytes). `lengths[i]` gets each one's size (datagrams longer than a slot
+/// are cut: their length is reported as slot_size + 1) and `from[i]` (may be NULL) its sender.
+/// Returns the number received, 0 when none waits, or -errno.
 int cnet_udp_receive_peers(int fd, uint8_t *slab, int slot_size, int count, int *lengths, cnet_peer *from);
 
 /// Sends one datagram to `peer`. Returns the bytes sent or -errno.
@@ -38,9 +33,6 @@ int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *p
 /// Sends `count` datagrams (`data[i]`, `lengths[i]`) to `peer` in one call (sendmmsg).
 /// Returns how many were sent, or -errno.
 int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer);
-
-/// Sends one datagram to `address`:`port`. Returns the bytes sent or -errno.
-int cnet_udp_send(int fd, const uint8_t *data, int length, const char *address, int port);
 
 /// Waits up to `timeout_ms` until one of `count` sockets has a datagram; `readable[i]` is set
 /// to 1 for those that do. Returns how many, 0 on timeout, or -errno.

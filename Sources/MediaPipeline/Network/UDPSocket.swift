@@ -47,30 +47,6 @@ final class UDPSocket {
         senders.deallocate()
     }
 
-    /// Waits up to `timeoutMilliseconds` for datagrams and calls `body` with each one received
-    /// (its bytes valid during the call only). Datagrams larger than a slot are counted in
-    /// ``oversized`` and skipped. Returns how many were handed over.
-    @discardableResult
-    func receive(timeoutMilliseconds: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
-        let count = cnet_udp_receive(
-            descriptor, slab.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(slotBytes), Int32(batch),
-            lengths.baseAddress!, nil, Int32(timeoutMilliseconds))
-        guard count >= 0 else {
-            throw MediaError(.io, "UDP receive on \(address):\(port) failed: \(String(cString: strerror(-count)))")
-        }
-        var delivered = 0
-        for index in 0..<Int(count) {
-            let length = Int(lengths[index])
-            guard length <= slotBytes else {
-                oversized += 1
-                continue
-            }
-            try body(UnsafeRawBufferPointer(rebasing: slab[index * slotBytes..<index * slotBytes + length]))
-            delivered += 1
-        }
-        return delivered
-    }
-
     /// Receives the datagrams waiting now, without waiting, and calls `body` with each one and
     /// its sender (the bytes are valid during the call only). Datagrams larger than a slot are
     /// counted in ``oversized`` and skipped. Returns how many were read from the socket.
@@ -110,27 +86,6 @@ final class UDPSocket {
 
     /// Datagrams skipped for being larger than a slot.
     private(set) var oversized = 0
-
-    /// Sends one datagram to `address`:`port`.
-    func send(_ bytes: UnsafeRawBufferPointer, to address: String, port: Int) throws {
-        let sent = cnet_udp_send(
-            descriptor, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), address, Int32(port)
-        )
-        guard sent >= 0 else {
-            throw MediaError(.io, "UDP send to \(address):\(port) failed: \(String(cString: strerror(-sent)))")
-        }
-    }
-
-    /// Waits up to `timeoutMilliseconds` until one of `sockets` has a datagram; returns which.
-    static func wait(_ sockets: [UDPSocket], timeoutMilliseconds: Int) throws -> [Bool] {
-        var fds = sockets.map(\.descriptor)
-        var readable = [Int32](repeating: 0, count: sockets.count)
-        let status = cnet_wait(&fds, Int32(fds.count), Int32(timeoutMilliseconds), &readable)
-        guard status >= 0 else {
-            throw MediaError(.io, "waiting for UDP failed: \(String(cString: strerror(-status)))")
-        }
-        return readable.map { $0 != 0 }
-    }
 }
 
 /// A resolved UDP address (IPv4 or IPv6 and a port): sending to it needs no lookup.
