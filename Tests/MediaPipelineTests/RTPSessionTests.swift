@@ -8,12 +8,14 @@ import Testing
 /// suite also runs under ThreadSanitizer).
 @Suite("RTP sessions between two engines over loopback UDP")
 struct RTPSessionTests {
-    @Test("a session publishes an IVF file's frames and Opus; the other renders every frame and plays the audio")
-    func sessionToSession() throws {
+    @Test(
+        "a session publishes an IVF file's frames and Opus; the other renders every frame and plays the audio",
+        arguments: ["127.0.0.1", "::1"])
+    func sessionToSession(address: String) throws {
         let folder = TemporaryFolder()
         // The receiver binds free ports; the sender is told them by the receiver's description.
         let receiving = SessionDescription(
-            connectionAddress: "127.0.0.1",
+            connectionAddress: address,
             media: [
                 .init(kind: "video", port: 0, formats: [.init(payloadType: 100, encoding: "VP8", clockRate: 90_000)]),
                 .init(
@@ -22,7 +24,8 @@ struct RTPSessionTests {
             ])
         let receiver = try RTPSession(receiving: receiving, sendingTo: nil)
         defer { receiver.close() }
-        let description = receiver.transport.localDescription(address: "127.0.0.1")
+        let description = receiver.transport.localDescription(address: address)
+        #expect(description.text.contains(address.contains(":") ? "IN IP6 ::1" : "IN IP4 127.0.0.1"))
         #expect(description.media.allSatisfy { $0.port > 0 })
         let sender = try RTPSession(receiving: nil, sendingTo: description)
         defer { sender.close() }
