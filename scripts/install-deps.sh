@@ -3,12 +3,13 @@
 #   scripts/install-deps.sh          the codec libraries (to build and run)
 #   scripts/install-deps.sh --test   also the reference tools the tests compare against (ffmpeg,
 #                                    opusdec/opusenc, vpxdec/vpxenc, mkvinfo/mkvmerge, GStreamer,
-#                                    and iproute2/iptables for the tests' own network namespaces)
+#                                    and iproute2/iptables/libnetfilter-queue-dev for the tests'
+#                                    own network namespaces)
 set -euo pipefail
 packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev libssl-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gstreamer1.0-tools gstreamer1.0-plugins-base
-    gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables)
+    gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables libnetfilter-queue-dev)
 fi
 missing=()
 for package in "${packages[@]}"; do

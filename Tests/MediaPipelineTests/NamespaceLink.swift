@@ -3,8 +3,10 @@ import Synchronization
 
 /// Two network namespaces of the test's own, joined by a veth pair (A 10.200.0.1, B
 /// 10.200.0.2), where packets leaving A can be dropped at random by the kernel (an iptables
-/// `statistic` rule: this machine's kernel has no netem). Removed when the value goes away.
-/// Traffic never leaves the two namespaces.
+/// `statistic` rule) and held back for a delay with jitter and reordering (an NFQUEUE rule and
+/// `Tests/Tools/nfdelay.c`, which releases them from the kernel's queue when due): this
+/// machine's kernel has no netem. Removed when the value goes away. Traffic never leaves the two
+/// namespaces.
 final class NamespaceLink {
     static let addressA = "10.200.0.1"
     static let addressB = "10.200.0.2"
@@ -52,7 +54,50 @@ final class NamespaceLink {
         }
     }
 
-    deinit { removeNamespaces() }
+    /// The delay line, while it runs.
+    private var delayLine: Process?
+
+    deinit {
+        delayLine?.wait(upTo: 0)
+        removeNamespaces()
+    }
+
+    /// From now on, holds each UDP datagram leaving A for `delayMilliseconds` ±
+    /// `jitterMilliseconds` (uniform), except `reorderPercent` of them, released at once
+    /// (overtaking those held), as netem's `delay D J reorder R` does. After ``dropFromA(lossPercent:)``
+    /// when both are used: what is dropped is not delayed.
+    func delayFromA(delayMilliseconds: Int, jitterMilliseconds: Int, reorderPercent: Int, seed: Int = 1) throws {
+        let tool = try Self.delayTool()
+        let folder = NSTemporaryDirectory()
+        let line = try start(
+            in: a, [tool, "7", "\(delayMilliseconds)", "\(jitterMilliseconds)", "\(reorderPercent)", "\(seed)"],
+            stdout: folder + "/nfdelay-\(a).out", stderr: folder + "/nfdelay-\(a).err")
+        delayLine = line
+        Thread.sleep(forTimeInterval: 0.2)  // its queue bound before packets go to it
+        guard line.isRunning else { throw LinkError("the delay line did not start (nfnetlink_queue is needed)") }
+        let rule = try runTool(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", deviceA, "-p", "udp", "-j", "NFQUEUE",
+                "--queue-num", "7",
+            ])
+        guard rule.status == 0 else { throw LinkError("iptables NFQUEUE in namespace \(a) failed: \(rule.stderr)") }
+    }
+
+    /// `nfdelay`, built once per test run from `Tests/Tools/nfdelay.c` (gcc, libnetfilter-queue-dev).
+    private static func delayTool() throws -> String {
+        try delayToolBuild.withLock { built in
+            if let built { return built }
+            let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Tools/nfdelay.c").path
+            let binary = NSTemporaryDirectory() + "/mediapipeline-nfdelay-\(getpid())"
+            let result = try runTool("/usr/bin/gcc", ["-O2", "-o", binary, source, "-lnetfilter_queue"])
+            guard result.status == 0 else { throw LinkError("building nfdelay failed: \(result.stderr)") }
+            built = binary
+            return binary
+        }
+    }
+    private static let delayToolBuild = Mutex<String?>(nil)
 
     private func removeNamespaces() {
         _ = try? runTool("/usr/sbin/ip", ["netns", "del", a])
