@@ -92,7 +92,9 @@ struct RTPImpairedNetworkTests {
     }
 
     /// GStreamer sends over 10 % loss, 40 ± 20 ms delay and 5 % reordering.
-    @Test("GStreamer sends over a lossy, late, reordering link: video whole by NACK (PSNR ≥ 35 dB), audio within the loss")
+    @Test(
+        "GStreamer sends over a lossy, late, reordering link: video whole by NACK (PSNR ≥ 35 dB), audio within the loss"
+    )
     func gstreamerSendsUnderLoss() throws {
         let folder = TemporaryFolder()
         let link = try NamespaceLink()
