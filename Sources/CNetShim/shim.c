@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -155,4 +156,21 @@ int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, 
     }
     int sent = sendmmsg(fd, messages, (unsigned int)count, 0);
     return sent < 0 ? -errno : sent;
+}
+
+int cnet_event_open(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+void cnet_event_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t written = write(fd, &one, sizeof(one));
+    (void)written;
+}
+
+void cnet_event_clear(int fd) {
+    uint64_t value;
+    ssize_t read_bytes = read(fd, &value, sizeof(value));
+    (void)read_bytes;
 }

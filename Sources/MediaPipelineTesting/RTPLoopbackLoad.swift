@@ -7,7 +7,8 @@ import MediaPipeline
 /// RTP over real UDP sockets on loopback, for the throughput benchmarks: a publishing
 /// ``RTPSession`` and a receiving one whose video decoder does nothing, so what is timed is
 /// packetizing, sending, the kernel's loopback, the receive thread (batched reads, parsing,
-/// recycled storage) and the engine's depacketizing and queueing — not VP8 decoding.
+/// recycled storage) and the engine's depacketizing and queueing — not VP8 decoding, nor the
+/// pacer's waits (pacing is off: frames are pushed as fast as they go).
 public final class RTPLoopbackLoad {
     /// The publishing side and the receiving side.
     public let sender: RTPSession
@@ -27,20 +28,23 @@ public final class RTPLoopbackLoad {
             kind: "video", port: 0, formats: [.init(payloadType: 96, encoding: "VP8", clockRate: 90_000)])
         if receiving {
             let receiver = try RTPSession(
-                receiving: SessionDescription(connectionAddress: "127.0.0.1", media: [video]), sendingTo: nil,
-                configuration: configuration)
+                streams: RTPPeerStream.streams(
+                    receiving: SessionDescription(connectionAddress: "127.0.0.1", media: [video]), sendingTo: nil),
+                configuration: configuration, pacesVideo: false)
             self.receiver = receiver
             sender = try RTPSession(
-                receiving: nil, sendingTo: receiver.transport.localDescription(address: "127.0.0.1"),
-                configuration: configuration)
+                streams: RTPPeerStream.streams(
+                    receiving: nil, sendingTo: receiver.transport.localDescription(address: "127.0.0.1")),
+                configuration: configuration, pacesVideo: false)
         } else {
             receiver = nil
             // Port 9 (discard): nothing listens on loopback, the kernel drops each datagram.
             var sink = video
             sink.port = 9
             sender = try RTPSession(
-                receiving: nil, sendingTo: SessionDescription(connectionAddress: "127.0.0.1", media: [sink]),
-                configuration: configuration)
+                streams: RTPPeerStream.streams(
+                    receiving: nil, sendingTo: SessionDescription(connectionAddress: "127.0.0.1", media: [sink])),
+                configuration: configuration, pacesVideo: false)
         }
     }
 

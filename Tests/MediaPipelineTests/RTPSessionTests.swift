@@ -116,4 +116,66 @@ struct RTPSessionTests {
         #expect(!second.isJoined)
         engine.destroy()
     }
+
+    @Test("the pacer spreads a burst at its rate: 12 packets of 1,200 bytes at 1 Mbit/s take about 100 ms")
+    func pacerSpreadsBursts() throws {
+        var pacer = RTPPacer(bitsPerSecond: 1_000_000)
+        let packet = try RTPPacket([0x80, 96, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1] + [UInt8](repeating: 0, count: 1_188))
+        var goneNow = 0
+        for _ in 0..<12 where pacer.admit(packet, route: 0, now: 0) { goneNow += 1 }
+        // The first 5 ms of budget (two packets at least) go at once, the rest wait their turn.
+        #expect(goneNow == 2 && pacer.count == 10)
+        var due: [(route: Int, packet: RTPPacket)] = []
+        var releasedAt: [Int64] = []
+        var now: Int64 = 0
+        while pacer.count > 0 && now < 1_000_000 {
+            now += max(1_000, pacer.wait(now: now) ?? 0)
+            pacer.takeDue(now: now, into: &due)
+            releasedAt += due.map { _ in now }
+            due.removeAll()
+        }
+        #expect(releasedAt.count == 10)
+        // 10 more packets of 9,600 bits at about 1 Mbit/s (twice the 14.4 kbytes offered in a
+        // second is less): about 96 ms, each about 9.6 ms after the one before.
+        #expect((80_000...120_000).contains(releasedAt.last ?? 0), "\(releasedAt)")
+        let gaps = zip(releasedAt.dropFirst(), releasedAt).map { $0 - $1 }
+        #expect(gaps.allSatisfy { (5_000...15_000).contains($0) }, "\(gaps)")
+    }
+
+    @Test("a keyframe leaves paced: its 13 packets arrive over ~70 ms at 1.25 Mbit/s, at once without pacing")
+    func keyframeIsPaced() throws {
+        let reader = try IVFReader(path: Fixtures.motionIVF)
+        let keyframe = try #require(try reader.readFrame()).bytes
+        var spans: [Bool: Int64] = [:]
+        var gapsSeen: [Int64] = []
+        for paced in [true, false] {
+            let sink = try UDPSocket(address: "127.0.0.1", port: 0)
+            let section = SessionDescription.Media(
+                kind: "video", port: sink.port, formats: [.init(payloadType: 96, encoding: "VP8", clockRate: 90_000)])
+            let streams = try RTPPeerStream.streams(
+                receiving: nil, sendingTo: SessionDescription(connectionAddress: "127.0.0.1", media: [section]))
+            let transport = try RTPPeerTransport(streams: streams, pacingBitsPerSecond: paced ? 1_250_000 : nil)
+            let engine = try MediaEngine(transport: transport, clock: WallClock())
+            try engine.createChannel("paced").join(uid: 5)
+            engine.pushEncodedFrame(
+                EncodedFrame(
+                    bytes: keyframe, codec: .vp8, isKeyframe: true, timestampMicroseconds: 0, durationMicroseconds: 0))
+            let clock = WallClock()
+            var arrivals: [Int64] = []
+            let start = clock.nowMicroseconds
+            while arrivals.count < 13 && clock.nowMicroseconds - start < 2_000_000 {
+                try sink.receiveWaiting { _, _ in arrivals.append(clock.nowMicroseconds) }
+                usleep(200)
+            }
+            #expect(arrivals.count == 13, "\(arrivals.count) of 13 packets (paced: \(paced))")
+            spans[paced] = (arrivals.last ?? 0) - (arrivals.first ?? 0)
+            if paced { gapsSeen = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 } }
+            engine.destroy()
+            transport.close()
+        }
+        // 14.5 kB at 1.25 Mbit/s is 93 ms; the first two or three packets go at once, then one
+        // every 7 ms.
+        #expect((40_000...200_000).contains(spans[true] ?? 0), "paced over \(spans[true] ?? 0) µs \(gapsSeen)")
+        #expect(spans[false] ?? .max < 20_000, "unpaced over \(spans[false] ?? 0) µs")
+    }
 }

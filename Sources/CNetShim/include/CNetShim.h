@@ -38,6 +38,16 @@ int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, 
 /// to 1 for those that do. Returns how many, 0 on timeout, or -errno.
 int cnet_wait(const int *fds, int count, int timeout_ms, int *readable);
 
+/// An event descriptor (eventfd, non-blocking) to wake a thread waiting in cnet_wait. Returns
+/// the descriptor or -errno.
+int cnet_event_open(void);
+
+/// Makes `fd` readable (wakes its waiter).
+void cnet_event_signal(int fd);
+
+/// Makes `fd` unreadable again.
+void cnet_event_clear(int fd);
+
 /// Closes a socket.
 void cnet_close(int fd);
 

@@ -49,10 +49,12 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
     /// is thread-safe; nothing else is shared but `shared`, under its lock).
     private let worker: RTPPeerWorker
 
-    /// Binds every stream's sockets and starts the receive thread.
+    /// Binds every stream's sockets and starts the receive thread. Video packets are paced at
+    /// `pacingBitsPerSecond` at least (or twice the rate sent lately, when that is more), so a
+    /// keyframe leaves spread out; nil sends each packet as it comes.
     /// - Throws: ``MediaError`` naming the address and port that cannot be bound, or a remote
     ///   that is not a numeric address.
-    public init(streams: [RTPPeerStream]) throws {
+    public init(streams: [RTPPeerStream], pacingBitsPerSecond: Int? = nil) throws {
         guard !streams.isEmpty else { throw MediaError.invalidArgument("an RTP peer transport needs a stream") }
         var bound: [RTPPeerStream] = []
         var routes: [RTPPeerRoute] = []
@@ -64,7 +66,7 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
             routes.append(route)
         }
         self.streams = bound
-        worker = RTPPeerWorker(routes: routes)
+        worker = RTPPeerWorker(routes: routes, pacingBitsPerSecond: pacingBitsPerSecond)
         worker.start()
     }
 
@@ -172,7 +174,7 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
     }
 
     public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
-        worker.send(packet, channelId: channelId)
+        worker.send(packet, channelId: channelId, paced: false)
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {

@@ -70,6 +70,8 @@ struct RTPPeerShared {
     var lastSent: [RTPPacket?]
     /// The peer's RTP packets received, and this side's sent, over every route.
     var packetsReceived: Int64 = 0, packetsSent: Int64 = 0
+    /// This side's video packets waiting for their turn to go (nil: not paced).
+    var pacer: RTPPacer?
     /// Whether the peer's leaving (a goodbye on every stream) was told to the engine.
     var offlineAnnounced = false
 }
@@ -85,9 +87,12 @@ final class RTPPeerWorker: @unchecked Sendable {
     private var thread: pthread_t?
     private let threadLock = Lock()
     private let clock = WallClock()
+    /// Wakes the thread when the pacer queues a packet (an eventfd; -1 without pacing).
+    private let wakeup: Int32
 
-    init(routes: [RTPPeerRoute]) {
+    init(routes: [RTPPeerRoute], pacingBitsPerSecond: Int?) {
         self.routes = routes
+        wakeup = pacingBitsPerSecond == nil ? -1 : cnet_event_open()
         var statistics: [RTPPeerStreamStatistics] = []
         for route in routes {
             var s = RTPPeerStreamStatistics(kind: route.kind)
@@ -99,8 +104,11 @@ final class RTPPeerWorker: @unchecked Sendable {
         shared = LockedValue(
             RTPPeerShared(
                 statistics: statistics, learnedRTP: routes.map { _ in nil }, learnedRTCP: routes.map { _ in nil },
-                sentSSRC: routes.map { _ in nil }, lastSent: routes.map { _ in nil }))
+                sentSSRC: routes.map { _ in nil }, lastSent: routes.map { _ in nil },
+                pacer: wakeup >= 0 ? pacingBitsPerSecond.map(RTPPacer.init(bitsPerSecond:)) : nil))
     }
+
+    deinit { if wakeup >= 0 { cnet_close(wakeup) } }
 
     var statistics: [RTPPeerStreamStatistics] { shared.withLock { $0.statistics } }
 
@@ -138,14 +146,15 @@ final class RTPPeerWorker: @unchecked Sendable {
     // MARK: Sending
 
     /// Sends an engine's RTP packet to the peer on the stream of its kind, with the peer's
-    /// payload type.
-    func send(_ packet: RTPPacket, channelId: String) {
+    /// payload type. Video goes through the pacer, when there is one, unless `paced` is false
+    /// (a retransmission, which is late already).
+    func send(_ packet: RTPPacket, channelId: String, paced: Bool = true) {
         guard !stopped, let kind = RTPPayloadType.codec(packet.header.payloadType)?.kind,
             let index = routes.firstIndex(where: { $0.kind == kind && $0.remoteRTP != nil })
         else { return }
-        let route = routes[index]
-        let accepted = shared.withLock { shared -> Bool in
-            guard shared.channelId == channelId else { return false }
+        let now = clock.nowMicroseconds
+        let verdict = shared.withLock { shared -> (send: Bool, wake: Bool) in
+            guard shared.channelId == channelId else { return (false, false) }
             shared.sentSSRC[index] = packet.header.ssrc
             if packet.header.sequenceNumber &- (shared.lastSent[index]?.header.sequenceNumber ?? 0) < 0x8000 {
                 shared.lastSent[index] = packet
@@ -153,9 +162,19 @@ final class RTPPeerWorker: @unchecked Sendable {
             shared.statistics[index].packetsSent += 1
             shared.packetsSent += 1
             shared.statistics[index].bytesSent += Int64(packet.bytes.count)
-            return true
+            guard kind == .video, paced, shared.pacer != nil else { return (true, false) }
+            let wasEmpty = shared.pacer!.count == 0
+            let goesNow = shared.pacer!.admit(packet, route: index, now: now)
+            return (goesNow, !goesNow && wasEmpty)
         }
-        guard accepted, let destination = route.remoteRTP else { return }
+        if verdict.wake { cnet_event_signal(wakeup) }
+        if verdict.send { transmit(packet, route: index) }
+    }
+
+    /// Puts `packet` on the wire to the peer, with the peer's payload type.
+    private func transmit(_ packet: RTPPacket, route index: Int) {
+        let route = routes[index]
+        guard let destination = route.remoteRTP else { return }
         let enginePayloadType = packet.header.payloadType
         let wire = route.engineToWire[Int(enginePayloadType & 0x7F)]
         let sent = packet.bytes.withUnsafeBytes { bytes in
@@ -241,8 +260,12 @@ final class RTPPeerWorker: @unchecked Sendable {
         }
     }
 
-    /// Says goodbye (RTCP BYE, after an empty receiver report) for every stream this side sent.
+    /// Says goodbye (RTCP BYE, after an empty receiver report) for every stream this side sent,
+    /// after the packets the pacer still holds.
     func sendGoodbye() {
+        var held: [(route: Int, packet: RTPPacket)] = []
+        shared.withLock { $0.pacer?.takeAll(into: &held) }
+        for (route, packet) in held { transmit(packet, route: route) }
         let goodbyes: [(Int, UDPPeer, [UInt8])] = shared.withLock { shared in
             routes.indices.compactMap { index in
                 guard let ssrc = shared.sentSSRC[index], let destination = rtcpDestination(index, shared) else {
@@ -292,10 +315,20 @@ final class RTPPeerWorker: @unchecked Sendable {
             if let rtcp = route.rtcp { sockets.append((index, rtcp, true)) }
         }
         var descriptors = sockets.map(\.socket.fileDescriptor)
-        var readable = [Int32](repeating: 0, count: sockets.count)
+        if wakeup >= 0 { descriptors.append(wakeup) }
+        var readable = [Int32](repeating: 0, count: descriptors.count)
+        var due: [(route: Int, packet: RTPPacket)] = []
+        due.reserveCapacity(RTPPacer.capacity)
         while !stopped {
-            let ready = cnet_wait(&descriptors, Int32(descriptors.count), 20, &readable)
+            // Up to 20 ms, or until the pacer lets its next packet go.
+            let pacingWait = shared.withLock { $0.pacer?.wait(now: clock.nowMicroseconds) }
+            let timeout = pacingWait.map { Int32(min(20, ($0 + 999) / 1000)) } ?? 20
+            let ready = cnet_wait(&descriptors, Int32(descriptors.count), timeout, &readable)
             if ready < 0 { usleep(20_000) }
+            if wakeup >= 0 {
+                if readable[sockets.count] != 0 { cnet_event_clear(wakeup) }
+                sendPaced(&due)
+            }
             guard ready > 0 || state.bye.contains(true) else { continue }
             let (endpoint, channelId, unsubscribed) = shared.withLock { ($0.endpoint, $0.channelId, $0.unsubscribed) }
             for (k, entry) in sockets.enumerated() where ready > 0 && readable[k] != 0 {
@@ -313,6 +346,14 @@ final class RTPPeerWorker: @unchecked Sendable {
             }
             if state.changed || state.bye.contains(true) { publish(&state, endpoint: endpoint, channelId: channelId) }
         }
+    }
+
+    /// Sends the packets the pacer lets go now (`due` is scratch storage, kept between calls).
+    private func sendPaced(_ due: inout [(route: Int, packet: RTPPacket)]) {
+        let now = clock.nowMicroseconds
+        shared.withLock { $0.pacer?.takeDue(now: now, into: &due) }
+        for (route, packet) in due { transmit(packet, route: route) }
+        due.removeAll(keepingCapacity: true)
     }
 
     private func handle(

@@ -33,16 +33,19 @@ public final class RTPSession: Sendable {
 
     /// Opens a session over `streams`, publishing the kinds that have a remote (when `publish`
     /// allows). Audio redundancy (RFC 2198) is turned off: a plain peer expects plain Opus.
+    /// With `pacesVideo`, video is paced at 2.5 × the configured video bitrate (or twice what is
+    /// sent, if more).
     /// - Throws: ``MediaError`` for a socket that cannot be bound, ``EngineError`` from the
     ///   engine.
     public init(
         streams: [RTPPeerStream], publish: PublishedMedia = [.audio, .video],
         configuration: EngineConfiguration = .init(),
-        clock: MediaClock = WallClock()
+        clock: MediaClock = WallClock(), pacesVideo: Bool = true
     ) throws {
         var configuration = configuration
         configuration.audioRedundancy = false
-        let transport = try RTPPeerTransport(streams: streams)
+        let transport = try RTPPeerTransport(
+            streams: streams, pacingBitsPerSecond: pacesVideo ? configuration.videoBitrateBitsPerSecond * 5 / 2 : nil)
         self.transport = transport
         engine = try MediaEngine(transport: transport, clock: clock, configuration: configuration)
         channel = try engine.createChannel(Self.channelId)
