@@ -178,4 +178,49 @@ struct RTPSessionTests {
         #expect((40_000...200_000).contains(spans[true] ?? 0), "paced over \(spans[true] ?? 0) µs \(gapsSeen)")
         #expect(spans[false] ?? .max < 20_000, "unpaced over \(spans[false] ?? 0) µs")
     }
+
+    @Test("a receiver that starts mid-stream asks for a keyframe (PLI over UDP) and the encoding sender makes one")
+    func keyframeOnRequest() throws {
+        let receiving = SessionDescription(
+            connectionAddress: "127.0.0.1",
+            media: [
+                .init(kind: "video", port: 0, formats: [.init(payloadType: 96, encoding: "VP8", clockRate: 90_000)])
+            ])
+        let receiver = try RTPSession(receiving: receiving, sendingTo: nil)
+        defer { receiver.close() }
+        // Not subscribed yet: its first picture will be a delta frame of a stream under way.
+        try receiver.channel.muteRemoteVideoStream(RTPSession.peerUid, mute: true)
+        var configuration = EngineConfiguration()
+        configuration.videoFrameRate = 30
+        configuration.videoKeyframeIntervalFrames = 3000  // no keyframe but the first, unless asked
+        let sender = try RTPSession(
+            receiving: nil, sendingTo: receiver.transport.localDescription(address: "127.0.0.1"),
+            configuration: configuration)
+        defer { sender.close() }
+        let canvas = try receiver.engine.setupRemoteVideo(
+            VideoCanvas(channelId: RTPSession.channelId, uid: RTPSession.peerUid, width: 160, height: 90))
+        let y4m = try Y4MReader(path: Fixtures.oddY4M, bufferCount: 64)
+        var pictures: [I420Buffer] = []
+        while let picture = try y4m.readFrame() { pictures.append(picture) }
+        let clock = WallClock()
+        let start = clock.nowMicroseconds
+        for index in 0..<90 {
+            let time = Int64(index) * 33_333
+            try sender.engine.pushVideo(pictures[index % pictures.count], timestampMicroseconds: time)
+            if index == 30 { try receiver.channel.muteRemoteVideoStream(RTPSession.peerUid, mute: false) }
+            receiver.engine.renderVideo()
+            let wait = start + time + 33_333 - clock.nowMicroseconds
+            if wait > 0 { usleep(useconds_t(wait)) }
+        }
+        for _ in 0..<30 {
+            receiver.engine.renderVideo()
+            usleep(10_000)
+        }
+        let statistics = sender.engine.statistics
+        let totals = receiver.channel.remoteStreamTotals(RTPSession.peerUid)
+        #expect(totals?.keyframeRequestsSent ?? 0 >= 1, "\(String(describing: totals))")
+        #expect(statistics.keyframeRequestsReceived >= 1 && statistics.keyframesForced >= 1, "\(statistics)")
+        // The keyframe made for the request is decoded, and the frames after it.
+        #expect(canvas.framesRendered > 20 && canvas.sourceSize == (161, 91), "\(String(describing: totals))")
+    }
 }

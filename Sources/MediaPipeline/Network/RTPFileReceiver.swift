@@ -47,8 +47,8 @@ public struct RTPReceiveSummary: Sendable, Equatable {
 /// - `.ivf`: the video frames decoded, as received (no re-encoding);
 /// - `.opus`/`.ogg`: the audio packets decoded, as received;
 /// - `.webm`: both, as received, in one file;
-/// - `.wav`: the audio as played (the playout mix, 48 kHz stereo, concealment included),
-///   from the first audio packet on.
+/// - `.wav`: the audio as played (the playout mix, 48 kHz stereo, concealment and silences
+///   within the stream included), from its first 10 ms played to its last.
 ///
 /// Receiving ends when the sender has said BYE on every stream (after the jitter buffers have
 /// played out what they hold), when no packet came for `idleTimeoutSeconds` (after the first;
@@ -130,6 +130,11 @@ public enum RTPFileReceiver {
         // The audio counts at the last tick that played received audio.
         var lastHeard: (frames: Int64, concealed: Int64)?
         var concealedBefore: Int64 = 0
+        // The audio frames played so far, and the silent 10 ms written to the WAV only once
+        // audio plays again after them (none before the first frame, none after the last).
+        var framesBefore: Int64 = 0
+        var silentPending = 0
+        let silence = [Int16](repeating: 0, count: mix.count)
         while true {
             let now = clock.nowMicroseconds
             if next > now { usleep(useconds_t(next - now)) }
@@ -143,6 +148,7 @@ public enum RTPFileReceiver {
                 packetsSeen = packets
                 lastPacketAt = time
             }
+            var played = false
             if received.contains(.audio), let totals = session.channel.remoteStreamTotals(RTPSession.peerUid),
                 totals.audioFrames > 0
             {
@@ -150,10 +156,19 @@ public enum RTPFileReceiver {
                     lastHeard = (totals.audioFrames, totals.audioFramesConcealed)
                 }
                 concealedBefore = totals.audioFramesConcealed
+                played = totals.audioFrames > framesBefore
+                framesBefore = totals.audioFrames
             }
-            if let wav, statistics.contains(where: { $0.kind == .audio && $0.packetsReceived > 0 }) {
-                try mix.withUnsafeBufferPointer { try wav.write($0) }
-                mixFrames += 1
+            if let wav {
+                if played {
+                    for _ in 0..<silentPending { try silence.withUnsafeBufferPointer { try wav.write($0) } }
+                    mixFrames += Int64(silentPending)
+                    silentPending = 0
+                    try mix.withUnsafeBufferPointer { try wav.write($0) }
+                    mixFrames += 1
+                } else if mixFrames > 0 {
+                    silentPending += 1
+                }
             }
             if let progress, time - lastProgress >= 1_000_000 {
                 lastProgress = time
