@@ -155,6 +155,45 @@ struct RTPNetworkTests {
         #expect(abs(rms(played) / rms(source) - 1) < 0.25, "RMS \(rms(played)) against \(rms(source))")
     }
 
+    @Test("Ctrl-C ends pipebench receive cleanly: the frames so far are in whole files")
+    func receiveInterrupted() throws {
+        let folder = TemporaryFolder()
+        let port = Int.random(in: 20_000...40_000) & ~1
+        let sdp = folder.file("ours.sdp")
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        sender.arguments = [
+            "send", Fixtures.motionIVF, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "1", "--quiet",
+        ]
+        sender.standardOutput = FileHandle.nullDevice
+        sender.standardError = FileHandle.nullDevice
+        try sender.run()
+        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let video = folder.file("video.webm")
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        receiver.arguments = ["receive", sdp, video, "--quiet", "--json"]
+        let output = Pipe()
+        receiver.standardOutput = output
+        try receiver.run()
+        Thread.sleep(forTimeInterval: 2.5)  // about 1.5 s of the 3 s stream received
+        receiver.interrupt()
+        receiver.waitUntilExit()
+        sender.waitUntilExit()
+        let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(receiver.terminationStatus == 0 && receiver.terminationReason == .exit, "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+        #expect(json?["endedBy"] as? String == "interrupted")
+        // A whole WebM file with the frames received so far, each the source's frame.
+        let frames = try ffmpegPackets(video)[0]?.map(\.md5) ?? []
+        let source = try ffmpegPackets(Fixtures.motionIVF)[0]?.map(\.md5) ?? []
+        #expect((20..<90).contains(frames.count), "\(frames.count) frames")
+        #expect(frames == Array(source.prefix(frames.count)))
+        #expect(try reference("ffprobe", ["-v", "error", "-show_format", video]).contains("duration="))
+    }
+
     @Test("ffmpeg sends an IVF and an Ogg Opus file unchanged over RTP: pipebench receive writes the same frames")
     func receiveFromFFmpeg() throws { try receiveFromFFmpeg(flooded: false) }
 
