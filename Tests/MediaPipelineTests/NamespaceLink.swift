@@ -38,6 +38,17 @@ final class NamespaceLink {
                 throw LinkError("ip \(step.joined(separator: " ")) failed (root and iproute2 needed): \(result.stderr)")
             }
         }
+        // A rule that only counts what leaves A (see waitForTraffic).
+        let counter = try runTool(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", va, "-p", "udp", "-m", "comment",
+                "--comment", "mp-count",
+            ])
+        guard counter.status == 0 else {
+            removeNamespaces()
+            throw LinkError("iptables in namespace \(a) failed (the iptables package is needed): \(counter.stderr)")
+        }
     }
 
     /// From now on, drops `lossPercent` of the UDP datagrams leaving A.
@@ -105,9 +116,25 @@ final class NamespaceLink {
     }
 
     /// UDP datagrams the kernel dropped on their way out of A so far.
-    func dropped() throws -> Int {
+    func dropped() throws -> Int { try counter(of: "statistic") }
+
+    /// Waits (up to `seconds`) until `datagrams` UDP datagrams have left A: a stream under way,
+    /// whose receiver has its first packets, before impairments start (no receiver can ask for
+    /// the packets before its first one). Throws when they do not come.
+    func waitForTraffic(datagrams: Int, upTo seconds: Double = 15) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while try counter(of: "mp-count") < datagrams {
+            guard Date() < deadline else {
+                throw LinkError("fewer than \(datagrams) datagrams left \(a) in \(seconds) s")
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    /// The packet count of A's OUTPUT rule whose listing contains `marker`.
+    private func counter(of marker: String) throws -> Int {
         let listing = try runTool("/usr/sbin/ip", ["netns", "exec", a, "iptables", "-L", "OUTPUT", "-n", "-v", "-x"])
-        let rule = listing.stdout.split(separator: "\n").first { $0.contains("statistic") } ?? ""
+        let rule = listing.stdout.split(separator: "\n").first { $0.contains(marker) } ?? ""
         return Int(rule.split(separator: " ").first ?? "") ?? -1
     }
 

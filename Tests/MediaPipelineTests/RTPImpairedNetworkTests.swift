@@ -66,9 +66,9 @@ struct RTPImpairedNetworkTests {
                 Fixtures.pipebench, "send", Fixtures.motionIVF, "rtp://\(NamespaceLink.addressB):5004", "--local-port",
                 "5004", "--linger", "1.5", "--quiet", "--json",
             ], stdout: folder.file("send.json"), stderr: folder.file("send.err"))
-        // Loss from the second packet round on: a receiver cannot ask for the packets before
-        // its first one, whose existence it does not know.
-        Thread.sleep(forTimeInterval: 0.5)
+        // Loss once the stream is under way: a receiver cannot ask for the packets before its
+        // first one, whose existence it does not know.
+        try link.waitForTraffic(datagrams: 20)
         try link.dropFromA(lossPercent: 5)
         let senderEnded = sender.wait(upTo: 30)
         Thread.sleep(forTimeInterval: 1.5)
@@ -127,7 +127,7 @@ struct RTPImpairedNetworkTests {
                 "port=5006", "rtpbin.send_rtcp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)", "port=5007",
                 "sync=false", "async=false", "udpsrc", "port=5007", "!", "rtpbin.recv_rtcp_sink_1",
             ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
-        Thread.sleep(forTimeInterval: 0.5)
+        try link.waitForTraffic(datagrams: 30)
         try link.dropFromA(lossPercent: 10)
         try link.delayFromA(delayMilliseconds: 40, jitterMilliseconds: 20, reorderPercent: 5)
         let receiverEnded = receiver.wait(upTo: 30)
@@ -213,7 +213,7 @@ struct RTPImpairedNetworkTests {
                 ], stdout: folder.file("gst-send-\(port).out"), stderr: folder.file("gst-send-\(port).err"))
         }
         let senders = [try sender(to: 5004), try sender(to: 6004)]
-        Thread.sleep(forTimeInterval: 0.5)
+        try link.waitForTraffic(datagrams: 40)
         try link.dropFromA(lossPercent: 5)
         let receiverEnded = receiver.wait(upTo: 40)
         for sender in senders { sender.wait(upTo: 0) }
