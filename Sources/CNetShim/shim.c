@@ -140,24 +140,6 @@ int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *p
     return sent < 0 ? -errno : (int)sent;
 }
 
-int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer) {
-    if (peer->length == 0) return -EDESTADDRREQ;
-    if (count > MAX_BATCH) count = MAX_BATCH;
-    struct mmsghdr messages[MAX_BATCH];
-    struct iovec vectors[MAX_BATCH];
-    memset(messages, 0, sizeof(messages[0]) * (size_t)count);
-    for (int i = 0; i < count; i++) {
-        vectors[i].iov_base = (void *)data[i];
-        vectors[i].iov_len = (size_t)lengths[i];
-        messages[i].msg_hdr.msg_iov = &vectors[i];
-        messages[i].msg_hdr.msg_iovlen = 1;
-        messages[i].msg_hdr.msg_name = (void *)peer->storage;
-        messages[i].msg_hdr.msg_namelen = peer->length;
-    }
-    int sent = sendmmsg(fd, messages, (unsigned int)count, 0);
-    return sent < 0 ? -errno : sent;
-}
-
 int cnet_event_open(void) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd < 0 ? -errno : fd;

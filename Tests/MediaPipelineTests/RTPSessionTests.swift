@@ -68,11 +68,23 @@ struct RTPSessionTests {
         pushed.start()
         var mix = [Int16](repeating: 0, count: receiver.engine.playoutFrameSampleCount)
         var loudest = 0
-        for _ in 0..<400 {
+        // Until the pusher is done and nothing has changed for a second (bounded: a slow build,
+        // ThreadSanitizer's, may take several times the 3 s of media).
+        let deadline = Date().addingTimeInterval(60)
+        var last: RemoteStreamTotals?
+        var unchangedSince: Date?
+        while Date() < deadline {
             mix.withUnsafeMutableBufferPointer { receiver.engine.pullPlayout(into: $0) }
             loudest = max(loudest, mix.map { abs(Int($0)) }.max() ?? 0)
             receiver.engine.renderVideo()
             Thread.sleep(forTimeInterval: 0.01)
+            guard pushed.isFinished else { continue }
+            let totals = receiver.channel.remoteStreamTotals(RTPSession.peerUid)
+            if totals != last {
+                (last, unchangedSince) = (totals, Date())
+            } else if let since = unchangedSince, Date().timeIntervalSince(since) > 1 {
+                break
+            }
         }
         let (_, videoFrames) = try receiver.engine.stopRecording(recording)
         let totals = receiver.channel.remoteStreamTotals(RTPSession.peerUid)

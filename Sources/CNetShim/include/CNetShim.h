@@ -1,7 +1,8 @@
 #ifndef CNETSHIM_H
 #define CNETSHIM_H
-// UDP sockets for RTP/RTCP: binding (IPv4 or IPv6), batched receive (poll + recvmmsg into a
-// caller-owned slab of fixed-size slots, no allocation) and sending. Errors are -errno.
+// UDP sockets for RTP/RTCP: binding (IPv4 or IPv6), waiting on several sockets and an eventfd,
+// batched receive (recvmmsg into a caller-owned slab of fixed-size slots, no allocation) and
+// sending to resolved addresses. Errors are -errno.
 
 #include <stdint.h>
 
@@ -29,10 +30,6 @@ int cnet_udp_receive_peers(int fd, uint8_t *slab, int slot_size, int count, int 
 
 /// Sends one datagram to `peer`. Returns the bytes sent or -errno.
 int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *peer);
-
-/// Sends `count` datagrams (`data[i]`, `lengths[i]`) to `peer` in one call (sendmmsg).
-/// Returns how many were sent, or -errno.
-int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer);
 
 /// Waits up to `timeout_ms` until one of `count` sockets has a datagram; `readable[i]` is set
 /// to 1 for those that do. Returns how many, 0 on timeout, or -errno.
