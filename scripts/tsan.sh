@@ -6,10 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-# RTPNetworkTests are left out: they run pipebench and ffmpeg as child processes, and the
-# ThreadSanitizer build of pipebench dies at start (signal 11) when a test spawns it.
+# RTPNetworkTests and RTPImpairedNetworkTests are left out: they run pipebench and peers as child
+# processes, and the ThreadSanitizer build of pipebench dies at start (signal 11) when a test
+# spawns it. keyframeIsPaced times packets in milliseconds, which ThreadSanitizer's slowness
+# distorts (an unpaced keyframe takes 36 ms to send under it); it runs in the normal suite.
 filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver|RecordingTests"
-  --skip "RTPNetworkTests|RTPImpairedNetworkTests")
+  --skip "RTPNetworkTests|RTPImpairedNetworkTests|keyframeIsPaced")
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"
