@@ -67,27 +67,40 @@ struct RTPNetworkTests {
         }
     }
 
+    /// Starts `pipebench send ARGUMENTS... rtp://127.0.0.1:PORT --sdp SDP --start-delay S` on a
+    /// random even loopback port, and returns once the SDP is written (up to 30 s) or the sender
+    /// has ended. Its standard output goes to `output`, its standard error to the file `errors`.
+    static func startSend(
+        _ arguments: [String], sdp: String, startDelay: Double, output: Pipe? = nil, errors: String? = nil
+    ) throws -> Process {
+        let port = Int.random(in: 20_000...40_000) & ~1
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        sender.arguments =
+            ["send"] + arguments + ["rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "\(startDelay)"]
+        sender.standardOutput = output ?? FileHandle.nullDevice
+        if let errors {
+            _ = FileManager.default.createFile(atPath: errors, contents: nil)
+            sender.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        } else {
+            sender.standardError = FileHandle.nullDevice
+        }
+        try sender.run()
+        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return sender
+    }
+
     @Test("pipebench send to ffmpeg with our SDP: ffmpeg's recording has every frame, byte for byte")
     func sendToFFmpeg() throws {
         let folder = TemporaryFolder()
         let opus = folder.file("speech.opus")
         try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
-        let port = Int.random(in: 20_000...40_000) & ~1
         let sdp = folder.file("ours.sdp")
-        let sender = Process()
-        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
-        sender.arguments = [
-            "send", Fixtures.motionIVF, opus, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "1.5",
-        ]
-        sender.standardOutput = FileHandle.nullDevice
         let senderErrors = folder.file("send.stderr")
-        _ = FileManager.default.createFile(atPath: senderErrors, contents: nil)
-        sender.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: senderErrors))
-        try sender.run()
         // ffmpeg opens our SDP as soon as it is there, and ends 10 s after the last packet.
-        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let sender = try Self.startSend([Fixtures.motionIVF, opus], sdp: sdp, startDelay: 1.5, errors: senderErrors)
         let state = sender.isRunning ? "running" : "status \(sender.terminationStatus)"
         let errors = (try? String(contentsOfFile: senderErrors, encoding: .utf8)) ?? ""
         try #require(FileManager.default.fileExists(atPath: sdp), "no SDP from pipebench send (\(state)): \(errors)")
@@ -115,22 +128,10 @@ struct RTPNetworkTests {
     @Test("pipebench send encodes Y4M and WAV live; pipebench receive decodes every picture and plays the speech")
     func sendEncodedToReceive() throws {
         let folder = TemporaryFolder()
-        let port = Int.random(in: 20_000...40_000) & ~1
         let sdp = folder.file("ours.sdp")
-        let sender = Process()
-        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
-        sender.arguments = [
-            "send", Fixtures.oddY4M, Fixtures.speechWAV, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay",
-            "1.5",
-            "--quiet", "--json",
-        ]
         let sent = Pipe()
-        sender.standardOutput = sent
-        sender.standardError = FileHandle.nullDevice
-        try sender.run()
-        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let sender = try Self.startSend(
+            [Fixtures.oddY4M, Fixtures.speechWAV, "--quiet", "--json"], sdp: sdp, startDelay: 1.5, output: sent)
         let (video, audio) = (folder.file("video.ivf"), folder.file("audio.wav"))
         let received = try pipebench(["receive", sdp, video, audio, "--idle", "1.5", "--quiet", "--json"])
         sender.waitUntilExit()
@@ -158,19 +159,8 @@ struct RTPNetworkTests {
     @Test("Ctrl-C ends pipebench receive cleanly: the frames so far are in whole files")
     func receiveInterrupted() throws {
         let folder = TemporaryFolder()
-        let port = Int.random(in: 20_000...40_000) & ~1
         let sdp = folder.file("ours.sdp")
-        let sender = Process()
-        sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
-        sender.arguments = [
-            "send", Fixtures.motionIVF, "rtp://127.0.0.1:\(port)", "--sdp", sdp, "--start-delay", "1", "--quiet",
-        ]
-        sender.standardOutput = FileHandle.nullDevice
-        sender.standardError = FileHandle.nullDevice
-        try sender.run()
-        for _ in 0..<600 where !FileManager.default.fileExists(atPath: sdp) && sender.isRunning {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        let sender = try Self.startSend([Fixtures.motionIVF, "--quiet"], sdp: sdp, startDelay: 1)
         let video = folder.file("video.webm")
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
