@@ -221,17 +221,17 @@ struct RTPSessionTests {
         while let picture = try y4m.readFrame() { pictures.append(picture) }
         let clock = WallClock()
         let start = clock.nowMicroseconds
-        for index in 0..<90 {
+        // Frames at 30 per second until 20 pictures after the unmute are shown, for 600 frames at
+        // most: under ThreadSanitizer the request and the keyframe can take longer than the 2 s a
+        // normal run needs, and a sender that never answers still fails below.
+        for index in 0..<600 {
             let time = Int64(index) * 33_333
             try sender.engine.pushVideo(pictures[index % pictures.count], timestampMicroseconds: time)
             if index == 30 { try receiver.channel.muteRemoteVideoStream(RTPSession.peerUid, mute: false) }
             receiver.engine.renderVideo()
+            if index >= 90 && canvas.framesRendered > 20 { break }
             let wait = start + time + 33_333 - clock.nowMicroseconds
             if wait > 0 { usleep(useconds_t(wait)) }
-        }
-        for _ in 0..<30 {
-            receiver.engine.renderVideo()
-            usleep(10_000)
         }
         let statistics = sender.engine.statistics
         let totals = receiver.channel.remoteStreamTotals(RTPSession.peerUid)
