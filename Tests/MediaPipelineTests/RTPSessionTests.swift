@@ -35,6 +35,8 @@ struct RTPSessionTests {
             channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: folder.file("video.ivf"), media: .video)
         let canvas = try receiver.engine.setupRemoteVideo(
             VideoCanvas(channelId: RTPSession.channelId, uid: RTPSession.peerUid, width: 320, height: 180))
+        let observer = PictureDigests()
+        receiver.engine.setVideoFrameObserver(observer)
 
         // The sender's thread pushes the file's frames (in their own time, paced) and 20 ms
         // Opus packets; this thread pulls the playout and renders meanwhile.
@@ -95,6 +97,10 @@ struct RTPSessionTests {
         while let frame = try reader.readFrame() { received.append(frame.bytes) }
         #expect(received == Array(encoded.prefix(75)))
         #expect(canvas.framesRendered > 0 && canvas.sourceSize == (640, 360))
+        // The observer saw every picture decoded, at its own size, as vpxdec decodes them.
+        let digests = observer.digests
+        #expect(digests == Array(try vpxdecFrameMD5s(Fixtures.motionIVF).prefix(75)))
+        #expect(observer.streams == [StreamKey(channelId: RTPSession.channelId, uid: RTPSession.peerUid)])
         // The tone plays (its 8000 peak, within the Opus coding error).
         #expect(loudest > 6000, "loudest sample \(loudest)")
         // Most of the 150 packets decoded (a slow build, ThreadSanitizer's, makes some late).
@@ -240,4 +246,23 @@ struct RTPSessionTests {
         // The keyframe made for the request is decoded, and the frames after it.
         #expect(canvas.framesRendered > 20 && canvas.sourceSize == (161, 91), "\(String(describing: totals))")
     }
+}
+
+/// Collects the MD5 of every picture a ``VideoFrameObserver`` is shown, and the streams they
+/// came from (called from the engine's decode threads).
+private final class PictureDigests: VideoFrameObserver, @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected: [String] = []
+    private var seen: Set<StreamKey> = []
+
+    func remoteVideoFrame(_ picture: I420View, stream: StreamKey, rtpTimestamp: UInt32) {
+        let digest = picture.md5()
+        lock.withLock {
+            collected.append(digest)
+            seen.insert(stream)
+        }
+    }
+
+    var digests: [String] { lock.withLock { collected } }
+    var streams: Set<StreamKey> { lock.withLock { seen } }
 }

@@ -85,13 +85,15 @@ final class AudioDecodeRound: ParallelJobSource {
 /// One render call's video decoding: every stream with queued frames decodes them and renders
 /// its newest picture into its canvas, one job per stream, run on the engine's decode threads.
 final class VideoDecodeRound: ParallelJobSource {
-    /// This round's streams and their canvases; reused between rounds.
-    var jobs: [(VideoReceiver, CanvasBuffer?)] = []
+    /// This round's streams, their canvases and keys; reused between rounds.
+    var jobs: [(receiver: VideoReceiver, canvas: CanvasBuffer?, key: StreamKey)] = []
     /// The round's clock time.
     var now: Int64 = 0
+    /// Who sees every picture decoded this round.
+    var observer: VideoFrameObserver?
 
     func runJob(_ index: Int) {
-        let (receiver, canvas) = jobs[index]
-        receiver.decodeBatch(canvas, now: now)
+        let job = jobs[index]
+        job.receiver.decodeBatch(job.canvas, now: now, observer: observer, key: job.key)
     }
 }

@@ -68,6 +68,7 @@ extension MediaEngine {
                 round.decode.jobs.removeAll(keepingCapacity: true)
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.now = plane.now
+                round.decode.observer = plane.videoObserver
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
@@ -80,7 +81,7 @@ extension MediaEngine {
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
-                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, plane.canvases[key])) }
+                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, plane.canvases[key], key)) }
                     }
                 }
             }

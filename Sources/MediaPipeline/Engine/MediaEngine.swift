@@ -160,6 +160,13 @@ public final class MediaEngine: Sendable {
     /// at once.
     public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { control.withLock { $0.observer = observer } }
 
+    /// Receives every remote picture decoded, at its own size (nil to stop). Called during
+    /// ``renderVideo()`` on the decode threads (see ``VideoFrameObserver``); takes effect from
+    /// the next render round.
+    public func setVideoFrameObserver(_ observer: VideoFrameObserver?) {
+        control.withLock { $0.videoObserver = observer }
+    }
+
     // MARK: - Actions
 
     /// Carries out the control plane's queued actions in order, outside its lock. Only one thread

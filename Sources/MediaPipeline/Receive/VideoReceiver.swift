@@ -258,7 +258,7 @@ final class VideoReceiver: @unchecked Sendable {
     private(set) var failed = false
     /// Why the last frame failed to decode.
     private(set) var failure: String?
-    /// Frames decoded by the last ``decodeBatch(_:)`` not yet collected.
+    /// Frames decoded by the last ``decodeBatch(_:now:observer:key:)`` not yet collected.
     private var batchCount = 0
 
     /// A receiver decoding on `threads` threads. With `retransmission`, missing packets are
@@ -356,10 +356,13 @@ final class VideoReceiver: @unchecked Sendable {
         }
     }
 
-    /// Decodes every queued frame due at clock time `now` and renders the newest picture into
-    /// `canvas`. Call from the render round only.
-    func decodeBatch(_ canvas: CanvasBuffer?, now: Int64) {
-        batchCount += decodeQueued(now: now) { view, rtpTimestamp in canvas?.render(view, rtpTimestamp: rtpTimestamp) }
+    /// Decodes every queued frame due at clock time `now`, shows each picture to `observer` (as
+    /// stream `key`) and renders the newest into `canvas`. Call from the render round only.
+    func decodeBatch(_ canvas: CanvasBuffer?, now: Int64, observer: VideoFrameObserver? = nil, key: StreamKey) {
+        batchCount += decodeQueued(now: now) { view, rtpTimestamp, last in
+            observer?.remoteVideoFrame(view, stream: key, rtpTimestamp: rtpTimestamp)
+            if last { canvas?.render(view, rtpTimestamp: rtpTimestamp) }
+        }
     }
 
     /// The frames decoded by batches since the last call. Call from the render round only.
@@ -368,9 +371,10 @@ final class VideoReceiver: @unchecked Sendable {
         return batchCount
     }
 
-    /// Decodes the frames due at clock time `now` (``Inbox/isDue(_:now:)``); calls `render`
-    /// with the last picture. Returns the frames decoded. Call from the render round only.
-    func decodeQueued(now: Int64, render: (I420View, UInt32) -> Void) -> Int {
+    /// Decodes the frames due at clock time `now` (``Inbox/isDue(_:now:)``); calls `picture`
+    /// with each picture, its RTP timestamp and whether it is the last of the batch. Returns the
+    /// frames decoded. Call from the render round only.
+    func decodeQueued(now: Int64, picture: (I420View, UInt32, _ last: Bool) -> Void) -> Int {
         var decodedNow = 0
         while let (frame, rtpTimestamp, moreDue) = inbox.withLock({ $0.nextDue(now: now) }) {
             do {
@@ -382,10 +386,8 @@ final class VideoReceiver: @unchecked Sendable {
                     _ = try decoder!.decode(bytes) { view in
                         width = view.width
                         height = view.height
-                        if last {
-                            render(view, rtpTimestamp)
-                            framesRendered += 1
-                        }
+                        picture(view, rtpTimestamp, last)
+                        if last { framesRendered += 1 }
                     }
                 }
                 if let recording = recorder.withLock({ $0 }) {

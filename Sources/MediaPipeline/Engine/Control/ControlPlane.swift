@@ -28,6 +28,8 @@ struct ControlPlane {
     var channelRecordings: [ChannelRecorder] = []
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
+    /// Who sees every decoded remote picture (``MediaEngine/setVideoFrameObserver(_:)``).
+    var videoObserver: VideoFrameObserver?
     /// Receivers playing one last frame at gain 0 before release (taken by the next playout round).
     var fadingOut: [(StreamKey, AudioReceiver)] = []
     /// A subscriber asked for a keyframe; the next local picture is forced to one.
