@@ -12,12 +12,14 @@ struct ReceiveCommand: ParsableCommand {
         discussion:
             "Outputs by extension: .ivf (the video frames, as received), .opus/.ogg (the audio packets, as "
             + "received), .webm (both), .wav (the audio as played: the jitter buffer's output, concealment "
-            + "included). Missing packets are asked for again (RTCP NACK), keyframes with PLI, and receiver reports "
+            + "included), .y4m (every picture decoded). With --md5, prints each decoded picture's MD5 as "
+            + "`vpxdec --md5 --i420` does per frame (then outputs are optional). Missing packets are asked for again (RTCP NACK), keyframes with PLI, and receiver reports "
             + "go to the sender. A line of statistics goes to standard error each second. Ends when every stream "
             + "has sent RTCP BYE, after --idle seconds without a packet, after --duration, or on Ctrl-C; the files "
             + "are written whole.")
 
     @Argument(help: "The SDP file, then the output files.") var files: [String]
+    @Flag(help: "Print per-frame MD5s of the decoded pictures.") var md5 = false
     @Option(help: "Seconds to wait for the first packet.") var wait = 10.0
     @Option(help: "Seconds without a packet that end the session.") var idle = 2.0
     @Option(help: "Longest session, in seconds.") var duration: Double?
@@ -29,7 +31,9 @@ struct ReceiveCommand: ParsableCommand {
     @Flag(help: "Print the summary as JSON.") var json = false
 
     func run() throws {
-        guard files.count >= 2 else { throw ValidationError("name the SDP file and at least one output file") }
+        guard files.count >= 2 || (files.count == 1 && md5) else {
+            throw ValidationError("name the SDP file and at least one output file (or --md5)")
+        }
         let text: String
         do {
             text = try String(contentsOfFile: files[0], encoding: .utf8)
@@ -54,7 +58,7 @@ struct ReceiveCommand: ParsableCommand {
         Interruption.catchSignals()
         let summary = try RTPFileReceiver.receive(
             sdp: sdp, outputs: Array(files.dropFirst()), startTimeoutSeconds: wait, idleTimeoutSeconds: idle,
-            maximumSeconds: duration, rtcpHost: rtcp?.host, rtcpPort: rtcp?.port ?? 0,
+            maximumSeconds: duration, rtcpHost: rtcp?.host, rtcpPort: rtcp?.port ?? 0, computeMD5: md5,
             shouldStop: { Interruption.wasRaised },
             progress: { seconds, streams in
                 guard !quiet else { return }
@@ -77,8 +81,12 @@ struct ReceiveCommand: ParsableCommand {
                     "outputs": summary.outputs.map {
                         ["path": $0.path, "audioFrames": $0.audioFrames, "videoFrames": $0.videoFrames] as [String: Any]
                     },
+                    "frameMD5s": summary.frameMD5s,
                 ]))
             return
+        }
+        for (index, sum) in summary.frameMD5s.enumerated() {
+            print("\(sum)  frame-\(String(format: "%04d", index + 1)).i420")
         }
         for stream in summary.streams { print("received " + Self.describe(stream)) }
         for output in summary.outputs {

@@ -5,7 +5,9 @@ import Testing
 
 @Suite("RTP over UDP with real peers, and SDP")
 struct RTPNetworkTests {
-    @Test("SDP as ffmpeg and browsers write it reads, round-trips, and names the line at fault")
+    @Test(
+        "SDP as ffmpeg and browsers write it reads, round-trips, names the line at fault; receive refuses what it lacks"
+    )
     func sessionDescription() throws {
         let ffmpeg = """
             v=0
@@ -64,6 +66,21 @@ struct RTPNetworkTests {
             do { _ = try SessionDescription(parsing: text) } catch let error as MediaError {
                 #expect(error.message.contains(words), "\(error)")
             }
+        }
+
+        // Outputs the SDP's streams cannot fill are refused before anything is bound, in one line.
+        let folder = TemporaryFolder()
+        let audioOnly = folder.file("audio.sdp")
+        try "v=0\r\nc=IN IP4 127.0.0.1\r\nm=audio 0 RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n".write(
+            toFile: audioOnly, atomically: true, encoding: .utf8)
+        for (arguments, words) in [
+            ([folder.file("out.y4m")], "out.y4m: the SDP has no video stream"),
+            (["--md5"], "MD5s: the SDP has no video stream"),
+            ([folder.file("out.mp4")], "out.mp4: receive writes"),
+        ] {
+            let result = try pipebench(["receive", audioOnly] + arguments)
+            #expect(result.status != 0 && result.stderr.contains(words), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
     }
 
@@ -214,7 +231,8 @@ struct RTPNetworkTests {
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
         receiver.arguments = [
-            "receive", sdp, folder.file("video.ivf"), folder.file("audio.opus"), "--idle", "1.5", "--json",
+            "receive", sdp, folder.file("video.ivf"), folder.file("audio.opus"), folder.file("video.y4m"), "--md5",
+            "--idle", "1.5", "--json",
         ]
         let output = Pipe()
         receiver.standardOutput = output
@@ -258,6 +276,24 @@ struct RTPNetworkTests {
         #expect(audio == (try oggPackets(opus)))
         // The IVF's 90 kHz times give the source's 30 fps back.
         #expect(abs(try MediaFileInfo.probe(path: folder.file("video.ivf")).framesPerSecond - 30) < 0.1)
+
+        // Every picture decoded, as vpxdec decodes the source: the MD5s printed and the Y4M's
+        // pictures, which ffmpeg reads as 90 frames at the 30 fps of their timestamps.
+        let expected = try vpxdecFrameMD5s(Fixtures.motionIVF)
+        let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
+        #expect(json?["frameMD5s"] as? [String] == expected)
+        let y4m = try Y4MReader(path: folder.file("video.y4m"))
+        #expect(y4m.header.frameRateNumerator == 30 && y4m.header.frameRateDenominator == 1)
+        var pictures: [String] = []
+        while let picture = try y4m.readFrame() { pictures.append(picture.withView { $0.md5() }) }
+        #expect(pictures == expected)
+        let probe = try reference(
+            "ffprobe",
+            [
+                "-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames,r_frame_rate,width,height",
+                "-of", "csv=p=0", folder.file("video.y4m"),
+            ])
+        #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "640,360,30/1,90")
     }
 }
 

@@ -39,6 +39,9 @@ public struct RTPReceiveSummary: Sendable, Equatable {
     public var endedBy: String
     /// Seconds from the start to the end.
     public var seconds: Double
+    /// With `computeMD5`: each decoded picture's MD5 over its packed planes, in decoding order,
+    /// as `vpxdec --md5 --i420` prints them per frame.
+    public var frameMD5s: [String] = []
 }
 
 /// Receives the RTP streams an SDP describes (as a peer such as ffmpeg or GStreamer sends them)
@@ -48,7 +51,9 @@ public struct RTPReceiveSummary: Sendable, Equatable {
 /// - `.opus`/`.ogg`: the audio packets decoded, as received;
 /// - `.webm`: both, as received, in one file;
 /// - `.wav`: the audio as played (the playout mix, 48 kHz stereo, concealment and silences
-///   within the stream included), from its first 10 ms played to its last.
+///   within the stream included), from its first 10 ms played to its last;
+/// - `.y4m`: every picture decoded, at its own size (one size throughout), at the frame rate of
+///   the first two pictures' timestamps.
 ///
 /// Receiving ends when the sender has said BYE on every stream (after the jitter buffers have
 /// played out what they hold), when no packet came for `idleTimeoutSeconds` (after the first;
@@ -61,19 +66,22 @@ public enum RTPFileReceiver {
     /// Receives `sdp`'s audio and video into `outputs`. RTCP (receiver reports, NACK, PLI) goes
     /// where the sender's RTCP comes from, or, with `rtcpHost`, to `rtcpHost`:`rtcpPort` + 2i for
     /// the SDP's stream `i` (a sender that reads RTCP on ports of its own, as a GStreamer
-    /// pipeline with a separate `udpsrc` does). `progress` is called once a second with the
+    /// pipeline with a separate `udpsrc` does). With `computeMD5`, the summary lists every decoded
+    /// picture's MD5 (outputs may then be empty). `progress` is called once a second with the
     /// streams so far.
     /// - Throws: ``MediaError`` for an output of an unknown kind, a port that cannot be bound,
     ///   or a file that got nothing; ``EngineError`` from the engine.
     @discardableResult
     public static func receive(
         sdp: SessionDescription, outputs: [String], startTimeoutSeconds: Double = 10, idleTimeoutSeconds: Double = 2,
-        maximumSeconds: Double? = nil, rtcpHost: String? = nil, rtcpPort: Int = 0,
+        maximumSeconds: Double? = nil, rtcpHost: String? = nil, rtcpPort: Int = 0, computeMD5: Bool = false,
         configuration: EngineConfiguration = .init(), clock: MediaClock = WallClock(),
         shouldStop: () -> Bool = { false },
         progress: ((_ seconds: Double, _ streams: [RTPReceiveSummary.Stream]) -> Void)? = nil
     ) throws -> RTPReceiveSummary {
-        guard !outputs.isEmpty else { throw MediaError.invalidArgument("name at least one output file") }
+        guard !outputs.isEmpty || computeMD5 else {
+            throw MediaError.invalidArgument("name at least one output file (or ask for MD5s)")
+        }
         var streams = try RTPPeerStream.streams(receiving: sdp, sendingTo: nil)
         if let rtcpHost {
             for index in streams.indices {
@@ -86,15 +94,18 @@ public enum RTPFileReceiver {
         for stream in streams where stream.receives { received.insert(stream.kind == .audio ? .audio : .video) }
         var recorded: [(path: String, media: RecordedMedia)] = []
         var wavPath: String?
+        var y4mPath: String?
         for output in outputs {
             switch MediaFileKind.forOutput(path: output) {
             case .ivf: recorded.append((output, .video))
             case .oggOpus: recorded.append((output, .audio))
             case .webm: recorded.append((output, received))
             case .wav where wavPath == nil: wavPath = output
+            case .y4m where y4mPath == nil: y4mPath = output
             default:
                 throw MediaError.invalidArgument(
-                    "\(output): receive writes .ivf (video), .opus/.ogg (audio), .webm (both) or one .wav (the mix)")
+                    "\(output): receive writes .ivf (video), .opus/.ogg (audio), .webm (both), one .wav (the mix) "
+                        + "or one .y4m (the pictures decoded)")
             }
         }
         for (path, media) in recorded where !received.isSuperset(of: media) {
@@ -104,6 +115,10 @@ public enum RTPFileReceiver {
         if wavPath != nil && !received.contains(.audio) {
             throw MediaError.invalidArgument("\(wavPath!): the SDP has no audio stream in Opus")
         }
+        if (y4mPath != nil || computeMD5) && !received.contains(.video) {
+            throw MediaError.invalidArgument(
+                "\(y4mPath ?? "MD5s"): the SDP has no video stream in VP8 or VP9")
+        }
 
         let session = try RTPSession(streams: streams, publish: [], configuration: configuration, clock: clock)
         defer { session.close() }
@@ -112,6 +127,12 @@ public enum RTPFileReceiver {
             try engine.startRecording(
                 channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: $0.path, media: $0.media)
         }
+        let pictures =
+            y4mPath != nil || computeMD5
+            ? DecodedVideoWriter(
+                path: y4mPath, computeMD5: computeMD5,
+                stream: StreamKey(channelId: RTPSession.channelId, uid: RTPSession.peerUid)) : nil
+        engine.setVideoFrameObserver(pictures)
         let wav = try wavPath.map {
             try WAVWriter(
                 path: $0, sampleRate: engine.configuration.playoutSampleRate,
@@ -217,6 +238,17 @@ public enum RTPFileReceiver {
                 written.append(.init(path: wavPath, audioFrames: mixFrames, videoFrames: 0))
             }
         }
+        engine.setVideoFrameObserver(nil)
+        var frameMD5s: [String] = []
+        if let pictures {
+            do {
+                let (frames, md5s) = try pictures.finish()
+                frameMD5s = md5s
+                if let y4mPath { written.append(.init(path: y4mPath, audioFrames: 0, videoFrames: Int64(frames))) }
+            } catch {
+                failure = failure ?? error
+            }
+        }
         if let failure {
             if let engineError = failure as? EngineError { throw MediaError(.truncated, engineError.message) }
             throw failure
@@ -224,7 +256,7 @@ public enum RTPFileReceiver {
         let ordered = outputs.compactMap { path in written.first { $0.path == path } }
         return RTPReceiveSummary(
             streams: streamsReceived, outputs: ordered, endedBy: endedBy,
-            seconds: Double(clock.nowMicroseconds - start) / 1e6)
+            seconds: Double(clock.nowMicroseconds - start) / 1e6, frameMD5s: frameMD5s)
     }
 
     /// The streams received so far: the transport's counts with the engine's view of them.
