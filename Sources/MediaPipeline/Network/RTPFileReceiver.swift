@@ -148,7 +148,7 @@ public enum RTPFileReceiver {
         var packetsSeen: Int64 = 0
         var drainUntil: Int64?
         var endedBy = "timeout"
-        // The audio counts at the last tick that played received audio.
+        // The audio counts at the last tick that played received audio (none of it concealed).
         var lastHeard: (frames: Int64, concealed: Int64)?
         var concealedBefore: Int64 = 0
         // The audio frames played so far, and the silent 10 ms written to the WAV only once
@@ -173,7 +173,9 @@ public enum RTPFileReceiver {
             if received.contains(.audio), let totals = session.channel.remoteStreamTotals(RTPSession.peerUid),
                 totals.audioFrames > 0
             {
-                if totals.audioFramesConcealed == concealedBefore {
+                // A tick that played and concealed nothing: after the sender's last packet the
+                // buffer conceals for 100 ms and then plays silence, which must not count.
+                if totals.audioFrames > framesBefore && totals.audioFramesConcealed == concealedBefore {
                     lastHeard = (totals.audioFrames, totals.audioFramesConcealed)
                 }
                 concealedBefore = totals.audioFramesConcealed
