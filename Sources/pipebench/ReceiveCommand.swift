@@ -102,7 +102,7 @@ struct ReceiveCommand: ParsableCommand {
             text += String(format: ", %.0f ms added delay", stream.meanAddedDelayMs)
         } else {
             text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
-            text += ", \(stream.packetsRecovered) rebuilt by FEC"
+            text += ", \(stream.packetsRecovered) rebuilt (FEC or RED)"
         }
         if stream.ignored > 0 { text += ", \(stream.ignored) ignored" }
         return stream.sawBye ? text + ", BYE" : text

@@ -48,6 +48,26 @@ struct AudioRedundancyTests {
             ])
     }
 
+    @Test("a peer's RED packet gets the engine's payload types in every block header, and nothing past them")
+    func blockPayloadTypesMapped() throws {
+        var map = [UInt8](repeating: 0xFF, count: 128)
+        map[100] = RTPPayloadType.opus  // the peer's Opus is 100
+        // Two redundant blocks (Opus, and a payload type the peer did not describe), the primary.
+        var payload: [UInt8] =
+            [0xE4, 0x1E, 0x00, 0x02, 0x88, 0x0F, 0x00, 0x01, 0x64] + [0xE4, 0x64, 0x7F, 0x64, 0x64]
+        payload.withUnsafeMutableBytes { AudioRedundancy.mapBlockPayloadTypes(in: $0, map) }
+        #expect(payload == [0xEF, 0x1E, 0x00, 0x02, 0x88, 0x0F, 0x00, 0x01, 0x6F] + [0xE4, 0x64, 0x7F, 0x64, 0x64])
+        var blocks: [AudioRedundancy.Block] = []
+        try payload.withUnsafeBytes { try AudioRedundancy.forEachBlock(in: $0) { blocks.append($0) } }
+        #expect(blocks.map(\.payloadType) == [111, 8, 111])
+        // Cut inside a header: mapped as far as it goes, no read past the end.
+        for length in 0..<9 {
+            var cut = Array(payload.prefix(length))
+            cut.withUnsafeMutableBytes { AudioRedundancy.mapBlockPayloadTypes(in: $0, map) }
+            #expect(cut == Array(payload.prefix(length)))
+        }
+    }
+
     @Test("a truncated redundant payload is a typed error naming what is short")
     func truncated() {
         let cases: [[UInt8]] = [

@@ -68,6 +68,14 @@ struct RTPNetworkTests {
             }
         }
 
+        // An audio section's RFC 2198 redundancy is received with its Opus; other formats are not.
+        let withRED = try SessionDescription(
+            parsing:
+                "v=0\r\nc=IN IP4 127.0.0.1\r\nm=audio 5006 RTP/AVP 100 63 0\r\na=rtpmap:100 opus/48000/2\r\n"
+                + "a=rtpmap:63 red/48000/2\r\na=rtpmap:0 PCMU/8000\r\n")
+        let audioStreams = try RTPPeerStream.streams(receiving: withRED, sendingTo: nil)
+        #expect(audioStreams.map { $0.receiveFormats.map(\.payloadType) } == [[100, 63]])
+
         // Outputs the SDP's streams cannot fill are refused before anything is bound, in one line.
         let folder = TemporaryFolder()
         let audioOnly = folder.file("audio.sdp")

@@ -21,7 +21,8 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         /// Video: how long frames waited, on average, beyond their fastest path before being
         /// decoded (what the jitter buffer added), in milliseconds.
         public var meanAddedDelayMs: Double = 0
-        /// Audio: lost packets rebuilt from the next packet's in-band FEC.
+        /// Audio: lost packets rebuilt from a later packet: its in-band FEC, or its redundant copy
+        /// (RED, RFC 2198).
         public var packetsRecovered: Int64 = 0
     }
     /// One output file.

@@ -50,7 +50,8 @@ public struct RTPPeerStream: Sendable, Equatable {
     /// The streams for a peer described by session descriptions:
     /// - `receiving`: where the peer's streams arrive (an SDP whose connection address and ports
     ///   are this side's, as a sender such as ffmpeg writes with `-sdp_file`). Its first audio
-    ///   and first video section with Opus, VP8 or VP9 are received, on their ports.
+    ///   and first video section with Opus, VP8 or VP9 are received, on their ports (an audio
+    ///   section's `red/48000/2`, RFC 2198 redundancy, as well).
     /// - `sendingTo`: where this side's streams go (an SDP whose address and ports are the
     ///   peer's, as a receiver such as ffmpeg reads with `-i`). A kind it has but `receiving`
     ///   does not is bound at `localAddress` and `localPort` + 2 × its section's place in
@@ -79,7 +80,9 @@ public struct RTPPeerStream: Sendable, Equatable {
                 // Port 0 (any free port): RTCP on any free port too, unless a=rtcp names one.
                 stream.localRTCPPort =
                     incoming.rtcpMux ? nil : incoming.port == 0 ? incoming.rtcpPort : incoming.effectiveRTCPPort
-                stream.receiveFormats = incoming.formats.filter { $0.codec?.kind == kind }
+                stream.receiveFormats = incoming.formats.filter {
+                    $0.codec?.kind == kind || (kind == .audio && $0.isRedundantAudio)
+                }
                 stream.remoteSSRC = incoming.ssrc
             } else {
                 let family = (outgoing.flatMap { sendingTo?.address(of: $0) } ?? "").contains(":") ? "::" : "0.0.0.0"

@@ -31,9 +31,12 @@ struct RTPPeerRoute {
         rtcpMux = stream.rtcpMux
         rtcp = stream.rtcpMux ? nil : try UDPSocket(address: stream.localAddress, port: stream.localRTCPPort ?? 0)
         var incoming = [UInt8](repeating: Self.none, count: 128)
-        for format in stream.receiveFormats {
-            guard let codec = format.codec, (0..<128).contains(format.payloadType) else { continue }
-            incoming[format.payloadType] = RTPPayloadType.of(codec)
+        for format in stream.receiveFormats where (0..<128).contains(format.payloadType) {
+            if let codec = format.codec {
+                incoming[format.payloadType] = RTPPayloadType.of(codec)
+            } else if stream.kind == .audio && format.isRedundantAudio {
+                incoming[format.payloadType] = RTPPayloadType.red
+            }
         }
         wireToEngine = incoming
         var outgoing = (0..<128).map { UInt8($0) }
@@ -397,6 +400,13 @@ final class RTPPeerWorker: @unchecked Sendable {
         let bytes = state.packets.bytes(count: datagram.count) { copy in
             copy.copyMemory(from: datagram)
             copy[1] = copy[1] & 0x80 | enginePayloadType
+            if enginePayloadType == RTPPayloadType.red, header.byteCount + header.paddingByteCount <= copy.count {
+                // Redundant audio: its blocks name the peer's Opus payload type too.
+                AudioRedundancy.mapBlockPayloadTypes(
+                    in: UnsafeMutableRawBufferPointer(
+                        rebasing: copy[header.byteCount..<(copy.count - header.paddingByteCount)]),
+                    route.wireToEngine)
+            }
         }
         header.payloadType = enginePayloadType
         endpoint.transportReceive(

@@ -73,6 +73,22 @@ public enum AudioRedundancy {
         )
     }
 
+    /// Rewrites each block header's payload type in place through `map` (indexed by the payload
+    /// type found; a value with the top bit set leaves it as is), up to and including the primary's
+    /// header, or to the payload's end if it comes first. A peer's RED packet gets the engine's
+    /// payload types this way. Allocates nothing; a malformed payload is left for
+    /// ``forEachBlock(in:_:)`` to refuse.
+    static func mapBlockPayloadTypes(in payload: UnsafeMutableRawBufferPointer, _ map: [UInt8]) {
+        var header = 0
+        while header < payload.count {
+            let byte = payload[header]
+            let mapped = map[Int(byte & 0x7F)]
+            if mapped & 0x80 == 0 { payload[header] = byte & 0x80 | mapped }
+            if byte & 0x80 == 0 { return }
+            header += 4
+        }
+    }
+
     /// Whether a frame of `byteCount` bytes, `timestampOffset` before the primary, can be carried
     /// as a redundant block.
     public static func fits(byteCount: Int, timestampOffset: Int64) -> Bool {

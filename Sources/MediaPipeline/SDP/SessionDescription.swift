@@ -30,6 +30,10 @@ public struct SessionDescription: Sendable, Equatable {
                 }
             }
 
+            /// Whether this is redundant audio (RFC 2198, "red/48000/2" as browsers offer it for
+            /// Opus), which this library receives.
+            public var isRedundantAudio: Bool { encoding.lowercased() == "red" && clockRate == 48_000 }
+
             /// A format.
             public init(payloadType: Int, encoding: String, clockRate: Int, channels: Int = 1) {
                 self.payloadType = payloadType
