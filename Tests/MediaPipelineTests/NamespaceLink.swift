@@ -38,16 +38,19 @@ final class NamespaceLink {
                 throw LinkError("ip \(step.joined(separator: " ")) failed (root and iproute2 needed): \(result.stderr)")
             }
         }
-        // A rule that only counts what leaves A (see waitForTraffic).
-        let counter = try runTool(
-            "/usr/sbin/ip",
-            [
-                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", va, "-p", "udp", "-m", "comment",
-                "--comment", "mp-count",
-            ])
-        guard counter.status == 0 else {
-            removeNamespaces()
-            throw LinkError("iptables in namespace \(a) failed (the iptables package is needed): \(counter.stderr)")
+        // Rules that only count what leaves A, and what of it goes to the video port (see
+        // waitForTraffic).
+        for (match, marker) in [([String](), "mp-count"), (["--dport", "\(Self.videoPort)"], "mp-video")] {
+            let counter = try runTool(
+                "/usr/sbin/ip",
+                ["netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", va, "-p", "udp"] + match + [
+                    "-m", "comment", "--comment", marker,
+                ])
+            guard counter.status == 0 else {
+                removeNamespaces()
+                throw LinkError(
+                    "iptables in namespace \(a) failed (the iptables package is needed): \(counter.stderr)")
+            }
         }
     }
 
@@ -118,12 +121,16 @@ final class NamespaceLink {
     /// UDP datagrams the kernel dropped on their way out of A so far.
     func dropped() throws -> Int { try counter(of: "statistic") }
 
-    /// Waits (up to `seconds`) until `datagrams` UDP datagrams have left A: a stream under way,
-    /// whose receiver has its first packets, before impairments start (no receiver can ask for
-    /// the packets before its first one). Throws when they do not come.
-    func waitForTraffic(datagrams: Int, upTo seconds: Double = 15) throws {
+    /// The port the tests' video goes to (RTCP on the next one).
+    static let videoPort = 5004
+
+    /// Waits (up to `seconds`) until `datagrams` UDP datagrams have left A (with `toVideoPort`:
+    /// to ``videoPort``): a stream under way, whose receiver has its first packets, before
+    /// impairments start (no receiver can ask for the packets before its first one, and a file
+    /// sender cannot make the first keyframe again). Throws when they do not come.
+    func waitForTraffic(datagrams: Int, toVideoPort: Bool = false, upTo seconds: Double = 15) throws {
         let deadline = Date().addingTimeInterval(seconds)
-        while try counter(of: "mp-count") < datagrams {
+        while try counter(of: toVideoPort ? "mp-video" : "mp-count") < datagrams {
             guard Date() < deadline else {
                 throw LinkError("fewer than \(datagrams) datagrams left \(a) in \(seconds) s")
             }
