@@ -28,6 +28,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
                 _ = try? VP9PayloadDescriptor(parsing: payload)
                 try? AudioRedundancy.forEachBlock(in: payload) { _ in }
             }
+            // As a peer's RED packet: its block payload types mapped in a copy, then read.
+            var copy = Array(packet.bytes[packet.header.byteCount...])
+            var map = [UInt8](repeating: 0xFF, count: 128)
+            map[100] = RTPPayloadType.opus
+            copy.withUnsafeMutableBytes { AudioRedundancy.mapBlockPayloadTypes(in: $0, map) }
+            try? copy.withUnsafeBytes { try AudioRedundancy.forEachBlock(in: $0) { _ in } }
         }
     case 1:
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.parse($0) }
