@@ -134,6 +134,9 @@ public enum RTPFileReceiver {
                 path: y4mPath, computeMD5: computeMD5,
                 stream: StreamKey(channelId: RTPSession.channelId, uid: RTPSession.peerUid)) : nil
         engine.setVideoFrameObserver(pictures)
+        // Video decodes on a thread of its own: this one keeps the playout's 10 ms steps.
+        let renderer = received.contains(.video) ? VideoRenderThread(engine: engine) : nil
+        defer { renderer?.stop() }
         let wav = try wavPath.map {
             try WAVWriter(
                 path: $0, sampleRate: engine.configuration.playoutSampleRate,
@@ -162,7 +165,6 @@ public enum RTPFileReceiver {
             if next > now { usleep(useconds_t(next - now)) }
             next += 10_000
             mix.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) }
-            engine.renderVideo()
             // The total alone, read without copying the per-stream statistics each 10 ms.
             let packets = session.transport.packetsReceived
             let time = clock.nowMicroseconds
@@ -219,6 +221,7 @@ public enum RTPFileReceiver {
                 ?? (Double(time - start) / 1e6 >= startTimeoutSeconds)
             if idle && drainUntil == nil { break }
         }
+        renderer?.stop()
         var streamsReceived = summarize(session, session.transport.statistics)
         if let lastHeard, let a = streamsReceived.firstIndex(where: { $0.kind == .audio }) {
             (streamsReceived[a].frames, streamsReceived[a].framesConcealed) = lastHeard
