@@ -140,6 +140,37 @@ int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *p
     return sent < 0 ? -errno : (int)sent;
 }
 
+int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer) {
+    if (peer->length == 0) return -EDESTADDRREQ;
+    enum { batch = 64 };
+    struct mmsghdr messages[batch];
+    struct iovec vectors[batch];
+    int sent_total = 0, index = 0, last_error = 0;
+    while (index < count) {
+        int n = count - index < batch ? count - index : batch;
+        for (int i = 0; i < n; i++) {
+            vectors[i].iov_base = (void *)data[index + i];
+            vectors[i].iov_len = (size_t)lengths[index + i];
+            memset(&messages[i], 0, sizeof(messages[i]));
+            messages[i].msg_hdr.msg_name = (void *)peer->storage;
+            messages[i].msg_hdr.msg_namelen = peer->length;
+            messages[i].msg_hdr.msg_iov = &vectors[i];
+            messages[i].msg_hdr.msg_iovlen = 1;
+        }
+        int sent = sendmmsg(fd, messages, (unsigned int)n, 0);
+        if (sent < 0 && errno == EINTR) continue;
+        if (sent <= 0) {
+            // The first of these was refused: it is lost, the rest are tried again.
+            last_error = sent < 0 ? errno : EIO;
+            index += 1;
+            continue;
+        }
+        sent_total += sent;
+        index += sent;
+    }
+    return sent_total == 0 && count > 0 ? -last_error : sent_total;
+}
+
 int cnet_event_open(void) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd < 0 ? -errno : fd;

@@ -31,6 +31,11 @@ int cnet_udp_receive_peers(int fd, uint8_t *slab, int slot_size, int count, int 
 /// Sends one datagram to `peer`. Returns the bytes sent or -errno.
 int cnet_udp_send_to(int fd, const uint8_t *data, int length, const cnet_peer *peer);
 
+/// Sends `count` datagrams (`data[i]`, `lengths[i]` bytes) to `peer` with as few system calls as
+/// the kernel allows (sendmmsg, up to 64 a call). A datagram the system refuses is skipped, as
+/// a failed sendto would lose it. Returns how many were sent, or -errno when none could be.
+int cnet_udp_send_batch(int fd, const uint8_t *const *data, const int *lengths, int count, const cnet_peer *peer);
+
 /// Waits up to `timeout_ms` until one of `count` sockets has a datagram; `readable[i]` is set
 /// to 1 for those that do. Returns how many, 0 on timeout, or -errno.
 int cnet_wait(const int *fds, int count, int timeout_ms, int *readable);

@@ -268,7 +268,7 @@ final class RTPPeerWorker: @unchecked Sendable {
     func sendGoodbye() {
         var held: [(route: Int, packet: RTPPacket)] = []
         shared.withLock { $0.pacer?.takeAll(into: &held) }
-        for (route, packet) in held { transmit(packet, route: route) }
+        transmit(held, UDPSendBatch())
         let goodbyes: [(Int, UDPPeer, [UInt8])] = shared.withLock { shared in
             routes.indices.compactMap { index in
                 guard let ssrc = shared.sentSSRC[index], let destination = rtcpDestination(index, shared) else {
@@ -322,6 +322,7 @@ final class RTPPeerWorker: @unchecked Sendable {
         var readable = [Int32](repeating: 0, count: descriptors.count)
         var due: [(route: Int, packet: RTPPacket)] = []
         due.reserveCapacity(RTPPacer.capacity)
+        let batch = UDPSendBatch()
         while !stopped {
             // Up to 20 ms, or until the pacer lets its next packet go.
             let pacingWait = shared.withLock { $0.pacer?.wait(now: clock.nowMicroseconds) }
@@ -330,7 +331,7 @@ final class RTPPeerWorker: @unchecked Sendable {
             if ready < 0 { usleep(20_000) }
             if wakeup >= 0 {
                 if readable[sockets.count] != 0 { cnet_event_clear(wakeup) }
-                sendPaced(&due)
+                sendPaced(&due, batch)
             }
             guard ready > 0 || state.bye.contains(true) else { continue }
             let (endpoint, channelId, unsubscribed) = shared.withLock { ($0.endpoint, $0.channelId, $0.unsubscribed) }
@@ -351,12 +352,72 @@ final class RTPPeerWorker: @unchecked Sendable {
         }
     }
 
-    /// Sends the packets the pacer lets go now (`due` is scratch storage, kept between calls).
-    private func sendPaced(_ due: inout [(route: Int, packet: RTPPacket)]) {
+    /// Sends the packets the pacer lets go now (`due` and `batch` are scratch storage, kept
+    /// between calls).
+    private func sendPaced(_ due: inout [(route: Int, packet: RTPPacket)], _ batch: UDPSendBatch) {
         let now = clock.nowMicroseconds
         shared.withLock { $0.pacer?.takeDue(now: now, into: &due) }
-        for (route, packet) in due { transmit(packet, route: route) }
+        transmit(due, batch)
         due.removeAll(keepingCapacity: true)
+    }
+
+    /// Puts `packets` on the wire, each run of one stream's packets in one `sendmmsg` (up to
+    /// ``UDPSendBatch/capacity`` a call).
+    private func transmit(_ packets: [(route: Int, packet: RTPPacket)], _ batch: UDPSendBatch) {
+        var start = 0
+        while start < packets.count {
+            let route = packets[start].route
+            guard packets[start].packet.bytes.count <= UDPSendBatch.slotBytes else {
+                transmit(packets[start].packet, route: route)  // larger than a slot: alone
+                start += 1
+                continue
+            }
+            var end = start + 1
+            while end < packets.count, packets[end].route == route, end - start < UDPSendBatch.capacity,
+                packets[end].packet.bytes.count <= UDPSendBatch.slotBytes
+            {
+                end += 1
+            }
+            let sent =
+                routes[route].remoteRTP.map { destination in
+                    pin(packets, start, start..<end, routes[route], destination, batch)
+                } ?? 0
+            if sent < end - start {
+                shared.withLock { $0.statistics[route].sendFailures += Int64(end - start - sent) }
+            }
+            start = end
+        }
+    }
+
+    /// Fills `batch` from `packets[next]` on (pinning each packet's bytes in a nested call, or
+    /// copying it into its slot when the peer's payload type differs; none is larger than a
+    /// slot), then sends
+    /// `packets[range]` to `destination` at once. Returns how many the system took.
+    private func pin(
+        _ packets: [(route: Int, packet: RTPPacket)], _ next: Int, _ range: Range<Int>, _ route: RTPPeerRoute,
+        _ destination: UDPPeer, _ batch: UDPSendBatch
+    ) -> Int {
+        guard next < range.upperBound else {
+            return route.rtp.send(
+                batch: batch.pointers.baseAddress!, lengths: batch.lengths.baseAddress!, count: range.count,
+                to: destination)
+        }
+        let packet = packets[next].packet
+        let index = next - range.lowerBound
+        let enginePayloadType = packet.header.payloadType
+        let wire = route.engineToWire[Int(enginePayloadType & 0x7F)]
+        return packet.bytes.withUnsafeBytes { bytes in
+            batch.lengths[index] = Int32(bytes.count)
+            if wire == enginePayloadType {
+                batch.pointers[index] = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            } else {
+                let copy = batch.slot(index, byteCount: bytes.count)
+                copy.copyMemory(from: bytes)
+                copy[1] = copy[1] & 0x80 | wire
+                batch.pointers[index] = UnsafePointer(copy.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            return pin(packets, next + 1, range, route, destination, batch)
+        }
     }
 
     private func handle(

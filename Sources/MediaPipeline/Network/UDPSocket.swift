@@ -81,6 +81,17 @@ final class UDPSocket {
             descriptor, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), &address) >= 0
     }
 
+    /// Sends the `count` datagrams `data[i]` of `lengths[i]` bytes to `peer` with as few system
+    /// calls as the kernel allows (`sendmmsg`); returns how many the system took (a refused one
+    /// is lost, as UDP may lose any datagram).
+    @discardableResult
+    func send(
+        batch data: UnsafePointer<UnsafePointer<UInt8>?>, lengths: UnsafePointer<Int32>, count: Int, to peer: UDPPeer
+    ) -> Int {
+        var address = peer.address
+        return max(0, Int(cnet_udp_send_batch(descriptor, data, lengths, Int32(count), &address)))
+    }
+
     /// The descriptor, for waiting on several sockets.
     var fileDescriptor: Int32 { descriptor }
 
