@@ -199,23 +199,39 @@ final class RTPPeerWorker: @unchecked Sendable {
         guard !stopped, bytes.count >= 8 else { return }
         let type = bytes[1]
         let named = UInt32(bigEndian: bytes, at: type == 205 || type == 206 ? 8 : 4)
-        let targets: [(Int, UDPPeer)]? = shared.withLock { shared in
-            guard shared.channelId == channelId else { return nil }
-            var matching = routes.indices.filter { index in
-                switch type {
-                case 205, 206: shared.statistics[index].remoteSSRC == named
-                case 200: shared.sentSSRC[index] == named
-                default: true
+        // The streams it goes out on and their destinations, on the stack (nothing allocated).
+        withUnsafeTemporaryAllocation(of: (route: Int, destination: UDPPeer).self, capacity: routes.count) {
+            targets in
+            let count = shared.withLock { shared -> Int in
+                guard shared.channelId == channelId else { return 0 }
+                func names(_ index: Int) -> Bool {
+                    switch type {
+                    case 205, 206: shared.statistics[index].remoteSSRC == named
+                    case 200: shared.sentSSRC[index] == named
+                    default: true
+                    }
                 }
+                let anyNamed = routes.indices.contains(where: names)
+                var count = 0
+                for index in routes.indices where !anyNamed || names(index) {
+                    guard let destination = rtcpDestination(index, shared) else { continue }
+                    shared.statistics[index].rtcpSent += 1
+                    targets.initializeElement(at: count, to: (index, destination))
+                    count += 1
+                }
+                return count
             }
-            if matching.isEmpty { matching = Array(routes.indices) }
-            return matching.compactMap { index in
-                guard let destination = rtcpDestination(index, shared) else { return nil }
-                shared.statistics[index].rtcpSent += 1
-                return (index, destination)
-            }
+            defer { _ = targets.baseAddress!.deinitialize(count: count) }
+            send(bytes, type: type, to: UnsafeBufferPointer(rebasing: targets[0..<count]))
         }
-        guard let targets else { return }
+    }
+
+    /// Sends the RTCP message `bytes` (of packet type `type`) on each target's stream, with an
+    /// empty receiver report in front when it does not start with a report.
+    private func send(
+        _ bytes: [UInt8], type: UInt8, to targets: UnsafeBufferPointer<(route: Int, destination: UDPPeer)>
+    ) {
+        guard !targets.isEmpty else { return }
         bytes.withUnsafeBytes { message in
             let isCompound = type == 200 || type == 201
             withUnsafeTemporaryAllocation(byteCount: message.count + 8, alignment: 4) { buffer in
