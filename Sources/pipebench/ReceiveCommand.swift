@@ -76,6 +76,7 @@ struct ReceiveCommand: ParsableCommand {
                             "keyframeRequestsSent": $0.keyframeRequestsSent, "framesConcealed": $0.framesConcealed,
                             "ignored": $0.ignored, "bye": $0.sawBye, "meanAddedDelayMs": $0.meanAddedDelayMs,
                             "packetsRecovered": $0.packetsRecovered,
+                            "retransmissionsReceived": $0.retransmissionsReceived,
                         ] as [String: Any]
                     },
                     "outputs": summary.outputs.map {
@@ -104,6 +105,7 @@ struct ReceiveCommand: ParsableCommand {
             text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
             text += ", \(stream.packetsRecovered) rebuilt (FEC or RED)"
         }
+        if stream.retransmissionsReceived > 0 { text += ", \(stream.retransmissionsReceived) RTX" }
         if stream.ignored > 0 { text += ", \(stream.ignored) ignored" }
         return stream.sawBye ? text + ", BYE" : text
     }

@@ -24,12 +24,14 @@ struct RTPImpairedNetworkTests {
 
     /// What a GStreamer sender in A sends to B: VP8 (payload type 96, NACK and PLI taken) to
     /// port 5004, and with `audio` Opus (111) to 5006; RTCP on the next ports.
-    static func gstreamerSDP(audio: Bool, redundantAudio: Bool = false) -> String {
+    static func gstreamerSDP(audio: Bool, webRTCStyle: Bool = false) -> String {
         var lines = [
             "v=0", "o=- 0 0 IN IP4 \(NamespaceLink.addressB)", "s=GStreamer", "c=IN IP4 \(NamespaceLink.addressB)",
-            "t=0 0", "m=video 5004 RTP/AVPF 96", "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli",
+            "t=0 0", "m=video 5004 RTP/AVPF 96\(webRTCStyle ? " 97" : "")", "a=rtpmap:96 VP8/90000",
+            "a=rtcp-fb:96 nack", "a=rtcp-fb:96 nack pli",
         ]
-        if audio && redundantAudio {
+        if webRTCStyle { lines += ["a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96"] }
+        if audio && webRTCStyle {
             lines += ["m=audio 5006 RTP/AVP 111 63", "a=rtpmap:111 opus/48000/2", "a=rtpmap:63 red/48000/2"]
         } else if audio {
             lines += ["m=audio 5006 RTP/AVP 111", "a=rtpmap:111 opus/48000/2"]
@@ -96,18 +98,20 @@ struct RTPImpairedNetworkTests {
     }
 
     /// GStreamer sends over 10 % loss, 40 ± 20 ms delay and 5 % reordering; its Opus carries
-    /// in-band FEC, and with `redundantAudio` goes through `rtpredenc` as well (RFC 2198, each
-    /// packet repeating the one before, as browsers send Opus).
+    /// in-band FEC. Plain: the video's retransmissions come in its own stream (`rtprtxqueue`).
+    /// With `webRTCStyle`, as browsers send: the video's retransmissions in a payload type and
+    /// SSRC of their own (RFC 4588, `rtprtxsend`), the audio through `rtpredenc` as well
+    /// (RFC 2198, each packet repeating the one before).
     @Test(
         "GStreamer sends over a lossy, late, reordering link: video by NACK (PSNR ≥ 35 dB), audio with RED ≤ 1.5 % concealed",
         arguments: [false, true])
-    func gstreamerSendsUnderLoss(redundantAudio: Bool) throws {
+    func gstreamerSendsUnderLoss(webRTCStyle: Bool) throws {
         let folder = TemporaryFolder()
         let link = try NamespaceLink()
         let webm = folder.file("motion.webm")
         #expect(try pipebench(["remux", Fixtures.motionIVF, webm]).status == 0)
         let sdp = folder.file("in.sdp")
-        try Self.gstreamerSDP(audio: true, redundantAudio: redundantAudio).write(
+        try Self.gstreamerSDP(audio: true, webRTCStyle: webRTCStyle).write(
             toFile: sdp, atomically: true, encoding: .utf8)
         // 12 s of speech (the sample three times), so that the concealed share is read over
         // about 60 lost packets rather than 20.
@@ -128,18 +132,24 @@ struct RTPImpairedNetworkTests {
             in: link.a,
             [
                 "gst-launch-1.0", "rtpbin", "name=rtpbin", "rtp-profile=avpf", "filesrc", "location=\(webm)", "!",
-                "matroskademux", "!", "rtpvp8pay", "picture-id-mode=15-bit", "pt=96", "mtu=1200", "!", "rtprtxqueue",
-                "max-size-time=2000", "!", "rtpbin.send_rtp_sink_0", "rtpbin.send_rtp_src_0", "!", "udpsink",
-                "host=\(NamespaceLink.addressB)", "port=5004", "rtpbin.send_rtcp_src_0", "!", "udpsink",
-                "host=\(NamespaceLink.addressB)", "port=5005", "sync=false", "async=false", "udpsrc", "port=5005", "!",
-                "rtpbin.recv_rtcp_sink_0", "filesrc", "location=\(speech)", "!", "wavparse", "!",
-                "audioconvert", "!", "audioresample", "!", "opusenc", "bitrate=32000", "audio-type=voice",
-                "inband-fec=true", "packet-loss-percentage=10", "!", "rtpopuspay", "pt=111", "!",
-            ] + (redundantAudio ? ["rtpredenc", "pt=63", "distance=1", "!"] : []) + [
-                "rtpbin.send_rtp_sink_1", "rtpbin.send_rtp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)",
-                "port=5006", "rtpbin.send_rtcp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)", "port=5007",
-                "sync=false", "async=false", "udpsrc", "port=5007", "!", "rtpbin.recv_rtcp_sink_1",
-            ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
+                "matroskademux", "!", "rtpvp8pay", "picture-id-mode=15-bit", "pt=96", "mtu=1200", "!",
+            ]
+                + (webRTCStyle
+                    ? ["rtprtxsend", "payload-type-map=application/x-rtp-pt-map,96=(uint)97", "max-size-time=2000"]
+                    : ["rtprtxqueue", "max-size-time=2000"]) + [
+                    "!", "rtpbin.send_rtp_sink_0", "rtpbin.send_rtp_src_0", "!", "udpsink",
+                    "host=\(NamespaceLink.addressB)", "port=5004", "rtpbin.send_rtcp_src_0", "!", "udpsink",
+                    "host=\(NamespaceLink.addressB)", "port=5005", "sync=false", "async=false", "udpsrc", "port=5005",
+                    "!",
+                    "rtpbin.recv_rtcp_sink_0", "filesrc", "location=\(speech)", "!", "wavparse", "!",
+                    "audioconvert", "!", "audioresample", "!", "opusenc", "bitrate=32000", "audio-type=voice",
+                    "inband-fec=true", "packet-loss-percentage=10", "!", "rtpopuspay", "pt=111", "!",
+                ] + (webRTCStyle ? ["rtpredenc", "pt=63", "distance=1", "!"] : []) + [
+                    "rtpbin.send_rtp_sink_1", "rtpbin.send_rtp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)",
+                    "port=5006", "rtpbin.send_rtcp_src_1", "!", "udpsink", "host=\(NamespaceLink.addressB)",
+                    "port=5007",
+                    "sync=false", "async=false", "udpsrc", "port=5007", "!", "rtpbin.recv_rtcp_sink_1",
+                ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
         // The first keyframe (13 packets) is through before the loss starts.
         try link.waitForTraffic(datagrams: 20, toVideoPort: true)
         try link.dropFromA(lossPercent: 10)
@@ -172,17 +182,19 @@ struct RTPImpairedNetworkTests {
         // 1.5 % of ticks. With in-band FEC alone, concealment stays below what was lost (each
         // lost 20 ms packet is two 10 ms ticks; libopus puts FEC in only some packets).
         #expect(frames > 1000, "\(report)")
-        if redundantAudio {
+        if webRTCStyle {
+            #expect(videoStream["retransmissionsReceived"] as? Int ?? 0 > 0, "\(report)")
             #expect(share <= 0.015, "\(concealed) of \(frames) audio ticks concealed; \(report)")
         } else {
             #expect(share <= lossShare + 0.01, "\(concealed) of \(frames) audio ticks concealed; \(report)")
         }
         print(
-            "GStreamer sending\(redundantAudio ? " (audio with RED)" : "") over 10 % loss, 40 ± 20 ms, 5 % reordering: "
+            "GStreamer sending\(webRTCStyle ? " (video RTX, audio RED)" : "") over 10 % loss, 40 ± 20 ms, 5 % reordering: "
                 + "\(dropped) datagrams dropped, video \(videoStream["packetsLost"] ?? "?") "
                 + "packets lost after \(videoStream["nacksSent"] ?? "?") NACKs, PSNR \(String(format: "%.1f", psnr)) dB, "
                 + "audio \(concealed)/\(frames) ticks concealed, \(audioLost) packets lost, "
-                + "\(audioStream["packetsRecovered"] ?? "?") rebuilt (FEC or RED)")
+                + "\(audioStream["packetsRecovered"] ?? "?") rebuilt (FEC or RED), "
+                + "\(videoStream["retransmissionsReceived"] ?? "?") video RTX packets")
     }
 
     @Test("side by side on one lossy link: our receiver recovers at least as many frames as rtpjitterbuffer, no later")

@@ -75,6 +75,14 @@ struct RTPNetworkTests {
                 + "a=rtpmap:63 red/48000/2\r\na=rtpmap:0 PCMU/8000\r\n")
         let audioStreams = try RTPPeerStream.streams(receiving: withRED, sendingTo: nil)
         #expect(audioStreams.map { $0.receiveFormats.map(\.payloadType) } == [[100, 63]])
+        // Retransmission formats (RFC 4588) are received for the formats their apt names.
+        let withRTX = try SessionDescription(
+            parsing:
+                "v=0\r\nc=IN IP4 127.0.0.1\r\nm=video 5004 RTP/AVPF 96 97 98\r\na=rtpmap:96 VP8/90000\r\n"
+                + "a=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=96\r\na=rtpmap:98 rtx/90000\r\na=fmtp:98 apt=35\r\n")
+        #expect(withRTX.media[0].formats.map(\.retransmittedPayloadType) == [nil, 96, 35])
+        let videoStreams = try RTPPeerStream.streams(receiving: withRTX, sendingTo: nil)
+        #expect(videoStreams.map { $0.receiveFormats.map(\.payloadType) } == [[96, 97]])
 
         // Outputs the SDP's streams cannot fill are refused before anything is bound, in one line.
         let folder = TemporaryFolder()

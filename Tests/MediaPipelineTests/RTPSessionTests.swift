@@ -110,6 +110,87 @@ struct RTPSessionTests {
         #expect(sender.transport.statistics.allSatisfy { $0.packetsSent > 0 && $0.sendFailures == 0 })
     }
 
+    @Test("a retransmission in its own payload type and SSRC (RFC 4588) fills the hole: every frame, byte for byte")
+    func retransmissionStream() throws {
+        let folder = TemporaryFolder()
+        var rtx = SessionDescription.Media.Format(payloadType: 101, encoding: "rtx", clockRate: 90_000)
+        rtx.parameters = "apt=100"
+        let receiving = SessionDescription(
+            connectionAddress: "127.0.0.1",
+            media: [
+                .init(
+                    kind: "video", port: 0,
+                    formats: [.init(payloadType: 100, encoding: "VP8", clockRate: 90_000), rtx])
+            ])
+        let receiver = try RTPSession(receiving: receiving, sendingTo: nil)
+        defer { receiver.close() }
+        let port = receiver.transport.localDescription(address: "127.0.0.1").media[0].port
+        let recording = try receiver.engine.startRecording(
+            channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: folder.file("video.ivf"), media: .video)
+        let socket = try UDPSocket(address: "127.0.0.1", port: 0)
+        let peer = try UDPPeer(host: "127.0.0.1", port: port)
+        func send(_ bytes: [UInt8]) { bytes.withUnsafeBytes { _ = socket.send($0, to: peer) } }
+        /// `packet` resent as RFC 4588 says: its own SSRC and payload type, its sequence number first.
+        func retransmission(of packet: RTPPacket, sequence: UInt16, payloadBytes: Int? = nil) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 12)
+            bytes.withUnsafeMutableBytes {
+                RTPHeader(
+                    marker: packet.header.marker, payloadType: 101, sequenceNumber: sequence,
+                    timestamp: packet.header.timestamp, ssrc: 0x5678
+                ).write(into: $0)
+            }
+            let payload = Array(packet.bytes[packet.payloadRange])
+            return bytes + [UInt8(packet.header.sequenceNumber >> 8), UInt8(packet.header.sequenceNumber & 0xFF)]
+                + payload.prefix(payloadBytes ?? payload.count)
+        }
+
+        let reader = try IVFReader(path: Fixtures.motionIVF)
+        var frames: [[UInt8]] = []
+        while frames.count < 30, let frame = try reader.readFrame() { frames.append(frame.bytes) }
+        var packetizer = try RTPPacketizer(codec: .vp8, ssrc: 0x1234, payloadType: 100)
+        var held: RTPPacket?
+        var rtxSequence: UInt16 = 7
+        for (index, bytes) in frames.enumerated() {
+            var packets: [RTPPacket] = []
+            try packetizer.packetize(
+                EncodedFrame(
+                    bytes: bytes, codec: .vp8, isKeyframe: index == 0,
+                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333)
+            ) { packets.append($0) }
+            if index == 0 {
+                // Before the stream's SSRC is known a retransmission has nothing to belong to.
+                send(retransmission(of: packets[0], sequence: rtxSequence))
+                rtxSequence &+= 1
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            for (k, packet) in packets.enumerated() {
+                if index == 0 && k == 4 {
+                    held = packet  // lost: comes back as a retransmission two frames later
+                } else {
+                    send(packet.bytes)
+                }
+            }
+            if index == 2, let held {
+                send(retransmission(of: held, sequence: rtxSequence, payloadBytes: 0))  // a padding probe
+                send(retransmission(of: held, sequence: rtxSequence &+ 1))
+            }
+            receiver.engine.renderVideo()
+            Thread.sleep(forTimeInterval: 0.033)
+        }
+        for _ in 0..<50 {
+            receiver.engine.renderVideo()
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let (_, written) = try receiver.engine.stopRecording(recording)
+        let ivf = try IVFReader(path: folder.file("video.ivf"))
+        var received: [[UInt8]] = []
+        while let frame = try ivf.readFrame() { received.append(frame.bytes) }
+        let statistics = try #require(receiver.transport.statistics.first)
+        #expect(written == 30 && received == frames, "\(written) frames; \(statistics)")
+        #expect(statistics.retransmissionsReceived == 1 && statistics.ignored == 2, "\(statistics)")
+        #expect(receiver.channel.remoteStreamTotals(RTPSession.peerUid)?.videoPacketsLost == 0)
+    }
+
     @Test("a transport carries one channel; the peer's uid and a bad remote are refused")
     func refusals() throws {
         #expect(throws: MediaError.self) {

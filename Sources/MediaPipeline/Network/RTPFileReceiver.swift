@@ -24,6 +24,8 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         /// Audio: lost packets rebuilt from a later packet: its in-band FEC, or its redundant copy
         /// (RED, RFC 2198).
         public var packetsRecovered: Int64 = 0
+        /// Retransmissions that came in their own payload type and SSRC (RFC 4588).
+        public var retransmissionsReceived: Int64 = 0
     }
     /// One output file.
     public struct Output: Sendable, Equatable {
@@ -280,7 +282,8 @@ public enum RTPFileReceiver {
                 keyframeRequestsSent: isVideo ? totals.keyframeRequestsSent : 0,
                 framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived,
                 meanAddedDelayMs: isVideo ? totals.videoMeanAddedDelayMs : 0,
-                packetsRecovered: isVideo ? 0 : totals.audioPacketsRecovered)
+                packetsRecovered: isVideo ? 0 : totals.audioPacketsRecovered,
+                retransmissionsReceived: counts.retransmissionsReceived)
         }
     }
 }

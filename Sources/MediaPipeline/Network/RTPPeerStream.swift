@@ -51,7 +51,8 @@ public struct RTPPeerStream: Sendable, Equatable {
     /// - `receiving`: where the peer's streams arrive (an SDP whose connection address and ports
     ///   are this side's, as a sender such as ffmpeg writes with `-sdp_file`). Its first audio
     ///   and first video section with Opus, VP8 or VP9 are received, on their ports (an audio
-    ///   section's `red/48000/2`, RFC 2198 redundancy, as well).
+    ///   section's `red/48000/2`, RFC 2198 redundancy, as well, and `rtx` formats, RFC 4588
+    ///   retransmissions, whose `apt` is one of those).
     /// - `sendingTo`: where this side's streams go (an SDP whose address and ports are the
     ///   peer's, as a receiver such as ffmpeg reads with `-i`). A kind it has but `receiving`
     ///   does not is bound at `localAddress` and `localPort` + 2 × its section's place in
@@ -80,9 +81,14 @@ public struct RTPPeerStream: Sendable, Equatable {
                 // Port 0 (any free port): RTCP on any free port too, unless a=rtcp names one.
                 stream.localRTCPPort =
                     incoming.rtcpMux ? nil : incoming.port == 0 ? incoming.rtcpPort : incoming.effectiveRTCPPort
-                stream.receiveFormats = incoming.formats.filter {
+                let media = incoming.formats.filter {
                     $0.codec?.kind == kind || (kind == .audio && $0.isRedundantAudio)
                 }
+                // Retransmissions (RFC 4588) of those formats, as their own payload types.
+                let resent = incoming.formats.filter { format in
+                    format.retransmittedPayloadType.map { type in media.contains { $0.payloadType == type } } ?? false
+                }
+                stream.receiveFormats = media + resent
                 stream.remoteSSRC = incoming.ssrc
             } else {
                 let family = (outgoing.flatMap { sendingTo?.address(of: $0) } ?? "").contains(":") ? "::" : "0.0.0.0"

@@ -6,6 +6,9 @@ public struct RTPPeerStreamStatistics: Sendable, Equatable {
     public var localPort = 0, localRTCPPort = 0
     /// The peer's RTP packets received and their bytes.
     public var packetsReceived: Int64 = 0, bytesReceived: Int64 = 0
+    /// The peer's retransmissions in their own payload type and SSRC (RFC 4588), counted in
+    /// ``packetsReceived`` too.
+    public var retransmissionsReceived: Int64 = 0
     /// The peer's RTCP datagrams received.
     public var rtcpReceived: Int64 = 0
     /// Datagrams on the stream's ports that were not the peer's RTP or RTCP of this stream

@@ -17,6 +17,9 @@ struct RTPPeerRoute {
     let wireToEngine: [UInt8]
     /// The peer's payload type for each of the engine's.
     let engineToWire: [UInt8]
+    /// For each of the peer's retransmission payload types (RFC 4588), the payload type it
+    /// resends (``none``: not one).
+    let retransmitted: [UInt8]
     /// Where this side's RTP and RTCP go, when the stream says.
     let remoteRTP: UDPPeer?, remoteRTCP: UDPPeer?
     /// The peer's SSRC, when its description names it.
@@ -39,6 +42,13 @@ struct RTPPeerRoute {
             }
         }
         wireToEngine = incoming
+        var resent = [UInt8](repeating: Self.none, count: 128)
+        for format in stream.receiveFormats where (0..<128).contains(format.payloadType) {
+            if let original = format.retransmittedPayloadType, incoming[original] != Self.none {
+                resent[format.payloadType] = UInt8(original)
+            }
+        }
+        retransmitted = resent
         var outgoing = (0..<128).map { UInt8($0) }
         for format in stream.sendFormats {
             guard let codec = format.codec, (0..<128).contains(format.payloadType) else { continue }
@@ -452,10 +462,19 @@ final class RTPPeerWorker: @unchecked Sendable {
             return
         }
         let route = routes[index]
-        guard route.receives, var header = try? RTPHeader(parsing: datagram),
-            case let enginePayloadType = route.wireToEngine[Int(header.payloadType)],
-            enginePayloadType != RTPPeerRoute.none
-        else {
+        guard route.receives, var header = try? RTPHeader(parsing: datagram) else {
+            state.delta[index].ignored += 1
+            return
+        }
+        let original = route.retransmitted[Int(header.payloadType)]
+        if original != RTPPeerRoute.none {
+            handleRetransmission(
+                datagram, header, original: original, from: sender, route: index, &state, endpoint: endpoint,
+                channelId: channelId)
+            return
+        }
+        let enginePayloadType = route.wireToEngine[Int(header.payloadType)]
+        guard enginePayloadType != RTPPeerRoute.none else {
             state.delta[index].ignored += 1
             return
         }
@@ -488,6 +507,39 @@ final class RTPPeerWorker: @unchecked Sendable {
         header.payloadType = enginePayloadType
         endpoint.transportReceive(
             RTPPacket(trusted: bytes, header: header), channelId: channelId, from: RTPPeerTransport.peerUid)
+    }
+
+    /// A retransmission in its own payload type and SSRC (RFC 4588 §4): its payload starts with
+    /// the original sequence number. It becomes the original packet again — the media SSRC the
+    /// stream receives, the original sequence number and payload type, the payload after those
+    /// two bytes — in the copy made for the engine. Ignored before the media stream's SSRC is
+    /// known, and when it carries no payload (a padding-only probe).
+    private func handleRetransmission(
+        _ datagram: UnsafeRawBufferPointer, _ header: RTPHeader, original: UInt8, from sender: UDPPeer,
+        route index: Int, _ state: inout ReceiveState, endpoint: TransportEndpoint?, channelId: String?
+    ) {
+        let payloadStart = header.byteCount + 2
+        let payloadEnd = datagram.count - header.paddingByteCount
+        guard let ssrc = state.ssrc[index], payloadStart < payloadEnd else {
+            state.delta[index].ignored += 1
+            return
+        }
+        state.delta[index].packetsReceived += 1
+        state.delta[index].retransmissionsReceived += 1
+        state.delta[index].bytesReceived += Int64(datagram.count)
+        guard let endpoint, let channelId else { return }
+        let enginePayloadType = routes[index].wireToEngine[Int(original)]
+        let restored = RTPHeader(
+            marker: header.marker, payloadType: enginePayloadType,
+            sequenceNumber: UInt16(datagram[header.byteCount]) << 8 | UInt16(datagram[header.byteCount + 1]),
+            timestamp: header.timestamp, ssrc: ssrc)
+        let payload = UnsafeRawBufferPointer(rebasing: datagram[payloadStart..<payloadEnd])
+        let bytes = state.packets.bytes(count: RTPHeader.fixedByteCount + payload.count) { copy in
+            restored.write(into: copy)
+            UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
+        }
+        endpoint.transportReceive(
+            RTPPacket(trusted: bytes, header: restored), channelId: channelId, from: RTPPeerTransport.peerUid)
     }
 
     private func handleRTCP(
@@ -538,6 +590,7 @@ final class RTPPeerWorker: @unchecked Sendable {
                 shared.packetsReceived += d.packetsReceived
                 shared.statistics[index].bytesReceived += d.bytesReceived
                 shared.statistics[index].rtcpReceived += d.rtcpReceived
+                shared.statistics[index].retransmissionsReceived += d.retransmissionsReceived
                 shared.statistics[index].ignored += d.ignored
                 shared.statistics[index].oversized += d.oversized
                 shared.statistics[index].remoteSSRC = state.ssrc[index]

@@ -30,6 +30,20 @@ public struct SessionDescription: Sendable, Equatable {
                 }
             }
 
+            /// For a retransmission format (RFC 4588, "rtx" with `apt=PT` in its fmtp): the payload
+            /// type whose packets it resends. Nil for any other format.
+            public var retransmittedPayloadType: Int? {
+                guard encoding.lowercased() == "rtx", let parameters else { return nil }
+                for item in parameters.split(separator: ";") {
+                    let pair = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    if pair.count == 2, pair[0].lowercased() == "apt", let type = Int(pair[1]), (0..<128).contains(type)
+                    {
+                        return type
+                    }
+                }
+                return nil
+            }
+
             /// Whether this is redundant audio (RFC 2198, "red/48000/2" as browsers offer it for
             /// Opus), which this library receives.
             public var isRedundantAudio: Bool { encoding.lowercased() == "red" && clockRate == 48_000 }
