@@ -65,7 +65,7 @@ struct RTPImpairedNetworkTests {
         let gstreamer = try link.start(
             in: link.b, Self.gstreamerReceiver(port: 5004, latencyMilliseconds: 1000, frames: frames),
             stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
-        Thread.sleep(forTimeInterval: 1)
+        try link.waitForListeners([5004, 5005], in: link.b)
         let sender = try link.start(
             in: link.a,
             [
@@ -125,7 +125,7 @@ struct RTPImpairedNetworkTests {
                 Fixtures.pipebench, "receive", sdp, video, audio, wav, "--rtcp-to", "\(NamespaceLink.addressA):5005",
                 "--idle", "2", "--quiet", "--json",
             ], stdout: folder.file("receive.json"), stderr: folder.file("receive.err"))
-        Thread.sleep(forTimeInterval: 1)
+        try link.waitForListeners([5004, 5005, 5006, 5007], in: link.b)
         // The sender keeps 2 s of packets to answer NACKs (rtprtxqueue) and reads RTCP on its own
         // ports; Opus with in-band FEC, as a voice sender expecting 10 % loss sets it up.
         let gstreamer = try link.start(
@@ -227,7 +227,7 @@ struct RTPImpairedNetworkTests {
         let jitterBuffer = try link.start(
             in: link.b, Self.gstreamerReceiver(port: 6004, latencyMilliseconds: 200, frames: frames),
             stdout: folder.file("gst-receive.out"), stderr: folder.file("gst-receive.err"))
-        Thread.sleep(forTimeInterval: 1)
+        try link.waitForListeners([5004, 5005, 6004, 6005], in: link.b)
         // Two senders of the same file, started together, one per receiver, each answering its
         // own receiver's NACKs (a retransmission one asked for does not reach the other).
         func sender(to port: Int) throws -> Process {
