@@ -8,8 +8,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 seconds="${1:-60}"
-swift build --package-path Fuzz --product FuzzPackets --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address \
-  >/dev/null
+mkdir -p .fuzz
+# The build's output is kept, and shown only when it fails (compiler errors go to stdout). A
+# failed incremental build is tried once more from clean: Fuzz/.build may not have seen files
+# added to the library since it was made.
+build() {
+  swift build --package-path Fuzz --product FuzzPackets --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address \
+    >.fuzz/build.log 2>&1
+}
+if ! build && ! { rm -rf Fuzz/.build && build; }; then
+  echo "fuzz: the harness did not build:" >&2
+  grep -E "error:" .fuzz/build.log | head -20 >&2 || tail -40 .fuzz/build.log >&2
+  exit 1
+fi
 binary="Fuzz/.build/debug/FuzzPackets"
 work=".fuzz/smoke"
 rm -rf "$work"
