@@ -63,6 +63,39 @@ struct AudioReceiverTests {
         #expect(receiver.counters.concealedTicks == 2)
     }
 
+    @Test(
+        "a stall that holds every packet back 150 ms is concealed, then played late: nothing dropped, delay back to target"
+    )
+    func stallPlaysLate() throws {
+        let stream = try packets(150)
+        // Steady arrivals, except that packets 40-47 are held and come together 150 ms after
+        // packet 40 was due (a receive thread or network path that stalled).
+        var arrivals: [Int64?] = stream.indices.map { Int64($0) * 20_000 }
+        for index in 40...47 { arrivals[index] = 40 * 20_000 + 150_000 }
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        let (samples, outputs) = play(receiver, stream, arrivals: arrivals, ticks: 300)
+        // The stall was concealed while it lasted; every packet played once it came.
+        #expect(receiver.latePackets == 0)
+        let concealed = outputs.indices.filter { outputs[$0] == .concealed }
+        #expect((4...16).contains(concealed.count), "concealed ticks \(concealed)")
+        // The delay the stall added was taken out again by shortening (the delay back near its
+        // target), and the audio after it is the source's.
+        #expect(receiver.counters.accelerations > 0)
+        let delay = receiver.inbox.withLock { inbox in
+            inbox.decodedUntil.flatMap { inbox.delay(position: $0, now: 300 * 10_000) }
+        }
+        let target = receiver.targetDelayMicroseconds
+        #expect(delay.map { $0 <= target + 40_000 } ?? false, "delay \(delay ?? -1) µs, target \(target) µs")
+        // Against the same stream played without the stall: the last 0.2 s is the same audio.
+        let (clean, _) = play(
+            try AudioReceiver(sampleRate: 48000, channelCount: 2), stream,
+            arrivals: stream.indices.map { Int64($0) * 20_000 }, ticks: 300)
+        let tail = Array(samples.suffix(19_200))
+        let lag = try #require(lagOfBestMatch(Array(clean.suffix(48_000)), tail, maximumFrames: 14_400))
+        let matched = Array(clean.suffix(48_000)[(clean.count - 48_000 + lag * 2)...].prefix(tail.count))
+        #expect(SignalQuality.snr(reference: matched, test: tail) > 30)
+    }
+
     @Test("a sender whose clock jumps restarts playout instead of having its packets dropped")
     func senderRestart() throws {
         let stream = try packets(40)

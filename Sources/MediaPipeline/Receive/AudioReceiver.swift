@@ -41,6 +41,11 @@ final class AudioReceiver: @unchecked Sendable {
         /// The end of the audio decoded (or concealed) so far, in media microseconds; nil before
         /// playout starts, and after a long gap until it starts again.
         var decodedUntil: Int64?
+        /// Concealment played while nothing was queued, past ``decodedUntil``: media time not
+        /// yet given up, as the packet due may only be late (libwebrtc's NetEq does not move its
+        /// timestamp while it expands). If that packet comes, it plays, and the delay has grown
+        /// by this much; if a later one comes, this much of the gap before it was covered.
+        var expandedMicroseconds: Int64 = 0
         /// Packets dropped because they came after their time was played, or twice.
         var latePackets = 0
         /// Times playout started again: a sender whose clock jumped, a new stream, a long gap.
@@ -137,6 +142,7 @@ final class AudioReceiver: @unchecked Sendable {
         private mutating func restartPlayout() {
             queue.removeAll()
             decodedUntil = nil
+            expandedMicroseconds = 0
             restarts += 1
         }
 
@@ -157,8 +163,16 @@ final class AudioReceiver: @unchecked Sendable {
             }
             let gap = head.timestampMicroseconds - until
             if gap < 1_000 {
+                // The packet due (late, if concealment played while waiting for it).
+                expandedMicroseconds = 0
                 queue.pop()
                 return decoding(head)
+            }
+            if expandedMicroseconds > 0 {
+                // A later packet: what was concealed while waiting stood in for the gap's start.
+                decodedUntil = until + min(expandedMicroseconds, gap)
+                expandedMicroseconds = 0
+                return nextStep(now: now)
             }
             if let last = lastDecodedSequence, let next = head.sequence, next == last + 1 {
                 // Nothing is missing, yet media time moved on: the sender skipped silence (DTX).
@@ -166,6 +180,7 @@ final class AudioReceiver: @unchecked Sendable {
             }
             if gap > Self.restartGapMicroseconds {
                 decodedUntil = nil
+                expandedMicroseconds = 0
                 restarts += 1
                 return nextStep(now: now)
             }
@@ -329,7 +344,7 @@ final class AudioReceiver: @unchecked Sendable {
                 starved = true
                 starvedMicroseconds += 10_000
                 guard counters.packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds,
-                    conceal(microseconds(frames: needed - bufferedFrames), decoder)
+                    conceal(microseconds(frames: needed - bufferedFrames), decoder, waiting: true)
                 else {
                     // Silent from here: playout starts again when packets come back.
                     decodedStart = 0
@@ -337,6 +352,7 @@ final class AudioReceiver: @unchecked Sendable {
                     inbox.withLock { inbox in
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
                         inbox.decodedUntil = nil
+                        inbox.expandedMicroseconds = 0
                     }
                     if counters.packetsDecoded > 0 { counters.silentTicks += 1 }
                     return .none
@@ -351,11 +367,16 @@ final class AudioReceiver: @unchecked Sendable {
                 return .none
             }
         }
-        if !starved { starvedMicroseconds = 0 }
-        stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
+        if !starved {
+            starvedMicroseconds = 0
+            // Not while waiting for a packet: the concealment buffered is no audio to stretch.
+            stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
+        }
         let buffered = microseconds(frames: bufferedFrames)
         frameRTPTimestamp = inbox.withLock { inbox in
-            inbox.decodedUntil.flatMap { inbox.assembler.rtpTimestamp(microseconds: $0 - buffered) }
+            inbox.decodedUntil.flatMap {
+                inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
+            }
         }
         for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
         decodedStart += frame.count
@@ -424,15 +445,23 @@ final class AudioReceiver: @unchecked Sendable {
     }
 
     /// Appends `missing` microseconds (whole 2.5 ms steps, at least one) of Opus loss
-    /// concealment; the concealed time counts as played, so its packet would now be late.
-    private func conceal(_ missing: Int64, _ decoder: AudioDecoding) -> Bool {
+    /// concealment. For a gap before a queued packet, the concealed time counts as played, so
+    /// the missing packet would now be late; `waiting` for a packet with nothing queued, it
+    /// is set aside (``Inbox/expandedMicroseconds``): the packet due still plays if it comes.
+    private func conceal(_ missing: Int64, _ decoder: AudioDecoding, waiting: Bool = false) -> Bool {
         let step = sampleRate / 400
         let wanted = max(step, (frames(microseconds: missing) + step - 1) / step * step)
         let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
         guard let count = try? decoder.concealLoss(samplesPerChannel: wanted, into: room) else { return false }
         decodedEnd += count * channelCount
         let concealedTime = microseconds(frames: count)
-        inbox.withLock { $0.decodedUntil = $0.decodedUntil.map { $0 + concealedTime } }
+        inbox.withLock { inbox in
+            if waiting {
+                inbox.expandedMicroseconds += concealedTime
+            } else {
+                inbox.decodedUntil = inbox.decodedUntil.map { $0 + concealedTime }
+            }
+        }
         return true
     }
 
