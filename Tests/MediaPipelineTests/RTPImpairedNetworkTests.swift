@@ -123,7 +123,7 @@ struct RTPImpairedNetworkTests {
             in: link.b,
             [
                 Fixtures.pipebench, "receive", sdp, video, audio, wav, "--rtcp-to", "\(NamespaceLink.addressA):5005",
-                "--idle", "2", "--quiet", "--json",
+                "--idle", "2", "--json",
             ], stdout: folder.file("receive.json"), stderr: folder.file("receive.err"))
         try link.waitForListeners([5004, 5005, 5006, 5007], in: link.b)
         // The sender keeps 2 s of packets to answer NACKs (rtprtxqueue) and reads RTCP on its own
@@ -157,8 +157,11 @@ struct RTPImpairedNetworkTests {
         let receiverEnded = receiver.wait(upTo: 30)
         gstreamer.wait(upTo: 0)
         let report = try String(contentsOfFile: folder.file("receive.json"), encoding: .utf8)
+        // Its statistics each second and GStreamer's messages, for a failure's message.
         let errors = try String(contentsOfFile: folder.file("receive.err"), encoding: .utf8)
-        #expect(receiverEnded && receiver.terminationStatus == 0, "\(errors)")
+        let gstreamerErrors = try String(contentsOfFile: folder.file("gst.err"), encoding: .utf8)
+        try #require(
+            receiverEnded && receiver.terminationStatus == 0, "\(errors)\nGStreamer: \(gstreamerErrors.suffix(2000))")
         let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
         let streams = json?["streams"] as? [[String: Any]] ?? []
         let videoStream = streams.first { $0["kind"] as? String == "video" } ?? [:]

@@ -191,6 +191,51 @@ struct RTPSessionTests {
         #expect(receiver.channel.remoteStreamTotals(RTPSession.peerUid)?.videoPacketsLost == 0)
     }
 
+    @Test("datagrams that come between binding and joining wait in the socket: the first keyframe is not lost")
+    func packetsBeforeJoin() throws {
+        let folder = TemporaryFolder()
+        var stream = RTPPeerStream(kind: .video, localAddress: "127.0.0.1")
+        stream.receiveFormats = [.init(payloadType: 100, encoding: "VP8", clockRate: 90_000)]
+        let transport = try RTPPeerTransport(streams: [stream])
+        defer { transport.close() }
+        // A peer that starts sending as soon as the port is bound: three frames, the keyframe
+        // first, before the engine even exists.
+        let reader = try IVFReader(path: Fixtures.motionIVF)
+        var frames: [[UInt8]] = []
+        while frames.count < 3, let frame = try reader.readFrame() { frames.append(frame.bytes) }
+        var packetizer = try RTPPacketizer(codec: .vp8, ssrc: 0x1234, payloadType: 100)
+        let socket = try UDPSocket(address: "127.0.0.1", port: 0)
+        let peer = try UDPPeer(host: "127.0.0.1", port: transport.streams[0].localPort)
+        var sent = 0
+        for (index, bytes) in frames.enumerated() {
+            try packetizer.packetize(
+                EncodedFrame(
+                    bytes: bytes, codec: .vp8, isKeyframe: index == 0,
+                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333)
+            ) { packet in
+                packet.bytes.withUnsafeBytes { _ = socket.send($0, to: peer) }
+                sent += 1
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        let engine = try MediaEngine(transport: transport, clock: WallClock())
+        defer { engine.destroy() }
+        let channel = try engine.createChannel(RTPSession.channelId)
+        try channel.join(uid: 7, options: .subscribeOnly)
+        let recording = try engine.startRecording(
+            channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: folder.file("video.ivf"), media: .video)
+        for _ in 0..<100 where channel.remoteStreamTotals(RTPSession.peerUid)?.videoFramesDecoded ?? 0 < 3 {
+            engine.renderVideo()
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let (_, written) = try engine.stopRecording(recording)
+        let ivf = try IVFReader(path: folder.file("video.ivf"))
+        var received: [[UInt8]] = []
+        while let frame = try ivf.readFrame() { received.append(frame.bytes) }
+        #expect(written == 3 && received == frames, "\(written) frames; \(transport.statistics)")
+        #expect(transport.statistics[0].packetsReceived == Int64(sent))
+    }
+
     @Test("a transport carries one channel; the peer's uid and a bad remote are refused")
     func refusals() throws {
         #expect(throws: MediaError.self) {

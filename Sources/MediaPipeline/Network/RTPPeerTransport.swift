@@ -52,7 +52,8 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
     /// is thread-safe; nothing else is shared but `shared`, under its lock).
     private let worker: RTPPeerWorker
 
-    /// Binds every stream's sockets and starts the receive thread. Video packets are paced at
+    /// Binds every stream's sockets; the receive thread starts when the engine joins (until
+    /// then the peer's datagrams wait in the sockets' buffers). Video packets are paced at
     /// `pacingBitsPerSecond` at least (or twice the rate sent lately, when that is more), so a
     /// keyframe leaves spread out; nil sends each packet as it comes.
     /// - Throws: ``MediaError`` naming the address and port that cannot be bound, or a remote
@@ -70,7 +71,6 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
         }
         self.streams = bound
         worker = RTPPeerWorker(routes: routes, pacingBitsPerSecond: pacingBitsPerSecond)
-        worker.start()
     }
 
     deinit { worker.stop() }
@@ -157,6 +157,9 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
             endpoint.transportUserJoined(channelId: channelId, uid: Self.peerUid, media: peerMedia)
         }
         answer(.success(chosen))
+        // Receiving starts now that the engine knows the channel and the peer: what came since
+        // the sockets were bound waited in their buffers, and is not lost.
+        worker.start()
     }
 
     public func leave(channelId: String, uid: UInt32) {

@@ -125,8 +125,10 @@ final class RTPPeerWorker: @unchecked Sendable {
 
     var statistics: [RTPPeerStreamStatistics] { shared.withLock { $0.statistics } }
 
+    /// Starts the receive thread, once (later calls do nothing).
     func start() {
         threadLock.withLock {
+            guard thread == nil, !stopped else { return }
             var handle = pthread_t()
             let context = Unmanaged.passRetained(self).toOpaque()
             let status = pthread_create(
