@@ -74,6 +74,7 @@ struct ReceiveCommand: ParsableCommand {
                             "kind": $0.kind.rawValue, "packets": $0.packets, "packetsLost": $0.packetsLost,
                             "frames": $0.frames, "nacksSent": $0.nacksSent,
                             "keyframeRequestsSent": $0.keyframeRequestsSent, "framesConcealed": $0.framesConcealed,
+                            "framesConcealedSilent": $0.framesConcealedSilent,
                             "ignored": $0.ignored, "bye": $0.sawBye, "meanAddedDelayMs": $0.meanAddedDelayMs,
                             "packetsRecovered": $0.packetsRecovered,
                             "retransmissionsReceived": $0.retransmissionsReceived,
@@ -102,7 +103,8 @@ struct ReceiveCommand: ParsableCommand {
             text += ", \(stream.frames) frames, \(stream.nacksSent) NACKs, \(stream.keyframeRequestsSent) PLIs"
             text += String(format: ", %.0f ms added delay", stream.meanAddedDelayMs)
         } else {
-            text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed)"
+            text += ", \(stream.frames) frames played (\(stream.framesConcealed) concealed, "
+            text += "\(stream.framesConcealedSilent) of them silent)"
             text += ", \(stream.packetsRecovered) rebuilt (FEC or RED)"
         }
         if stream.retransmissionsReceived > 0 { text += ", \(stream.retransmissionsReceived) RTX" }

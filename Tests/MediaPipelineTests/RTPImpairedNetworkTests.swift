@@ -176,6 +176,8 @@ struct RTPImpairedNetworkTests {
         #expect(psnr >= 35, "mean PSNR \(psnr) dB; \(report)")
         let frames = audioStream["frames"] as? Int ?? 0
         let concealed = audioStream["framesConcealed"] as? Int ?? 0
+        let silent = audioStream["framesConcealedSilent"] as? Int ?? 0
+        #expect((0...concealed).contains(silent), "\(report)")
         let share = Double(concealed) / Double(max(1, frames))
         let audioLost = audioStream["packetsLost"] as? Int ?? 0
         let audioPackets = audioStream["packets"] as? Int ?? 0
@@ -195,7 +197,7 @@ struct RTPImpairedNetworkTests {
             "GStreamer sending\(webRTCStyle ? " (video RTX, audio RED)" : "") over 10 % loss, 40 ± 20 ms, 5 % reordering: "
                 + "\(dropped) datagrams dropped, video \(videoStream["packetsLost"] ?? "?") "
                 + "packets lost after \(videoStream["nacksSent"] ?? "?") NACKs, PSNR \(String(format: "%.1f", psnr)) dB, "
-                + "audio \(concealed)/\(frames) ticks concealed, \(audioLost) packets lost, "
+                + "audio \(concealed)/\(frames) ticks concealed (\(concealed - silent) audible), \(audioLost) packets lost, "
                 + "\(audioStream["packetsRecovered"] ?? "?") rebuilt (FEC or RED), "
                 + "\(videoStream["retransmissionsReceived"] ?? "?") video RTX packets")
     }

@@ -169,6 +169,7 @@ public final class MediaChannel: Sendable {
                     totals.audioPacketsLost = audio.packetsLost
                     totals.audioFrames = counters.ticks
                     totals.audioFramesConcealed = counters.concealedTicks
+                    totals.audioFramesConcealedSilent = counters.silentConcealedTicks
                     totals.audioPacketsDecoded = counters.packetsDecoded
                     totals.audioPacketsRecovered = counters.packetsRecovered
                 }

@@ -130,6 +130,9 @@ public struct RemoteStreamTotals: Sendable, Equatable {
     public var audioPacketsLost: Int64 = 0, videoPacketsLost: Int64 = 0
     /// Audio: 10 ms frames played, and those holding loss concealment.
     public var audioFrames: Int64 = 0, audioFramesConcealed: Int64 = 0
+    /// Audio: the concealed frames that are silent (below about -50 dBFS, where concealment is
+    /// not heard: the W3C statistics' silent concealed samples).
+    public var audioFramesConcealedSilent: Int64 = 0
     /// Audio: packets decoded, and lost packets rebuilt from in-band FEC or redundancy.
     public var audioPacketsDecoded: Int64 = 0, audioPacketsRecovered: Int64 = 0
     /// Video: frames decoded, and frames dropped before decoding (incomplete, or after a gap

@@ -16,6 +16,9 @@ public struct RTPReceiveSummary: Sendable, Equatable {
         /// played and those of them concealed, up to the last frame that was not (the silence
         /// concealed after the sender stopped is not loss).
         public var frames: Int64, nacksSent: Int64, keyframeRequestsSent: Int64, framesConcealed: Int64
+        /// Audio: the concealed frames that are silent (under about -50 dBFS: not heard), counted
+        /// in ``framesConcealed`` too.
+        public var framesConcealedSilent: Int64 = 0
         /// Whether the sender said goodbye (RTCP BYE).
         public var sawBye: Bool
         /// Video: how long frames waited, on average, beyond their fastest path before being
@@ -155,7 +158,7 @@ public enum RTPFileReceiver {
         var drainUntil: Int64?
         var endedBy = "timeout"
         // The audio counts at the last tick that played received audio (none of it concealed).
-        var lastHeard: (frames: Int64, concealed: Int64)?
+        var lastHeard: (frames: Int64, concealed: Int64, silent: Int64)?
         var concealedBefore: Int64 = 0
         // The audio frames played so far, and the silent 10 ms written to the WAV only once
         // audio plays again after them (none before the first frame, none after the last).
@@ -181,7 +184,7 @@ public enum RTPFileReceiver {
                 // A tick that played and concealed nothing: after the sender's last packet the
                 // buffer conceals for 100 ms and then plays silence, which must not count.
                 if totals.audioFrames > framesBefore && totals.audioFramesConcealed == concealedBefore {
-                    lastHeard = (totals.audioFrames, totals.audioFramesConcealed)
+                    lastHeard = (totals.audioFrames, totals.audioFramesConcealed, totals.audioFramesConcealedSilent)
                 }
                 concealedBefore = totals.audioFramesConcealed
                 played = totals.audioFrames > framesBefore
@@ -226,7 +229,8 @@ public enum RTPFileReceiver {
         renderer?.stop()
         var streamsReceived = summarize(session, session.transport.statistics)
         if let lastHeard, let a = streamsReceived.firstIndex(where: { $0.kind == .audio }) {
-            (streamsReceived[a].frames, streamsReceived[a].framesConcealed) = lastHeard
+            (streamsReceived[a].frames, streamsReceived[a].framesConcealed, streamsReceived[a].framesConcealedSilent) =
+                lastHeard
         }
         var written: [RTPReceiveSummary.Output] = []
         var failure: Error?
@@ -280,7 +284,8 @@ public enum RTPFileReceiver {
                 frames: isVideo ? totals.videoFramesDecoded : totals.audioFrames,
                 nacksSent: isVideo ? totals.nacksSent : 0,
                 keyframeRequestsSent: isVideo ? totals.keyframeRequestsSent : 0,
-                framesConcealed: isVideo ? 0 : totals.audioFramesConcealed, sawBye: counts.byeReceived,
+                framesConcealed: isVideo ? 0 : totals.audioFramesConcealed,
+                framesConcealedSilent: isVideo ? 0 : totals.audioFramesConcealedSilent, sawBye: counts.byeReceived,
                 meanAddedDelayMs: isVideo ? totals.videoMeanAddedDelayMs : 0,
                 packetsRecovered: isVideo ? 0 : totals.audioPacketsRecovered,
                 retransmissionsReceived: counts.retransmissionsReceived)
