@@ -38,6 +38,29 @@ final class NamespaceLink {
                 throw LinkError("ip \(step.joined(separator: " ")) failed (root and iproute2 needed): \(result.stderr)")
             }
         }
+        // Each side knows the other's link address from the start. Otherwise the first packets
+        // wait for ARP, and one sent as it completes overtakes them: captured in B, a file
+        // sender's first keyframe arrived with its ninth packet first, under load.
+        for (side, device, other, otherDevice, otherAddress) in [
+            (a, va, b, vb, Self.addressB), (b, vb, a, va, Self.addressA),
+        ] {
+            let listing = try runTool("/usr/sbin/ip", ["-n", other, "-o", "link", "show", otherDevice]).stdout
+            let words = listing.split(separator: " ")
+            guard let at = words.firstIndex(of: "link/ether"), at + 1 < words.count else {
+                removeNamespaces()
+                throw LinkError("no link address for \(otherDevice) in \(other): \(listing)")
+            }
+            let neighbour = try runTool(
+                "/usr/sbin/ip",
+                [
+                    "-n", side, "neigh", "replace", otherAddress, "lladdr", String(words[at + 1]), "dev", device, "nud",
+                    "permanent",
+                ])
+            guard neighbour.status == 0 else {
+                removeNamespaces()
+                throw LinkError("ip neigh in \(side) failed: \(neighbour.stderr)")
+            }
+        }
         // Rules that only count what leaves A, and what of it goes to the video port (see
         // waitForTraffic).
         for (match, marker) in [([String](), "mp-count"), (["--dport", "\(Self.videoPort)"], "mp-video")] {
