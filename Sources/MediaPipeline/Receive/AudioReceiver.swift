@@ -141,9 +141,15 @@ final class AudioReceiver: @unchecked Sendable {
         /// Forgets what is queued and where playout stood.
         private mutating func restartPlayout() {
             queue.removeAll()
+            forgetPosition()
+            restarts += 1
+        }
+
+        /// Forgets where playout stood (and the concealment set aside past it): the next packet
+        /// starts it again.
+        mutating func forgetPosition() {
             decodedUntil = nil
             expandedMicroseconds = 0
-            restarts += 1
         }
 
         /// What the playout does next at clock time `now`.
@@ -179,8 +185,7 @@ final class AudioReceiver: @unchecked Sendable {
                 return .comfortNoise(min(gap, 10_000))
             }
             if gap > Self.restartGapMicroseconds {
-                decodedUntil = nil
-                expandedMicroseconds = 0
+                forgetPosition()
                 restarts += 1
                 return nextStep(now: now)
             }
@@ -351,8 +356,7 @@ final class AudioReceiver: @unchecked Sendable {
                     decodedEnd = 0
                     inbox.withLock { inbox in
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
-                        inbox.decodedUntil = nil
-                        inbox.expandedMicroseconds = 0
+                        inbox.forgetPosition()
                     }
                     if counters.packetsDecoded > 0 { counters.silentTicks += 1 }
                     return .none
