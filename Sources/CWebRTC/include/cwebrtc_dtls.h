@@ -1,0 +1,3 @@
+#ifndef CWEBRTC_DTLS_H
+#define CWEBRTC_DTLS_H
+#endif

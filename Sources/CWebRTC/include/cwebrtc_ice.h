@@ -1,0 +1,3 @@
+#ifndef CWEBRTC_ICE_H
+#define CWEBRTC_ICE_H
+#endif

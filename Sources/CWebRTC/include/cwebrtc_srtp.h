@@ -1,0 +1,3 @@
+#ifndef CWEBRTC_SRTP_H
+#define CWEBRTC_SRTP_H
+#endif
