@@ -27,6 +27,13 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason) {
         engine?.connectionStateChanged(channelId: channelId, state: state, reason: reason)
     }
+    func transportLocalStreams() -> LocalStreamDescription? {
+        guard let engine else { return nil }
+        return LocalStreamDescription(
+            audioSSRC: engine.rtp.audioSSRC, videoSSRC: engine.rtp.videoSSRC, feedbackSSRC: engine.rtp.feedbackSSRC,
+            videoCodec: engine.configuration.videoCodec.mediaCodec,
+            audioRedundancy: engine.configuration.audioRedundancy)
+    }
 }
 
 /// What the transport reports, as inputs to the control plane. Packets go into the receivers

@@ -17,6 +17,40 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     /// The connection of this endpoint's membership in `channelId` changed on the transport's
     /// side (interrupted, restored, lost for good).
     func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason)
+    /// The streams this endpoint publishes with, for a transport that announces them before the
+    /// first packet (a WebRTC offer names each SSRC and codec). Nil when the endpoint does not say.
+    func transportLocalStreams() -> LocalStreamDescription?
+}
+
+extension TransportEndpoint {
+    /// Endpoints that do not describe their streams.
+    public func transportLocalStreams() -> LocalStreamDescription? { nil }
+}
+
+/// The streams an endpoint publishes, as a signalling transport announces them: their SSRCs
+/// (RFC 3550), the video codec, and whether audio goes out as RFC 2198 redundancy.
+public struct LocalStreamDescription: Sendable, Equatable {
+    /// The SSRC of the audio stream.
+    public var audioSSRC: UInt32
+    /// The SSRC of the video stream.
+    public var videoSSRC: UInt32
+    /// The SSRC that receiver reports and feedback come from.
+    public var feedbackSSRC: UInt32
+    /// The video codec.
+    public var videoCodec: MediaCodec
+    /// Whether audio is sent as redundant audio (RFC 2198, payload type ``RTPPayloadType/red``).
+    public var audioRedundancy: Bool
+
+    /// A description.
+    public init(
+        audioSSRC: UInt32, videoSSRC: UInt32, feedbackSSRC: UInt32, videoCodec: MediaCodec, audioRedundancy: Bool
+    ) {
+        self.audioSSRC = audioSSRC
+        self.videoSSRC = videoSSRC
+        self.feedbackSSRC = feedbackSSRC
+        self.videoCodec = videoCodec
+        self.audioRedundancy = audioRedundancy
+    }
 }
 
 /// How engines reach each other, in two surfaces: asynchronous signalling (a join is answered
