@@ -1,0 +1,151 @@
+/// How a remote sender's payload types map to the engine's (``RTPPayloadType``): its numbers
+/// come from the SDP it offered or answered, and may differ from ours.
+struct PayloadTypeMap: Sendable, Equatable {
+    /// Marks a payload type with no meaning here.
+    static let none: UInt8 = 0xFF
+    /// Remote payload type → the engine's (``none``: not received).
+    private(set) var remoteToEngine = [UInt8](repeating: none, count: 128)
+    /// Remote retransmission payload type (RFC 4588 rtx) → the remote payload type it resends.
+    private(set) var retransmitted = [UInt8](repeating: none, count: 128)
+
+    /// An empty map: nothing is received.
+    init() {}
+
+    /// Receives `remote` as the engine's `engine`.
+    mutating func map(remote: Int, to engine: UInt8) {
+        guard (0..<128).contains(remote) else { return }
+        remoteToEngine[remote] = engine
+    }
+
+    /// Receives `remote` as retransmissions (RFC 4588) of `original`.
+    mutating func mapRetransmission(remote: Int, resending original: Int) {
+        guard (0..<128).contains(remote), (0..<128).contains(original) else { return }
+        retransmitted[remote] = UInt8(original)
+    }
+
+    /// The engine's payload type for the remote `payloadType` (``none`` when not received).
+    func engine(_ payloadType: UInt8) -> UInt8 { remoteToEngine[Int(payloadType & 0x7F)] }
+}
+
+/// Turns one remote sender's unprotected RTP and RTCP into the engine's packets: copied once
+/// into recycled storage with the payload type mapped to the engine's (and the blocks of
+/// redundant audio likewise), retransmissions in their own SSRC and payload type (RFC 4588)
+/// made the original packet again, and handed to the endpoint as user `uid` of `channelId`.
+/// Confined to the thread that delivers the packets (a connection's ICE loop thread).
+final class ReceivedPacketMapper {
+    /// What was received and what was dropped.
+    struct Counters: Sendable, Equatable {
+        /// RTP packets handed on (retransmissions included) and their bytes.
+        var packets: Int64 = 0, bytes: Int64 = 0
+        /// Retransmissions made original packets again.
+        var retransmissions: Int64 = 0
+        /// RTCP compound packets handed on.
+        var rtcp: Int64 = 0
+        /// Packets that were not RTP of a payload type received, or a retransmission before its
+        /// stream's first packet: dropped.
+        var ignored: Int64 = 0
+        /// Packets of a kind the endpoint is not subscribed to: dropped.
+        var unsubscribed: Int64 = 0
+    }
+
+    let channelId: String
+    let uid: UInt32
+    private weak var endpoint: TransportEndpoint?
+    private let payloadTypes: PayloadTypeMap
+    private let packets = ByteRecycler(slotCount: 2048, capacity: 1300)
+    private let feedback = ByteRecycler(slotCount: 64, capacity: 1500)
+    /// The media SSRC of each kind (audio 0, video 1), once its first packet came.
+    private var mediaSSRC: [UInt32?] = [nil, nil]
+    /// Which kinds are handed on (audio 0, video 1); set from any thread.
+    private let subscribed = LockedValue([true, true])
+    private(set) var counters = Counters()
+
+    /// A mapper for `uid`'s streams in `channelId`.
+    init(channelId: String, uid: UInt32, endpoint: TransportEndpoint, payloadTypes: PayloadTypeMap) {
+        self.channelId = channelId
+        self.uid = uid
+        self.endpoint = endpoint
+        self.payloadTypes = payloadTypes
+    }
+
+    /// Whether packets of `kind` are handed on (any thread).
+    func setSubscribed(_ value: Bool, _ kind: MediaKind) {
+        subscribed.withLock { $0[kind == .audio ? 0 : 1] = value }
+    }
+
+    /// One unprotected RTP packet.
+    func rtp(_ datagram: UnsafeRawBufferPointer) {
+        guard var header = try? RTPHeader(parsing: datagram) else {
+            counters.ignored += 1
+            return
+        }
+        let original = payloadTypes.retransmitted[Int(header.payloadType)]
+        if original != PayloadTypeMap.none { return retransmission(datagram, header, original: original) }
+        let enginePayloadType = payloadTypes.engine(header.payloadType)
+        guard enginePayloadType != PayloadTypeMap.none, let codec = RTPPayloadType.codec(enginePayloadType) else {
+            counters.ignored += 1
+            return
+        }
+        let kindIndex = codec.kind == .audio ? 0 : 1
+        mediaSSRC[kindIndex] = header.ssrc
+        guard subscribed.withLock({ $0[kindIndex] }) else {
+            counters.unsubscribed += 1
+            return
+        }
+        guard let endpoint else { return }
+        let map = payloadTypes.remoteToEngine
+        let bytes = packets.bytes(count: datagram.count) { copy in
+            copy.copyMemory(from: datagram)
+            copy[1] = copy[1] & 0x80 | enginePayloadType
+            if enginePayloadType == RTPPayloadType.red, header.byteCount + header.paddingByteCount <= copy.count {
+                // Redundant audio: its blocks name the sender's Opus payload type too.
+                AudioRedundancy.mapBlockPayloadTypes(
+                    in: UnsafeMutableRawBufferPointer(
+                        rebasing: copy[header.byteCount..<(copy.count - header.paddingByteCount)]),
+                    map)
+            }
+        }
+        header.payloadType = enginePayloadType
+        counters.packets += 1
+        counters.bytes += Int64(datagram.count)
+        endpoint.transportReceive(RTPPacket(trusted: bytes, header: header), channelId: channelId, from: uid)
+    }
+
+    /// A retransmission (RFC 4588 §4): the original sequence number leads its payload.
+    private func retransmission(_ datagram: UnsafeRawBufferPointer, _ header: RTPHeader, original: UInt8) {
+        let enginePayloadType = payloadTypes.engine(original)
+        let payloadStart = header.byteCount + 2
+        let payloadEnd = datagram.count - header.paddingByteCount
+        guard enginePayloadType != PayloadTypeMap.none, let codec = RTPPayloadType.codec(enginePayloadType),
+            let ssrc = mediaSSRC[codec.kind == .audio ? 0 : 1], payloadStart < payloadEnd
+        else {
+            counters.ignored += 1
+            return
+        }
+        guard subscribed.withLock({ $0[codec.kind == .audio ? 0 : 1] }) else {
+            counters.unsubscribed += 1
+            return
+        }
+        guard let endpoint else { return }
+        let restored = RTPHeader(
+            marker: header.marker, payloadType: enginePayloadType,
+            sequenceNumber: UInt16(datagram[header.byteCount]) << 8 | UInt16(datagram[header.byteCount + 1]),
+            timestamp: header.timestamp, ssrc: ssrc)
+        let payload = UnsafeRawBufferPointer(rebasing: datagram[payloadStart..<payloadEnd])
+        let bytes = packets.bytes(count: RTPHeader.fixedByteCount + payload.count) { copy in
+            restored.write(into: copy)
+            UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
+        }
+        counters.packets += 1
+        counters.retransmissions += 1
+        counters.bytes += Int64(datagram.count)
+        endpoint.transportReceive(RTPPacket(trusted: bytes, header: restored), channelId: channelId, from: uid)
+    }
+
+    /// One unprotected RTCP compound packet from the sender (its sender reports) or the server.
+    func rtcp(_ datagram: UnsafeRawBufferPointer) {
+        guard let endpoint else { return }
+        counters.rtcp += 1
+        endpoint.transportReceiveRTCP(feedback.bytes(copying: datagram), channelId: channelId, from: uid)
+    }
+}
