@@ -31,8 +31,11 @@ struct PayloadTypeMap: Sendable, Equatable {
 /// into recycled storage with the payload type mapped to the engine's (and the blocks of
 /// redundant audio likewise), retransmissions in their own SSRC and payload type (RFC 4588)
 /// made the original packet again, and handed to the endpoint as user `uid` of `channelId`.
-/// Confined to the thread that delivers the packets (a connection's ICE loop thread).
-final class ReceivedPacketMapper {
+///
+/// `@unchecked Sendable`: the packet state is confined to the thread that delivers the packets
+/// (a connection's ICE loop thread); ``payloadTypes`` is set before the connection starts, and
+/// what other threads touch (``counters``, the subscribed kinds) is behind locks.
+final class ReceivedPacketMapper: @unchecked Sendable {
     /// What was received and what was dropped.
     struct Counters: Sendable, Equatable {
         /// RTP packets handed on (retransmissions included) and their bytes.
@@ -51,22 +54,26 @@ final class ReceivedPacketMapper {
     let channelId: String
     let uid: UInt32
     private weak var endpoint: TransportEndpoint?
-    private let payloadTypes: PayloadTypeMap
+    /// How the sender's payload types map to the engine's: set before its connection starts
+    /// (nothing is received until then).
+    var payloadTypes = PayloadTypeMap()
     private let packets = ByteRecycler(slotCount: 2048, capacity: 1300)
     private let feedback = ByteRecycler(slotCount: 64, capacity: 1500)
     /// The media SSRC of each kind (audio 0, video 1), once its first packet came.
     private var mediaSSRC: [UInt32?] = [nil, nil]
     /// Which kinds are handed on (audio 0, video 1); set from any thread.
     private let subscribed = LockedValue([true, true])
-    private(set) var counters = Counters()
+    private let counted = LockedValue(Counters())
 
     /// A mapper for `uid`'s streams in `channelId`.
-    init(channelId: String, uid: UInt32, endpoint: TransportEndpoint, payloadTypes: PayloadTypeMap) {
+    init(channelId: String, uid: UInt32, endpoint: TransportEndpoint) {
         self.channelId = channelId
         self.uid = uid
         self.endpoint = endpoint
-        self.payloadTypes = payloadTypes
     }
+
+    /// What was received and dropped so far (any thread).
+    var counters: Counters { counted.withLock { $0 } }
 
     /// Whether packets of `kind` are handed on (any thread).
     func setSubscribed(_ value: Bool, _ kind: MediaKind) {
@@ -76,20 +83,20 @@ final class ReceivedPacketMapper {
     /// One unprotected RTP packet.
     func rtp(_ datagram: UnsafeRawBufferPointer) {
         guard var header = try? RTPHeader(parsing: datagram) else {
-            counters.ignored += 1
+            counted.withLock { $0.ignored += 1 }
             return
         }
         let original = payloadTypes.retransmitted[Int(header.payloadType)]
         if original != PayloadTypeMap.none { return retransmission(datagram, header, original: original) }
         let enginePayloadType = payloadTypes.engine(header.payloadType)
         guard enginePayloadType != PayloadTypeMap.none, let codec = RTPPayloadType.codec(enginePayloadType) else {
-            counters.ignored += 1
+            counted.withLock { $0.ignored += 1 }
             return
         }
         let kindIndex = codec.kind == .audio ? 0 : 1
         mediaSSRC[kindIndex] = header.ssrc
         guard subscribed.withLock({ $0[kindIndex] }) else {
-            counters.unsubscribed += 1
+            counted.withLock { $0.unsubscribed += 1 }
             return
         }
         guard let endpoint else { return }
@@ -106,8 +113,10 @@ final class ReceivedPacketMapper {
             }
         }
         header.payloadType = enginePayloadType
-        counters.packets += 1
-        counters.bytes += Int64(datagram.count)
+        counted.withLock {
+            $0.packets += 1
+            $0.bytes += Int64(datagram.count)
+        }
         endpoint.transportReceive(RTPPacket(trusted: bytes, header: header), channelId: channelId, from: uid)
     }
 
@@ -119,11 +128,11 @@ final class ReceivedPacketMapper {
         guard enginePayloadType != PayloadTypeMap.none, let codec = RTPPayloadType.codec(enginePayloadType),
             let ssrc = mediaSSRC[codec.kind == .audio ? 0 : 1], payloadStart < payloadEnd
         else {
-            counters.ignored += 1
+            counted.withLock { $0.ignored += 1 }
             return
         }
         guard subscribed.withLock({ $0[codec.kind == .audio ? 0 : 1] }) else {
-            counters.unsubscribed += 1
+            counted.withLock { $0.unsubscribed += 1 }
             return
         }
         guard let endpoint else { return }
@@ -136,16 +145,18 @@ final class ReceivedPacketMapper {
             restored.write(into: copy)
             UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
         }
-        counters.packets += 1
-        counters.retransmissions += 1
-        counters.bytes += Int64(datagram.count)
+        counted.withLock {
+            $0.packets += 1
+            $0.retransmissions += 1
+            $0.bytes += Int64(datagram.count)
+        }
         endpoint.transportReceive(RTPPacket(trusted: bytes, header: restored), channelId: channelId, from: uid)
     }
 
     /// One unprotected RTCP compound packet from the sender (its sender reports) or the server.
     func rtcp(_ datagram: UnsafeRawBufferPointer) {
         guard let endpoint else { return }
-        counters.rtcp += 1
+        counted.withLock { $0.rtcp += 1 }
         endpoint.transportReceiveRTCP(feedback.bytes(copying: datagram), channelId: channelId, from: uid)
     }
 }
