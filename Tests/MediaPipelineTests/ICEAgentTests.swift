@@ -6,16 +6,23 @@ import Testing
 /// What one agent's callbacks saw: states, datagrams, and whether a callback ran off the loop
 /// thread or after close returned.
 private final class Observer: Sendable {
+    /// Everything seen, under one lock.
     private let record = LockedValue(
-        (states: [ICEAgent.State](), datagrams: [[UInt8]](), offLoop: 0, afterClose: 0))
+        (states: [ICEAgent.State](), datagrams: [[UInt8]](), pairs: [String](), offLoop: 0, afterClose: 0))
     /// The agent the callbacks check their thread against (set once it exists, cleared at the end).
     let agent = LockedValue<ICEAgent?>(nil)
     /// Set when close returned.
     let closed = LockedValue(false)
 
+    /// The states reported, in order.
     var states: [ICEAgent.State] { record.withLock { $0.states } }
+    /// The datagrams received, in order.
     var datagrams: [[UInt8]] { record.withLock { $0.datagrams } }
+    /// The selected pairs reported, as "local -> remote".
+    var pairs: [String] { record.withLock { $0.pairs } }
+    /// Callbacks that ran off the agent's loop thread.
     var offLoop: Int { record.withLock { $0.offLoop } }
+    /// Callbacks that ran after close returned.
     var afterClose: Int { record.withLock { $0.afterClose } }
 
     /// A callback ran: counts it against the rules.
@@ -28,11 +35,19 @@ private final class Observer: Sendable {
         }
     }
 
+    /// The state callback.
     func stateChanged(_ state: ICEAgent.State) {
         check()
         record.withLock { $0.states.append(state) }
     }
 
+    /// The selected-pair callback.
+    func selected(_ local: String, _ remote: String) {
+        check()
+        record.withLock { $0.pairs.append("\(local) -> \(remote)") }
+    }
+
+    /// The receive callback.
     func received(_ bytes: UnsafeRawBufferPointer) {
         check()
         record.withLock { $0.datagrams.append(Array(bytes)) }
@@ -41,14 +56,19 @@ private final class Observer: Sendable {
 
 /// An agent with its observer.
 private struct Peer {
+    /// The agent, on 127.0.0.1.
     let agent: ICEAgent
+    /// What its callbacks saw.
     let observer: Observer
+
+    /// A new agent, controlling or controlled, observed.
 
     init(controlling: Bool) throws {
         let observer = Observer()
         let agent = try ICEAgent(
             controlling: controlling, localAddresses: ["127.0.0.1"],
-            onStateChange: { observer.stateChanged($0) }, onReceive: { observer.received($0) })
+            onStateChange: { observer.stateChanged($0) }, onReceive: { observer.received($0) },
+            onSelectedPair: { observer.selected($0, $1) })
         observer.agent.withLock { $0 = agent }
         self.agent = agent
         self.observer = observer
@@ -136,6 +156,7 @@ struct ICEAgentTests {
         let portB = try #require(port(of: candidatesB[0]))
         let pair = try #require(a.agent.selectedPair)
         #expect(pair.local == "127.0.0.1:\(portA)" && pair.remote == "127.0.0.1:\(portB)")
+        #expect(a.observer.pairs.last == "\(pair.local) -> \(pair.remote)")
         #expect(a.observer.states.last == .connected && b.observer.states.contains(.connecting))
 
         // Datagrams of many sizes, each way, sent from this thread and from the loop thread.

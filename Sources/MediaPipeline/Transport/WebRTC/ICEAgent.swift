@@ -46,10 +46,13 @@ final class ICEAgent: Sendable {
     /// The C agent. The handle stays valid until `deinit`; the C side guards every call made after
     /// close (they fail, and `send` returns -1).
     private struct Handle: @unchecked Sendable {
+        /// The `cwebrtc_ice_agent`.
         let pointer: OpaquePointer
     }
 
+    /// The C agent, freed by `deinit`.
     private let handle: Handle
+    /// The local credentials, read at creation and at each restart.
     private let credentials: LockedValue<Credentials>
 
     /// Creates an agent and starts its loop thread.
@@ -60,18 +63,21 @@ final class ICEAgent: Sendable {
     ///   - onStateChange: Called on the loop thread when ``state`` changes (not for ``State/closed``).
     ///   - onReceive: Called on the loop thread with each datagram from the peer; the bytes are valid
     ///     only during the call.
+    ///   - onSelectedPair: Called on the loop thread with each newly selected pair, as
+    ///     ``selectedPair`` gives it (local, remote).
     /// - Throws: ``MediaError`` (`invalidArgument`) naming an address that is not an IP address, or
     ///   when libnice or the thread cannot be set up.
     init(
         controlling: Bool, localAddresses: [String] = [],
         onStateChange: @escaping @Sendable (State) -> Void,
-        onReceive: @escaping @Sendable (UnsafeRawBufferPointer) -> Void
+        onReceive: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
+        onSelectedPair: (@Sendable (_ local: String, _ remote: String) -> Void)? = nil
     ) throws {
         for address in localAddresses
         where address.isEmpty || address.contains(where: { $0 == " " || $0 == "," || $0.isNewline || $0 == "\t" }) {
             throw MediaError.invalidArgument("local address '\(address)' is not an IP address")
         }
-        let box = CallbackBox(onStateChange: onStateChange, onReceive: onReceive)
+        let box = CallbackBox(onStateChange: onStateChange, onReceive: onReceive, onSelectedPair: onSelectedPair)
         var callbacks = cwebrtc_ice_callbacks(
             on_state: { context, state in
                 guard let context else { return }
@@ -82,7 +88,11 @@ final class ICEAgent: Sendable {
                 Unmanaged<CallbackBox>.fromOpaque(context).takeUnretainedValue()
                     .onReceive(UnsafeRawBufferPointer(start: bytes, count: length))
             },
-            on_selected_pair: nil,
+            on_selected_pair: { context, local, remote in
+                guard let context, let local, let remote else { return }
+                Unmanaged<CallbackBox>.fromOpaque(context).takeUnretainedValue()
+                    .onSelectedPair?(String(cString: local), String(cString: remote))
+            },
             release: { context in
                 guard let context else { return }
                 Unmanaged<CallbackBox>.fromOpaque(context).release()
@@ -274,6 +284,7 @@ final class ICEAgent: Sendable {
 
     // MARK: - Private
 
+    /// Reads the local credentials from libnice.
     private func readCredentials() throws -> Credentials {
         var ufrag = [CChar](repeating: 0, count: 257)
         var password = [CChar](repeating: 0, count: 257)
@@ -282,6 +293,7 @@ final class ICEAgent: Sendable {
         return Credentials(ufrag: Self.string(ufrag), password: Self.string(password))
     }
 
+    /// The error for a C status that is not specific to one call.
     private static func error(_ status: Int, doing action: String) -> MediaError {
         switch status {
         case CWEBRTC_ICE_ERROR_CLOSED: return .invalidArgument("cannot \(action): the ICE agent is closed")
@@ -291,6 +303,7 @@ final class ICEAgent: Sendable {
         }
     }
 
+    /// The state for a `CWEBRTC_ICE_STATE_*` value.
     private static func state(_ raw: Int) -> State {
         switch raw {
         case CWEBRTC_ICE_STATE_GATHERING: return .gathering
@@ -302,23 +315,31 @@ final class ICEAgent: Sendable {
         }
     }
 
+    /// The text of a NUL-terminated C buffer.
     private static func string(_ buffer: [CChar]) -> String {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The callbacks, kept alive by the C agent until its teardown (it releases the box then).
     private final class CallbackBox: Sendable {
+        /// The state callback given to `init`.
         let onStateChange: @Sendable (State) -> Void
+        /// The receive callback given to `init`.
         let onReceive: @Sendable (UnsafeRawBufferPointer) -> Void
+        /// The selected-pair callback given to `init`.
+        let onSelectedPair: (@Sendable (String, String) -> Void)?
         /// The last state reported: libnice's connected and ready are one state here.
         private let reported = LockedValue(State.new)
 
+        /// A box for the three callbacks.
         init(
             onStateChange: @escaping @Sendable (State) -> Void,
-            onReceive: @escaping @Sendable (UnsafeRawBufferPointer) -> Void
+            onReceive: @escaping @Sendable (UnsafeRawBufferPointer) -> Void,
+            onSelectedPair: (@Sendable (String, String) -> Void)?
         ) {
             self.onStateChange = onStateChange
             self.onReceive = onReceive
+            self.onSelectedPair = onSelectedPair
         }
 
         /// On the loop thread: reports a change of the mapped state.
@@ -334,7 +355,9 @@ final class ICEAgent: Sendable {
 
     /// Scheduled work, kept alive by the C agent until it ran or was dropped.
     private final class WorkBox: Sendable {
+        /// The work to run.
         let work: @Sendable () -> Void
+        /// A box for `work`.
         init(_ work: @escaping @Sendable () -> Void) { self.work = work }
     }
 }
