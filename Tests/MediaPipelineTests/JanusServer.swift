@@ -264,10 +264,18 @@ final class JanusServer: @unchecked Sendable {
         }
     }
 
+    /// Starts `arguments` with no signal blocked: children of the test process inherit its
+    /// threads' mask, where SIGINT and SIGTERM are blocked (seen in /proc/PID/status: Janus and
+    /// socat then ignored both, and every stop waited for SIGKILL). A Python `exec` wrapper unblocks
+    /// them and keeps the pid.
     private static func spawn(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments =
+            [
+                "-c",
+                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+            ] + arguments
         for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
