@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import MediaPipeline
+
+/// What one side of a back-to-back pair received, in order.
+private final class Received: Sendable {
+    let rtp = Mutex<[[UInt8]]>([])
+    let rtcp = Mutex<[[UInt8]]>([])
+    let states = Mutex<[WebRTCConnection.State]>([])
+
+    var handlers: WebRTCConnection.Handlers {
+        .init(
+            rtp: { bytes in self.rtp.withLock { $0.append(Array(bytes)) } },
+            rtcp: { bytes in self.rtcp.withLock { $0.append(Array(bytes)) } },
+            state: { state in self.states.withLock { $0.append(state) } })
+    }
+}
+
+/// Polls `condition` every 5 ms until it holds or `seconds` pass; true when it held.
+private func eventually(within seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(5_000)
+    }
+    return condition()
+}
+
+/// Two connections on 127.0.0.1 wired to each other: `a` controls ICE and is the DTLS client,
+/// `b` the controlled side and the DTLS server.
+private struct ConnectedPair {
+    let a: WebRTCConnection, b: WebRTCConnection
+    let receivedByA = Received(), receivedByB = Received()
+
+    init(bFingerprint: String? = nil) throws {
+        a = try WebRTCConnection(
+            controllingICE: true, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
+            handlers: receivedByA.handlers)
+        b = try WebRTCConnection(
+            controllingICE: false, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
+            dtlsRole: .server, handlers: receivedByB.handlers)
+        let candidatesA = try a.gatherCandidates()
+        let candidatesB = try b.gatherCandidates()
+        try b.start(
+            remoteCredentials: a.localCredentials, remoteCandidates: candidatesA,
+            remoteFingerprint: a.certificate.fingerprint)
+        try a.start(
+            remoteCredentials: b.localCredentials, remoteCandidates: candidatesB,
+            remoteFingerprint: bFingerprint ?? b.certificate.fingerprint)
+    }
+}
+
+/// An RTP packet of `payloadBytes` bytes (a counting pattern from `seed`).
+private func packet(sequence: UInt16, payloadType: UInt8 = 96, payloadBytes: Int = 1_000, seed: UInt8 = 0)
+    throws -> RTPPacket
+{
+    var bytes = [UInt8](repeating: 0, count: RTPHeader.fixedByteCount + payloadBytes)
+    bytes.withUnsafeMutableBytes { buffer in
+        RTPHeader(
+            marker: false, payloadType: payloadType, sequenceNumber: sequence, timestamp: 90_000,
+            ssrc: 0x1234_5678
+        ).write(into: buffer)
+    }
+    for index in RTPHeader.fixedByteCount..<bytes.count { bytes[index] = UInt8(truncatingIfNeeded: index) &+ seed }
+    return try RTPPacket(bytes)
+}
+
+@Suite("WebRTC connection: ICE, DTLS-SRTP and RFC 7983 demultiplexing back to back")
+struct WebRTCConnectionTests {
+    @Test("two connections agree keys; RTP and RTCP cross protected and arrive as sent, payload type rewritten")
+    func mediaCrosses() throws {
+        let pair = try ConnectedPair()
+        defer {
+            pair.a.close()
+            pair.b.close()
+        }
+        #expect(eventually { pair.a.isConnected && pair.b.isConnected })
+        #expect(pair.receivedByA.states.withLock { $0.last } == .connected)
+        #expect(pair.receivedByB.states.withLock { $0.last } == .connected)
+
+        var sent: [[UInt8]] = []
+        for sequence in 0..<50 {
+            let original = try packet(sequence: UInt16(sequence), seed: UInt8(sequence))
+            #expect(pair.a.sendRTP(original, payloadType: 100))
+            var expected = original.bytes
+            expected[1] = expected[1] & 0x80 | 100
+            sent.append(expected)
+            // The caller's packet is left as it was (it may go to other connections too).
+            #expect(original.header.payloadType == 96)
+            #expect(original.bytes[1] & 0x7F == 96)
+        }
+        #expect(eventually { pair.receivedByB.rtp.withLock { $0.count } == 50 })
+        #expect(pair.receivedByB.rtp.withLock { $0 } == sent)
+
+        // RTCP both ways: a receiver report and a PLI.
+        let report = RTCPCompound.serialize([.receiverReport(ssrc: 7, reports: [])])
+        let pli = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: 7, mediaSSRC: 0x1234_5678)])
+        report.withUnsafeBytes { #expect(pair.b.sendRTCP($0)) }
+        pli.withUnsafeBytes { #expect(pair.a.sendRTCP($0)) }
+        #expect(eventually { pair.receivedByA.rtcp.withLock { $0.count } == 1 })
+        #expect(eventually { pair.receivedByB.rtcp.withLock { $0.count } == 1 })
+        #expect(pair.receivedByA.rtcp.withLock { $0 } == [report])
+        #expect(pair.receivedByB.rtcp.withLock { $0 } == [pli])
+
+        let statisticsA = pair.a.statistics
+        #expect(statisticsA.rtpSent == 50)
+        #expect(statisticsA.rtcpSent == 1)
+        #expect(pair.b.statistics.rtpReceived == 50)
+        #expect(pair.b.statistics.unprotectFailures == 0)
+    }
+
+    @Test("a wrong fingerprint fails the connection: no keys, nothing sent")
+    func wrongFingerprint() throws {
+        let other = try DTLSCertificate.generate()
+        let pair = try ConnectedPair(bFingerprint: other.fingerprint)
+        defer {
+            pair.a.close()
+            pair.b.close()
+        }
+        #expect(
+            eventually {
+                pair.receivedByA.states.withLock { states in
+                    states.contains { if case .failed = $0 { true } else { false } }
+                }
+            })
+        #expect(!pair.a.isConnected)
+        #expect(!pair.a.sendRTP(try packet(sequence: 1), payloadType: 96))
+        #expect(pair.a.statistics.sendFailures == 1)
+    }
+
+    @Test("nothing is sent before the keys; after close nothing is sent or handed on")
+    func beforeAndAfter() throws {
+        let pair = try ConnectedPair()
+        #expect(eventually { pair.a.isConnected && pair.b.isConnected })
+        pair.b.close()
+        #expect(!pair.b.isConnected)
+        #expect(!pair.b.sendRTP(try packet(sequence: 1), payloadType: 96))
+        let before = pair.receivedByB.rtp.withLock { $0.count }
+        for sequence in 0..<10 { pair.a.sendRTP(try packet(sequence: UInt16(sequence)), payloadType: 96) }
+        usleep(50_000)
+        #expect(pair.receivedByB.rtp.withLock { $0.count } == before)
+        pair.a.close()
+        pair.a.close()  // idempotent
+    }
+}
