@@ -268,6 +268,15 @@ struct WebRTCSDPTests {
         #expect(agreed.remoteCandidates == ["1 1 udp 2015363327 127.0.0.2 40001 typ host"])
         #expect(agreed.remoteFingerprint.text == Self.janusFingerprint && agreed.remoteSetup == .actpass)
         #expect(agreed.remoteEndOfCandidates)
+
+        // An FID group whose SSRCs have no a=ssrc lines still names the media and RTX SSRCs.
+        var groupOnly = offer
+        groupOnly.media[1].sources = []
+        let fromGroup = try WebRTCNegotiation(local: answer, remote: groupOnly).streams[1].remoteSources
+        #expect(
+            fromGroup == [
+                .init(ssrc: 3_210_456_789, retransmissionSSRC: 987_654_321, cname: nil, msid: "janus janusv0")
+            ])
     }
 
     @Test("Chrome's offer: the answer takes Opus, RED, VP8, VP9 profile 0 and their RTX, declines the rest")

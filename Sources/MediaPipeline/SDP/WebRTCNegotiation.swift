@@ -9,6 +9,7 @@
 public struct WebRTCNegotiation: Sendable, Equatable {
     /// RTCP feedback both sides take for a format (rtcp-fb).
     public struct Feedback: OptionSet, Sendable, Hashable {
+        /// The set's bits.
         public let rawValue: UInt8
         /// Creates the set from its raw bits.
         public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -188,12 +189,14 @@ public struct WebRTCNegotiation: Sendable, Equatable {
             var sources: [RemoteSource] = []
             let fid = theirs.sourceGroups.filter { $0.semantics == "FID" && $0.ssrcs.count >= 2 }
             let repairs = Set(fid.map { $0.ssrcs[1] })
-            for source in theirs.sources where !repairs.contains(source.ssrc) {
+            // Media SSRCs: those of a=ssrc lines that repair none, then FID groups' firsts not named yet.
+            let named = theirs.sources.map(\.ssrc) + fid.map { $0.ssrcs[0] }
+            for ssrc in named where !repairs.contains(ssrc) && !sources.contains(where: { $0.ssrc == ssrc }) {
+                let source = theirs.sources.first { $0.ssrc == ssrc }
                 sources.append(
                     RemoteSource(
-                        ssrc: source.ssrc,
-                        retransmissionSSRC: fid.first { $0.ssrcs[0] == source.ssrc }?.ssrcs[1],
-                        cname: source.cname, msid: source.msid ?? theirs.msid))
+                        ssrc: ssrc, retransmissionSSRC: fid.first { $0.ssrcs[0] == ssrc }?.ssrcs[1],
+                        cname: source?.cname, msid: source?.msid ?? theirs.msid))
             }
             streams.append(
                 Stream(
