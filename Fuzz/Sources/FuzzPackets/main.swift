@@ -4,12 +4,19 @@ import Foundation
 
 /// One input: the first byte picks what is fed (an RTP packet with its VP8 and VP9 descriptors
 /// and its payload read as redundant audio (RFC 2198), an RTCP datagram, a stream of packets
-/// into the frame assemblers, or SDP text, read and written back), the rest is the data.
+/// into the frame assemblers, or SDP text, read and written back, answered as a WebRTC offer
+/// and negotiated), the rest is the data.
 /// `FUZZ_CASE=rtp|rtcp|depacketizers|sdp` feeds every input, whole, to that reader alone (the CI
 /// smoke runs give each its own minute). Every reader must either read it or throw a MediaError;
 /// a crash or hang is a bug.
 let fixedCase: Int? = ["rtp": 0, "rtcp": 1, "depacketizers": 2, "sdp": 3][
     ProcessInfo.processInfo.environment["FUZZ_CASE"] ?? ""]
+
+/// The local transport the sdp case answers WebRTC offers with.
+let fuzzTransport = WebRTCLocalTransport(
+    iceUfrag: "fuzz", icePassword: "fuzzfuzzfuzzfuzzfuzzfu",
+    fingerprint: SessionDescription.Fingerprint(algorithm: "sha-256", bytes: Array(repeating: 0xAB, count: 32)),
+    candidates: ["1 1 udp 2130706431 127.0.0.1 47000 typ host"])
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
@@ -20,6 +27,14 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case 3:
         if let sdp = try? SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) {
             _ = try? SessionDescription(parsing: sdp.text)
+            // As a WebRTC offer: this side's answer must read back, and what the two agreed
+            // either holds or is a MediaError.
+            let answer = SessionDescription.webRTCAnswer(to: sdp, transport: fuzzTransport, sessionID: 1)
+            guard (try? SessionDescription(parsing: answer.text)) != nil else {
+                fatalError("the WebRTC answer does not read back:\n\(answer.text)")
+            }
+            _ = try? WebRTCNegotiation(local: answer, remote: sdp)
+            _ = try? WebRTCNegotiation(local: sdp, remote: answer)
         }
     case 0:
         if let packet = try? RTPPacket(bytes) {
