@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev libssl-dev libnice-dev libsrtp2-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gstreamer1.0-tools gstreamer1.0-plugins-base
-    gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables libnetfilter-queue-dev janus)
+    gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables libnetfilter-queue-dev janus socat)
 fi
 missing=()
 for package in "${packages[@]}"; do

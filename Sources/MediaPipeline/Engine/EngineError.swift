@@ -18,6 +18,9 @@ public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let leaveChannelRejected = Code(rawValue: -18)
         /// `ERR_INVALID_CHANNEL_NAME` (-102): the channel id breaks the naming rules.
         public static let invalidChannelName = Code(rawValue: -102)
+        /// `ERR_INVALID_TOKEN` (-110): the server refused the join's token (a Janus room's pin
+        /// or the server's API token).
+        public static let invalidToken = Code(rawValue: -110)
 
         public var description: String {
             switch self {
@@ -27,6 +30,7 @@ public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
             case .joinChannelRejected: "ERR_JOIN_CHANNEL_REJECTED (-17)"
             case .leaveChannelRejected: "ERR_LEAVE_CHANNEL_REJECTED (-18)"
             case .invalidChannelName: "ERR_INVALID_CHANNEL_NAME (-102)"
+            case .invalidToken: "ERR_INVALID_TOKEN (-110)"
             default: "error \(rawValue)"
             }
         }

@@ -1,0 +1,160 @@
+import Dispatch
+
+/// One joined channel of a ``JanusTransport``: its publisher handle in the room, the publishing
+/// connection (when this side publishes there) and a subscription per remote publisher.
+///
+/// Signalling runs in one task per channel, which takes the room's events and the engine's
+/// commands in order (``JanusLegControl``, an actor). What packets need is reached without it:
+/// the publication and the subscriptions sit behind their own locks.
+final class JanusChannelLeg: Sendable {
+    /// A change the engine asks for.
+    enum Command: Sendable {
+        case role(ClientRole)
+        case media(PublishedMedia)
+        case leave
+    }
+
+    let channelId: String
+    let publication = LockedValue<JanusPublication?>(nil)
+    let subscriptions = LockedValue<[UInt32: JanusSubscription]>([:])
+    private let control: JanusLegControl
+    private let commands: AsyncStream<Command>.Continuation
+    private let commandStream: AsyncStream<Command>
+    private let task = LockedValue<Task<Void, Never>?>(nil)
+
+    init(
+        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, role: ClientRole,
+        media: PublishedMedia, receivesMedia: Bool, endpoint: TransportEndpoint
+    ) {
+        self.channelId = channelId
+        (commandStream, commands) = AsyncStream.makeStream(of: Command.self)
+        control = JanusLegControl(
+            transport: transport, channelId: channelId, room: room, uid: uid, role: role, media: media,
+            receivesMedia: receivesMedia, endpoint: endpoint)
+    }
+
+    /// Joins the room and then serves it until ``leave()``; `answer` gets the uid or the refusal.
+    func start(answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void) {
+        let control = self.control
+        let commandStream = self.commandStream
+        let started = Task { [self] in
+            do {
+                let uid = try await control.join(leg: self)
+                answer(.success(uid))
+            } catch {
+                answer(.failure(control.engineError(error)))
+                await control.tearDown(leg: self)
+                return
+            }
+            await control.serve(leg: self, commands: commandStream)
+        }
+        task.withLock { $0 = started }
+    }
+
+    /// Passes a command to the channel's task.
+    func command(_ command: Command) { commands.yield(command) }
+
+    /// Leaves the room (asynchronously) and closes every connection of the channel.
+    func leave() {
+        commands.yield(.leave)
+        commands.finish()
+    }
+
+    /// Waits until the channel's task has ended.
+    func finished() async { await task.withLock { $0 }?.value }
+
+    // MARK: Packets
+
+    /// Sends `packet` on the publishing connection, if there is one.
+    func sendRTP(_ packet: RTPPacket) {
+        guard let publication = publication.withLock({ $0 }) else { return }
+        publication.send(packet)
+    }
+
+    /// Sends RTCP to where `recipient` is reached: a remote publisher's subscription, or the
+    /// publishing connection (sender reports, answers to the server's own reports).
+    func sendRTCP(_ bytes: [UInt8], to recipient: UInt32) {
+        if recipient != JanusTransport.serverUid, let subscription = subscriptions.withLock({ $0[recipient] }) {
+            bytes.withUnsafeBytes { _ = subscription.connection.sendRTCP($0) }
+        } else if let publication = publication.withLock({ $0 }) {
+            bytes.withUnsafeBytes { _ = publication.connection.sendRTCP($0) }
+        }
+    }
+
+    /// Hands on or drops `publisher`'s `kind` (remote mutes, auto-subscribe).
+    func setSubscribed(_ subscribed: Bool, publisher: UInt32, kind: MediaKind) {
+        control.setSubscribedNow(subscribed, publisher: publisher, kind: kind)
+        subscriptions.withLock { $0[publisher] }?.mapper.setSubscribed(subscribed, kind)
+    }
+
+    /// What crossed the channel's connections.
+    var statistics: [JanusConnectionStatistics] {
+        var all: [JanusConnectionStatistics] = []
+        if let publication = publication.withLock({ $0 }) {
+            all.append(publication.statistics(channelId: channelId))
+        }
+        for (uid, subscription) in subscriptions.withLock({ $0 }) {
+            all.append(subscription.statistics(channelId: channelId, publisher: uid))
+        }
+        return all
+    }
+}
+
+/// The publishing connection of a channel and how the engine's payload types go out on it.
+final class JanusPublication: Sendable {
+    let connection: WebRTCConnection
+    /// Engine payload type → the one negotiated with Janus.
+    private let wirePayloadType: [UInt8]
+
+    init(connection: WebRTCConnection, wirePayloadType: [UInt8]) {
+        self.connection = connection
+        self.wirePayloadType = wirePayloadType
+    }
+
+    func send(_ packet: RTPPacket) {
+        let wire = wirePayloadType[Int(packet.header.payloadType & 0x7F)]
+        guard wire != PayloadTypeMap.none else { return }
+        connection.sendRTP(packet, payloadType: wire)
+    }
+
+    func statistics(channelId: String) -> JanusConnectionStatistics {
+        let counters = connection.statistics
+        var statistics = JanusConnectionStatistics(channelId: channelId, publisher: nil)
+        statistics.rtpReceived = counters.rtpReceived
+        statistics.rtcpReceived = counters.rtcpReceived
+        statistics.rtpSent = counters.rtpSent
+        statistics.rtcpSent = counters.rtcpSent
+        statistics.unprotectFailures = counters.unprotectFailures
+        statistics.ignored = counters.ignored
+        statistics.connected = connection.isConnected
+        return statistics
+    }
+}
+
+/// One remote publisher's subscription: its handle, its connection and its packet mapper.
+final class JanusSubscription: Sendable {
+    let handle: JanusHandle
+    let connection: WebRTCConnection
+    let mapper: ReceivedPacketMapper
+
+    init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper) {
+        self.handle = handle
+        self.connection = connection
+        self.mapper = mapper
+    }
+
+    func statistics(channelId: String, publisher: UInt32) -> JanusConnectionStatistics {
+        let counters = connection.statistics
+        let mapped = mapper.counters
+        var statistics = JanusConnectionStatistics(channelId: channelId, publisher: publisher)
+        statistics.rtpReceived = counters.rtpReceived
+        statistics.rtcpReceived = counters.rtcpReceived
+        statistics.rtpSent = counters.rtpSent
+        statistics.rtcpSent = counters.rtcpSent
+        statistics.retransmissionsReceived = mapped.retransmissions
+        statistics.unprotectFailures = counters.unprotectFailures
+        statistics.ignored = counters.ignored + mapped.ignored
+        statistics.connected = connection.isConnected
+        return statistics
+    }
+}

@@ -1,0 +1,307 @@
+/// The signalling of one channel of a ``JanusTransport``, one step at a time: the join, the
+/// room's events, publishing and unpublishing, subscriptions. Not a per-packet path.
+actor JanusLegControl {
+    private let transport: JanusTransport
+    private let channelId: String
+    private let room: JanusID
+    private var uid: UInt32
+    private var role: ClientRole
+    private var media: PublishedMedia
+    private let receivesMedia: Bool
+    private weak var endpoint: TransportEndpoint?
+    private var handle: JanusHandle?
+    private var privateID: UInt64?
+    /// Remote publishers present, with what they publish.
+    private var publishers: [UInt32: PublishedMedia] = [:]
+    /// Participant ids of remote publishers, by uid.
+    private var remoteIds: [UInt32: JanusID] = [:]
+    /// Kinds the engine does not want, per remote publisher (set from any thread).
+    private let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
+    private var leaving = false
+
+    init(
+        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, role: ClientRole,
+        media: PublishedMedia, receivesMedia: Bool, endpoint: TransportEndpoint
+    ) {
+        self.transport = transport
+        self.channelId = channelId
+        self.room = room
+        self.uid = uid
+        self.role = role
+        self.media = media
+        self.receivesMedia = receivesMedia
+        self.endpoint = endpoint
+    }
+
+    /// The participant id `uid` has in rooms of this server.
+    private nonisolated func participantId(_ uid: UInt32) -> JanusID {
+        transport.configuration.numericIds ? .number(UInt64(uid)) : .string(String(uid))
+    }
+
+    /// The uid a remote participant id stands for: its number, or (an id that is not a
+    /// number, as Janus draws them for clients that name none) a stable hash with the top bit
+    /// set, apart from the numbers engines choose.
+    nonisolated static func uid(of id: JanusID) -> UInt32 {
+        switch id {
+        case .number(let value): return UInt32(truncatingIfNeeded: value)
+        case .string(let text):
+            if let value = UInt32(text) { return value }
+            var hash: UInt32 = 2_166_136_261
+            for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+            return hash | 0x8000_0000
+        }
+    }
+
+    /// Enters the room as a participant (its publisher handle), announces the publishers there
+    /// and returns the uid in use. Subscribing and publishing follow in ``serve(leg:commands:)``.
+    func join(leg: JanusChannelLeg) async throws -> UInt32 {
+        let signalling = transport.signalling
+        try await signalling.create()
+        let handle = try await signalling.attach()
+        self.handle = handle
+        var joined: VideoRoomJoined?
+        // Uid 0: one is drawn, and drawn again when it is taken (as the server would assign).
+        for attempt in 0..<4 {
+            let wanted = uid != 0 ? uid : UInt32.random(in: 100_000...999_999_999)
+            do {
+                joined = try await handle.joinAsPublisher(
+                    room: room, id: participantId(wanted), display: transport.configuration.display,
+                    pin: transport.configuration.pin)
+                uid = wanted
+                break
+            } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.idExists {
+                if uid != 0 || attempt == 3 { throw error }
+            }
+        }
+        guard let joined else { throw JanusError.badResponse("no 'joined' answer") }
+        privateID = joined.privateID
+        for publisher in joined.publishers { announce(publisher) }
+        return uid
+    }
+
+    /// Serves the channel: subscribes and publishes as asked, then takes the room's events and
+    /// the engine's commands until the channel is left.
+    func serve(leg: JanusChannelLeg, commands: AsyncStream<JanusChannelLeg.Command>) async {
+        guard let handle else { return }
+        // The room's events and the engine's commands, merged into one ordered stream.
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        let forwardEvents = Task {
+            for await event in handle.events { input.yield(.event(event)) }
+        }
+        let forwardCommands = Task {
+            for await command in commands { input.yield(.command(command)) }
+            input.finish()
+        }
+        if receivesMedia {
+            for uid in publishers.keys.sorted() { await subscribe(uid, leg: leg) }
+        }
+        if role == .broadcaster && !media.isEmpty { await publish(leg: leg) }
+        for await next in inputs {
+            switch next {
+            case .event(let event): await roomEvent(event, leg: leg)
+            case .command(.leave):
+                leaving = true
+                input.finish()
+            case .command(.role(let newRole)):
+                role = newRole
+                await updatePublication(leg: leg)
+            case .command(.media(let newMedia)):
+                media = newMedia
+                await updatePublication(leg: leg)
+            }
+            if leaving { break }
+        }
+        forwardEvents.cancel()
+        forwardCommands.cancel()
+        await tearDown(leg: leg)
+    }
+
+    private enum Input: Sendable {
+        case event(JanusEvent)
+        case command(JanusChannelLeg.Command)
+    }
+
+    /// A room event on the publisher handle.
+    private func roomEvent(_ event: JanusEvent, leg: JanusChannelLeg) async {
+        guard case .plugin(let data, _) = event else { return }
+        for publisher in VideoRoomPublisher.list(in: data) {
+            let uid = Self.uid(of: publisher.id)
+            let known = publishers[uid] != nil
+            announce(publisher)
+            if !known && receivesMedia { await subscribe(uid, leg: leg) }
+        }
+        for key in ["unpublished", "leaving", "kicked"] {
+            guard let id = JanusID(data[key]) else { continue }
+            await gone(
+                Self.uid(of: id), reason: key == "unpublished" && data["reason"] == nil ? .quit : .quit, leg: leg)
+        }
+    }
+
+    /// Tells the engine of a publisher (new, or with other media).
+    private func announce(_ publisher: VideoRoomPublisher) {
+        let uid = Self.uid(of: publisher.id)
+        guard uid != self.uid else { return }
+        var media: PublishedMedia = []
+        for stream in publisher.streams where !stream.disabled {
+            if stream.type == "audio" { media.insert(.audio) }
+            if stream.type == "video" { media.insert(.video) }
+        }
+        remoteIds[uid] = publisher.id
+        let before = publishers[uid]
+        publishers[uid] = media
+        if before == nil {
+            endpoint?.transportUserJoined(channelId: channelId, uid: uid, media: media)
+        } else if before != media {
+            endpoint?.transportMediaChanged(channelId: channelId, uid: uid, media: media)
+        }
+    }
+
+    /// A publisher left or stopped publishing: its subscription ends and the engine is told.
+    private func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
+        guard publishers.removeValue(forKey: uid) != nil else { return }
+        remoteIds[uid] = nil
+        if let subscription = leg.subscriptions.withLock({ $0.removeValue(forKey: uid) }) {
+            subscription.connection.close()
+            try? await subscription.handle.detach()
+        }
+        endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
+    }
+
+    /// Subscribes to `uid`'s streams over a connection of their own (Janus offers).
+    private func subscribe(_ uid: UInt32, leg: JanusChannelLeg) async {
+        guard let id = remoteIds[uid], let endpoint, leg.subscriptions.withLock({ $0[uid] }) == nil else { return }
+        do {
+            let handle = try await transport.signalling.attach()
+            let reply = try await handle.joinAsSubscriber(
+                room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: transport.configuration.pin)
+            guard let offer = reply.jsep, offer.type == "offer" else {
+                throw JanusError.badResponse("no offer in the subscription's answer")
+            }
+            let remote = try SessionDescription(parsing: offer.sdp)
+            let mapper = ReceivedPacketMapper(channelId: channelId, uid: uid, endpoint: endpoint)
+            for kind in unwanted.withLock({ $0[uid] ?? [] }) { mapper.setSubscribed(false, kind) }
+            let connection = try WebRTCConnection(
+                controllingICE: false, certificate: transport.certificate,
+                localAddresses: transport.configuration.localAddresses,
+                handlers: .init(rtp: { mapper.rtp($0) }, rtcp: { mapper.rtcp($0) }, state: { _ in }))
+            let local = try JanusSDP.localTransport(connection, candidates: try connection.gatherCandidates())
+            let answer = SessionDescription.webRTCAnswer(to: remote, transport: local)
+            let negotiation = try WebRTCNegotiation(local: answer, remote: remote)
+            mapper.payloadTypes = JanusSDP.receiveMap(negotiation)
+            leg.subscriptions.withLock {
+                $0[uid] = JanusSubscription(handle: handle, connection: connection, mapper: mapper)
+            }
+            try await handle.start(answer: JanusJSEP(type: "answer", sdp: answer.text))
+            try connection.start(
+                remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
+                remoteCandidates: JanusSDP.remoteCandidates(negotiation),
+                remoteFingerprint: try JanusSDP.fingerprintText(negotiation.remoteFingerprint))
+        } catch {
+            transport.log("subscribing to \(uid) in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// Publishes or unpublishes as the role and media now ask.
+    private func updatePublication(leg: JanusChannelLeg) async {
+        let wanted = role == .broadcaster && !media.isEmpty
+        let publishing = leg.publication.withLock { $0 } != nil
+        if wanted && !publishing {
+            await publish(leg: leg)
+        } else if !wanted && publishing {
+            let publication = leg.publication.withLock { publication in
+                defer { publication = nil }
+                return publication
+            }
+            publication?.connection.close()
+            _ = try? await handle?.unpublish()
+        } else if wanted {
+            _ = try? await handle?.configure(audio: media.contains(.audio), video: media.contains(.video))
+        }
+    }
+
+    /// Publishes this side's streams over a connection of their own (this side offers).
+    private func publish(leg: JanusChannelLeg) async {
+        guard let handle, let endpoint, let streams = endpoint.transportLocalStreams() else { return }
+        do {
+            let connection = try WebRTCConnection(
+                controllingICE: true, certificate: transport.certificate,
+                localAddresses: transport.configuration.localAddresses,
+                handlers: .init(
+                    rtp: { _ in },
+                    rtcp: { [channelId, weak endpoint] bytes in
+                        endpoint?.transportReceiveRTCP(
+                            Array(bytes), channelId: channelId, from: JanusTransport.serverUid)
+                    },
+                    state: { _ in }))
+            let local = try JanusSDP.localTransport(connection, candidates: try connection.gatherCandidates())
+            let offer = try JanusSDP.publisherOffer(streams: streams, media: [.audio, .video], transport: local)
+            let reply = try await handle.configure(
+                audio: media.contains(.audio), video: media.contains(.video),
+                offer: JanusJSEP(type: "offer", sdp: offer.text))
+            guard let answer = reply.jsep, answer.type == "answer" else {
+                throw JanusError.badResponse("no answer to the publisher's offer")
+            }
+            let negotiation = try WebRTCNegotiation(local: offer, remote: try SessionDescription(parsing: answer.sdp))
+            leg.publication.withLock {
+                $0 = JanusPublication(connection: connection, wirePayloadType: JanusSDP.sendMap(negotiation))
+            }
+            try connection.start(
+                remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
+                remoteCandidates: JanusSDP.remoteCandidates(negotiation),
+                remoteFingerprint: try JanusSDP.fingerprintText(negotiation.remoteFingerprint))
+        } catch {
+            transport.log("publishing in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// Unsubscribes, unpublishes and leaves the room; closes every connection of the channel.
+    func tearDown(leg: JanusChannelLeg) async {
+        let subscriptions = leg.subscriptions.withLock { all in
+            defer { all.removeAll() }
+            return Array(all.values)
+        }
+        for subscription in subscriptions {
+            subscription.connection.close()
+            try? await subscription.handle.detach()
+        }
+        let publication = leg.publication.withLock { publication in
+            defer { publication = nil }
+            return publication
+        }
+        publication?.connection.close()
+        if let handle {
+            _ = try? await handle.leave()
+            try? await handle.detach()
+        }
+        handle = nil
+    }
+
+    /// Remembers which kinds the engine wants of `publisher` (any thread), for subscriptions
+    /// made later.
+    nonisolated func setSubscribedNow(_ subscribed: Bool, publisher: UInt32, kind: MediaKind) {
+        unwanted.withLock { unwanted in
+            if subscribed {
+                unwanted[publisher]?.remove(kind)
+            } else {
+                unwanted[publisher, default: []].insert(kind)
+            }
+        }
+    }
+
+    /// The engine's error for a failed join.
+    nonisolated func engineError(_ error: Error) -> EngineError {
+        guard let janus = error as? JanusError else {
+            return EngineError(.joinChannelRejected, "joining '\(channelId)' failed: \(error)")
+        }
+        switch janus.pluginCode {
+        case JanusError.VideoRoomCode.noSuchRoom:
+            return EngineError(.joinChannelRejected, "channel '\(channelId)' does not exist on the server (\(janus))")
+        case JanusError.VideoRoomCode.idExists:
+            return EngineError(.joinChannelRejected, "uid is taken in channel '\(channelId)' (\(janus))")
+        case JanusError.VideoRoomCode.unauthorized:
+            return EngineError(.invalidToken, "the server refused the token for '\(channelId)' (\(janus))")
+        default:
+            return EngineError(.joinChannelRejected, "joining '\(channelId)' failed: \(janus)")
+        }
+    }
+}

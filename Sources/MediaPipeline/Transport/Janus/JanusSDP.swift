@@ -1,0 +1,78 @@
+/// The session descriptions a ``JanusTransport`` exchanges, and what it takes from them: its
+/// publisher offer, its answers to Janus's subscriber offers, and the payload type maps both
+/// ways.
+enum JanusSDP {
+    /// This side's ICE and DTLS attributes for a description.
+    static func localTransport(
+        _ connection: WebRTCConnection, candidates: [String]
+    ) throws -> WebRTCLocalTransport {
+        let credentials = connection.localCredentials
+        return WebRTCLocalTransport(
+            iceUfrag: credentials.ufrag, icePassword: credentials.password,
+            fingerprint: try SessionDescription.Fingerprint(parsing: "sha-256 \(connection.certificate.fingerprint)"),
+            candidates: candidates.map(attributeValue))
+    }
+
+    /// A candidate as SDP's `a=candidate:` carries it (the agent's lines start with
+    /// "candidate:").
+    static func attributeValue(_ candidate: String) -> String {
+        candidate.hasPrefix("candidate:") ? String(candidate.dropFirst("candidate:".count)) : candidate
+    }
+
+    /// The remote's candidates as the agent takes them.
+    static func remoteCandidates(_ negotiation: WebRTCNegotiation) -> [String] {
+        negotiation.remoteCandidates.map { $0.hasPrefix("candidate:") ? $0 : "candidate:" + $0 }
+    }
+
+    /// The publisher offer for the engine's streams of `media`.
+    static func publisherOffer(
+        streams: LocalStreamDescription, media: PublishedMedia, transport: WebRTCLocalTransport
+    ) throws -> SessionDescription {
+        try SessionDescription.webRTCOffer(
+            publishing: WebRTCPublication(
+                audio: media.contains(.audio)
+                    ? .init(ssrc: streams.audioSSRC, redundancy: streams.audioRedundancy) : nil,
+                video: media.contains(.video) ? .init(codec: streams.videoCodec, ssrc: streams.videoSSRC) : nil,
+                cname: "mediapipeline-\(streams.feedbackSSRC)", transport: transport))
+    }
+
+    /// The fingerprint as the DTLS association checks it ("AB:CD:…").
+    static func fingerprintText(_ fingerprint: SessionDescription.Fingerprint) throws -> String {
+        guard fingerprint.algorithm.lowercased() == "sha-256" else {
+            throw MediaError(.unsupported, "fingerprint algorithm '\(fingerprint.algorithm)' (sha-256 is used)")
+        }
+        let digits = Array("0123456789ABCDEF")
+        return fingerprint.bytes.map { String([digits[Int($0 >> 4)], digits[Int($0 & 15)]]) }.joined(
+            separator: ":")
+    }
+
+    /// How the remote's payload types map to the engine's, for what it sends this side.
+    static func receiveMap(_ negotiation: WebRTCNegotiation) -> PayloadTypeMap {
+        var map = PayloadTypeMap()
+        for stream in negotiation.streams where stream.receives {
+            for payloadType in stream.payloadTypes {
+                switch payloadType.content {
+                case .retransmission(let original):
+                    map.mapRetransmission(remote: payloadType.number, resending: original)
+                default:
+                    if let engine = payloadType.enginePayloadType { map.map(remote: payloadType.number, to: engine) }
+                }
+            }
+        }
+        return map
+    }
+
+    /// Engine payload type → the remote's number, for what this side sends
+    /// (``PayloadTypeMap/none`` where nothing was agreed).
+    static func sendMap(_ negotiation: WebRTCNegotiation) -> [UInt8] {
+        var map = [UInt8](repeating: PayloadTypeMap.none, count: 128)
+        for stream in negotiation.streams where stream.sends {
+            for payloadType in stream.payloadTypes {
+                if let engine = payloadType.enginePayloadType, (0..<128).contains(payloadType.number) {
+                    map[Int(engine & 0x7F)] = UInt8(payloadType.number)
+                }
+            }
+        }
+        return map
+    }
+}

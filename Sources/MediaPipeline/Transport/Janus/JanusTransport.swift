@@ -1,0 +1,183 @@
+import Dispatch
+import Logging
+
+/// Settings of a ``JanusTransport``.
+public struct JanusTransportConfiguration: Sendable {
+    /// The Janus API URL (HTTP long-poll), e.g. `http://127.0.0.1:8088/janus`.
+    public var url: String
+    /// Whether rooms and participant ids are numbers (a VideoRoom plugin without `string_ids`):
+    /// channel ids must then be decimal numbers. By default they are strings: the channel id is
+    /// the room's name and the uid, written in decimal, the participant's id.
+    public var numericIds = false
+    /// The rooms' pin, when they have one.
+    public var pin: String?
+    /// The Janus API token, when the server requires one.
+    public var token: String?
+    /// The addresses ICE gathers candidates on; empty: every interface.
+    public var localAddresses: [String] = []
+    /// How long a Janus request may take, in seconds.
+    public var requestTimeoutSeconds: Double = 10
+    /// The name other participants see.
+    public var display: String?
+
+    /// Settings for the Janus API at `url`.
+    public init(url: String) { self.url = url }
+}
+
+/// A ``MediaTransport`` whose channels are Janus VideoRoom rooms: the engine joins them as a
+/// WebRTC participant, beside browsers and other engines.
+///
+/// The mapping of the Agora model onto the VideoRoom:
+/// - a channel is a room, a uid a participant id (0: one is drawn, and drawn again if taken);
+///   every joined channel has a publisher handle, which brings the room's publisher events
+///   (`userJoined`, `userOffline`, media changes) even when nothing is published;
+/// - the broadcaster of the publishing channel publishes over its own peer connection
+///   (ICE, DTLS-SRTP; this side the DTLS client), announcing its SSRCs and codecs in the offer;
+/// - each remote publisher is subscribed over a peer connection of its own, Janus offering;
+/// - the engine's RTCP goes where it is addressed: sender reports to the publishing connection,
+///   receiver reports, NACK and PLI to the subscription of the publisher they concern; what
+///   Janus sends back arrives as feedback from uid 0 (the server) or from the publisher.
+///
+/// Per-packet work (sending, receiving) never waits for signalling: the packet finds its
+/// connection under short locks and is protected or unprotected in the connection's buffer.
+public final class JanusTransport: MediaTransport, Sendable {
+    /// The uid the server's own feedback (receiver reports, NACK, PLI, REMB on what this side
+    /// publishes) is reported from.
+    public static let serverUid: UInt32 = 0
+
+    /// The settings given.
+    public let configuration: JanusTransportConfiguration
+    let signalling: JanusSignalling
+    let certificate: DTLSCertificate
+    private let legs = LockedValue<[String: JanusChannelLeg]>([:])
+
+    /// Where signalling failures that have no event of their own are told.
+    let logger: Logger
+
+    /// A transport for the Janus at `configuration.url`. Nothing is sent until a channel is
+    /// joined.
+    /// - Throws: ``MediaError`` when the DTLS certificate cannot be made.
+    public init(configuration: JanusTransportConfiguration, logger: Logger = Logger(label: "MediaPipeline.Janus"))
+        throws
+    {
+        self.configuration = configuration
+        self.logger = logger
+        var settings = JanusSignalling.Configuration(url: configuration.url, token: configuration.token)
+        settings.requestTimeout = .milliseconds(Int64(configuration.requestTimeoutSeconds * 1000))
+        signalling = JanusSignalling(configuration: settings)
+        certificate = try DTLSCertificate.generate()
+    }
+
+    deinit { close() }
+
+    /// Leaves every channel, closes every connection and ends the Janus session. Waits up to
+    /// a few seconds for Janus to acknowledge.
+    public func close() {
+        let all = legs.withLock { legs in
+            defer { legs.removeAll() }
+            return Array(legs.values)
+        }
+        for leg in all { leg.leave() }
+        let signalling = self.signalling
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            for leg in all { await leg.finished() }
+            await signalling.close()
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 5)
+    }
+
+    /// What crossed each connection so far, per channel.
+    public var statistics: [JanusConnectionStatistics] {
+        legs.withLock { Array($0.values) }.flatMap { $0.statistics }
+    }
+
+    // MARK: MediaTransport
+
+    public func join(
+        channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    ) {
+        let room: JanusID
+        if configuration.numericIds {
+            guard let number = UInt64(channelId) else {
+                return answer(
+                    .failure(
+                        EngineError(
+                            .invalidChannelName, "channel '\(channelId)' is not a number, as numeric room ids need")))
+            }
+            room = .number(number)
+        } else {
+            room = .string(channelId)
+        }
+        let leg = JanusChannelLeg(
+            transport: self, channelId: channelId, room: room, uid: uid, role: role, media: media,
+            receivesMedia: receivesMedia, endpoint: endpoint)
+        let taken = legs.withLock { legs -> Bool in
+            if legs[channelId] != nil { return true }
+            legs[channelId] = leg
+            return false
+        }
+        guard !taken else {
+            return answer(.failure(EngineError(.joinChannelRejected, "channel '\(channelId)' is joined already")))
+        }
+        leg.start { [weak self] result in
+            if case .failure = result { self?.legs.withLock { $0[channelId] = nil } }
+            answer(result)
+        }
+    }
+
+    public func leave(channelId: String, uid: UInt32) {
+        let leg = legs.withLock { $0.removeValue(forKey: channelId) }
+        leg?.leave()
+    }
+
+    public func setRole(channelId: String, uid: UInt32, role: ClientRole) {
+        leg(channelId)?.command(.role(role))
+    }
+
+    public func setMedia(channelId: String, uid: UInt32, media: PublishedMedia) {
+        leg(channelId)?.command(.media(media))
+    }
+
+    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+        leg(channelId)?.sendRTP(packet)
+    }
+
+    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
+        // Janus keeps its own history towards its subscribers: what it asked for goes to it.
+        leg(channelId)?.sendRTP(packet)
+    }
+
+    public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
+        leg(channelId)?.sendRTCP(bytes, to: recipient)
+    }
+
+    public func setSubscribed(
+        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
+    ) {
+        leg(channelId)?.setSubscribed(subscribed, publisher: publisher, kind: kind)
+    }
+
+    func log(_ message: String) { logger.warning("\(message)") }
+
+    private func leg(_ channelId: String) -> JanusChannelLeg? { legs.withLock { $0[channelId] } }
+}
+
+/// What crossed one peer connection of a ``JanusTransport``.
+public struct JanusConnectionStatistics: Sendable, Equatable {
+    /// The channel.
+    public var channelId: String
+    /// The remote publisher a subscription receives; nil for the publishing connection.
+    public var publisher: UInt32?
+    /// RTP packets and RTCP compound packets received (after SRTP) and sent.
+    public var rtpReceived: Int64 = 0, rtcpReceived: Int64 = 0, rtpSent: Int64 = 0, rtcpSent: Int64 = 0
+    /// Retransmissions received in their own payload type (RFC 4588), made original again.
+    public var retransmissionsReceived: Int64 = 0
+    /// Datagrams dropped: SRTP authentication or replay failures, datagrams that are neither
+    /// DTLS nor RTP/RTCP, packets of a payload type not negotiated.
+    public var unprotectFailures: Int64 = 0, ignored: Int64 = 0
+    /// Whether SRTP keys are agreed.
+    public var connected = false
+}

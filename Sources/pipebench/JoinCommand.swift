@@ -1,0 +1,169 @@
+import ArgumentParser
+import Foundation
+import MediaPipeline
+import MediaPipelineTesting
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `pipebench join URL`: a live client of channels on a Janus server.
+struct JoinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Join channels (Janus VideoRoom rooms) as a live participant: publish in one, subscribe in several.",
+        discussion:
+            "URL is the Janus API (http://127.0.0.1:8088/janus; scripts/janus.sh starts a local one). Publishes the "
+            + "bundled samples in real time (--variant picks a user's own picture and voice) in the --publish "
+            + "channel; every joined channel's remote users are subscribed to, mixed and rendered. Writes into "
+            + "--output channel-CHANNEL.webm per channel (its grid of remote users and its mix, as `simulate` "
+            + "does). Prints each channel event as it comes (with --events-json, one JSON object a line on "
+            + "standard output) and the statistics every 2 s on standard error. Ends after --duration or on "
+            + "Ctrl-C, leaving every channel; the files are written whole.")
+
+    @Argument(help: "The Janus API URL.") var url: String
+    @Option(help: "The channel to publish in (a broadcaster there).") var publish: String?
+    @Option(
+        help: "Channels to subscribe in, comma-separated (the publishing channel is subscribed as well).",
+        transform: { $0.split(separator: ",").map(String.init) })
+    var subscribe: [String] = []
+    @Option(help: "This user's uid (0: one is chosen).") var uid: UInt32 = 0
+    @Option(help: "Which user's media to publish: 0 is the samples' own, 1-7 others.") var variant = 0
+    @Option(help: "Seconds to stay.") var duration = 10.0
+    @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
+    @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
+    @Option(help: "Room pin, when the rooms have one.") var pin: String?
+    @Option(name: .customLong("samples"), help: "Folder with the bundled samples.") var samplesOption: String?
+    @Flag(help: "Numeric room and participant ids (a VideoRoom without string_ids): channels must be numbers.")
+    var numericIds = false
+    @Flag(help: "Print events as JSON lines on standard output.") var eventsJson = false
+    @Flag(help: "Print each decoded remote picture's MD5 (as vpxdec --md5 --i420) with its channel and uid.")
+    var md5 = false
+
+    func run() throws {
+        var channels = subscribe
+        if let publish, !channels.contains(publish) { channels.insert(publish, at: 0) }
+        guard !channels.isEmpty else { throw ValidationError("name a channel: --publish or --subscribe") }
+        guard (0..<SampleMedia.userVariants).contains(variant) else {
+            throw ValidationError("--variant \(variant) is outside 0...\(SampleMedia.userVariants - 1)")
+        }
+        let samples = try SampleFolder.locate(samplesOption)
+        let sampleMedia = try SampleMedia(
+            speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+        let media = try sampleMedia.userMedia(variant: variant)
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+
+        var settings = JanusTransportConfiguration(url: url)
+        settings.numericIds = numericIds
+        settings.localAddresses = localAddress
+        settings.pin = pin
+        let transport = try JanusTransport(configuration: settings)
+        defer { transport.close() }
+        let engine = try MediaEngine(transport: transport, clock: WallClock())
+        defer { engine.destroy() }
+        let printer = EventPrinter(json: eventsJson)
+        if md5 { engine.setVideoFrameObserver(printer) }
+
+        var joined: [MediaChannel] = []
+        for channelId in channels {
+            let channel = try engine.createChannel(channelId)
+            channel.setEventHandler { printer.print(channelId, $0) }
+            if channelId == publish {
+                try channel.setClientRole(.broadcaster)
+                try channel.join(uid: uid)
+            } else {
+                try channel.setClientRole(.audience)
+                try channel.join(uid: uid, options: .subscribeOnly)
+            }
+            joined.append(channel)
+        }
+        Interruption.catchSignals()
+        var recordings: [ChannelRecording] = []
+        let clock = ContinuousClock()
+        let start = clock.now
+        let videoPeriodMicroseconds = Int64(1_000_000 / sampleMedia.videoFrameRate)
+        var nextVideoMicroseconds: Int64 = 0
+        var videoIndex = 0
+        var playout = AudioFrame(silenceOf: 480, sampleRate: 48000, channelCount: 2)
+        var tick = 0
+        while !Interruption.wasRaised && Double(tick) * 0.01 < duration {
+            // Recordings start once their channel is joined (the join is answered asynchronously).
+            for channelId in channels where !recordings.contains(where: { $0.channelId == channelId }) {
+                if let recording = try? engine.startChannelRecording(
+                    channelId: channelId, path: "\(output)/channel-\(channelId).webm", width: 640, height: 360,
+                    framesPerSecond: sampleMedia.videoFrameRate)
+                {
+                    recordings.append(recording)
+                }
+            }
+            let elapsed = clock.now - start
+            let now = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+            // The looped samples get the session's time, so the stream's clock advances steadily
+            // as a live sender's does.
+            if publish != nil && tick % 2 == 0 {
+                engine.pushEncodedFrame(media.opusPackets[(tick / 2) % media.opusPackets.count].restamped(now))
+            }
+            let videoDue = now >= nextVideoMicroseconds
+            if videoDue {
+                if publish != nil {
+                    engine.pushEncodedFrame(media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(now))
+                }
+                videoIndex += 1
+                nextVideoMicroseconds += videoPeriodMicroseconds
+            }
+            engine.pullPlayout(into: &playout)
+            if videoDue { engine.renderVideo() }
+            tick += 1
+            let ahead = start + .milliseconds(10 * tick) - clock.now
+            let microseconds = ahead.components.seconds * 1_000_000 + ahead.components.attoseconds / 1_000_000_000_000
+            if microseconds > 0 { usleep(UInt32(microseconds)) }
+        }
+        for channel in joined { try? channel.leave() }
+        for recording in recordings { try engine.stopChannelRecording(recording) }
+        printer.finish()
+    }
+}
+
+/// Prints channel events and decoded pictures' MD5s as they come, one line each.
+private final class EventPrinter: VideoFrameObserver, Sendable {
+    private let json: Bool
+    private let start = ContinuousClock.now
+    private let lines = Mutex<Int>(0)
+
+    init(json: Bool) { self.json = json }
+
+    func print(_ channelId: String, _ event: ChannelEvent) {
+        let elapsed = ContinuousClock.now - start
+        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        if json {
+            let object: [String: Any] = ["ms": ms, "channel": channelId, "event": "\(event)"]
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            emit(String(decoding: data, as: UTF8.self))
+        } else {
+            emit("\(ms) ms \(channelId): \(event)")
+        }
+    }
+
+    func remoteVideoFrame(_ picture: I420View, stream: StreamKey, rtpTimestamp: UInt32) {
+        let digest = picture.md5()
+        if json {
+            emit(
+                "{\"channel\":\"\(stream.channelId)\",\"md5\":\"\(digest)\",\"rtpTimestamp\":\(rtpTimestamp),\"uid\":\(stream.uid)}"
+            )
+        } else {
+            emit("frame \(stream.channelId) \(stream.uid) \(digest)")
+        }
+    }
+
+    /// One line on standard output, whole even when several threads print.
+    private func emit(_ line: String) {
+        lines.withLock { count in
+            count += 1
+            var text = line + "\n"
+            text.withUTF8 { bytes in _ = write(1, bytes.baseAddress, bytes.count) }
+        }
+    }
+
+    func finish() {}
+}
