@@ -87,7 +87,9 @@ struct JoinCommand: ParsableCommand {
         var videoIndex = 0
         var playout = AudioFrame(silenceOf: 480, sampleRate: 48000, channelCount: 2)
         var tick = 0
-        while !Interruption.wasRaised && Double(tick) * 0.01 < duration {
+        while !Interruption.wasRaised && Double(tick) * 0.01 < duration
+            && printer.failures.count < channels.count
+        {
             // Recordings start once their channel is joined (the join is answered asynchronously).
             for channelId in channels where !recordings.contains(where: { $0.channelId == channelId }) {
                 if let recording = try? engine.startChannelRecording(
@@ -121,7 +123,9 @@ struct JoinCommand: ParsableCommand {
         }
         for channel in joined { try? channel.leave() }
         for recording in recordings { try engine.stopChannelRecording(recording) }
-        printer.finish()
+        if let failure = printer.failures.first {
+            throw EngineError(failure.code, "channel '\(failure.channelId)': \(failure.message)")
+        }
     }
 }
 
@@ -130,18 +134,28 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
     private let json: Bool
     private let start = ContinuousClock.now
     private let lines = Mutex<Int>(0)
+    private let failed = Mutex<[(channelId: String, code: EngineError.Code, message: String)]>([])
 
     init(json: Bool) { self.json = json }
+
+    /// The channels whose join failed, with the error.
+    var failures: [(channelId: String, code: EngineError.Code, message: String)] { failed.withLock { $0 } }
 
     func print(_ channelId: String, _ event: ChannelEvent) {
         let elapsed = ContinuousClock.now - start
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        if case .error(let code, let message) = event {
+            failed.withLock { $0.append((channelId, code, message)) }
+        }
+        // "remoteVideoStateChanged(uid: 11, state: starting, …)": the case, then its values.
+        let text = "\(event)".replacingOccurrences(of: "MediaPipeline.", with: "")
         if json {
-            let object: [String: Any] = ["ms": ms, "channel": channelId, "event": "\(event)"]
+            let name = String(text.prefix { $0 != "(" })
+            let object: [String: Any] = ["ms": ms, "channel": channelId, "event": name, "text": text]
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             emit(String(decoding: data, as: UTF8.self))
         } else {
-            emit("\(ms) ms \(channelId): \(event)")
+            emit("\(ms) ms \(channelId): \(text)")
         }
     }
 
@@ -165,5 +179,4 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
         }
     }
 
-    func finish() {}
 }
