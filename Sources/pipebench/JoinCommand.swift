@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import MediaPipeline
 import MediaPipelineTesting
 import Synchronization
@@ -38,6 +39,7 @@ struct JoinCommand: ParsableCommand {
     @Flag(help: "Numeric room and participant ids (a VideoRoom without string_ids): channels must be numbers.")
     var numericIds = false
     @Flag(help: "Print events as JSON lines on standard output.") var eventsJson = false
+    @Flag(help: "Log signalling and the engine's decisions (debug level) on standard error.") var verbose = false
     @Flag(help: "Print each decoded remote picture's MD5 (as vpxdec --md5 --i420) with its channel and uid.")
     var md5 = false
 
@@ -58,9 +60,13 @@ struct JoinCommand: ParsableCommand {
         settings.numericIds = numericIds
         settings.localAddresses = localAddress
         settings.pin = pin
-        let transport = try JanusTransport(configuration: settings)
+        var logger = Logger(label: "MediaPipeline")
+        logger.logLevel = verbose ? .debug : .warning
+        let transport = try JanusTransport(configuration: settings, logger: logger)
         defer { transport.close() }
-        let engine = try MediaEngine(transport: transport, clock: WallClock())
+        var engineSettings = EngineConfiguration()
+        engineSettings.logger = logger
+        let engine = try MediaEngine(transport: transport, clock: WallClock(), configuration: engineSettings)
         defer { engine.destroy() }
         let printer = EventPrinter(json: eventsJson)
         if md5 { engine.setVideoFrameObserver(printer) }

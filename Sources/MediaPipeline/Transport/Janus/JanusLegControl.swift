@@ -18,6 +18,17 @@ actor JanusLegControl {
     /// Kinds the engine does not want, per remote publisher (set from any thread).
     private let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
     private var leaving = false
+    /// Where timers put their inputs (the serving loop's stream), while it runs.
+    private var input: AsyncStream<Input>.Continuation?
+    /// Publishers that unpublished and have not left (yet), with the serial of their timer.
+    private var unpublished: [UInt32: Int] = [:]
+    private var timerSerial = 0
+
+    /// How long an unpublished publisher may take to leave before it counts as audience: Janus
+    /// sends "unpublished" then "leaving" when a participant leaves.
+    static let leavingGraceMilliseconds = 1_500
+    /// A publisher whose media stopped this long before it left counts as dropped.
+    static let droppedSilenceMicroseconds: Int64 = 3_000_000
 
     init(
         transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, role: ClientRole,
@@ -85,6 +96,7 @@ actor JanusLegControl {
         guard let handle else { return }
         // The room's events and the engine's commands, merged into one ordered stream.
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        self.input = input
         let forwardEvents = Task {
             for await event in handle.events { input.yield(.event(event)) }
         }
@@ -99,6 +111,12 @@ actor JanusLegControl {
         for await next in inputs {
             switch next {
             case .event(let event): await roomEvent(event, leg: leg)
+            case .settle(let uid, let serial):
+                // Unpublished and still in the room after the grace period: audience now.
+                if unpublished[uid] == serial {
+                    unpublished[uid] = nil
+                    await gone(uid, reason: .becomeAudience, leg: leg)
+                }
             case .command(.leave):
                 leaving = true
                 input.finish()
@@ -113,27 +131,52 @@ actor JanusLegControl {
         }
         forwardEvents.cancel()
         forwardCommands.cancel()
+        self.input = nil
         await tearDown(leg: leg)
     }
 
     private enum Input: Sendable {
         case event(JanusEvent)
         case command(JanusChannelLeg.Command)
+        /// The grace period of an "unpublished" (numbered `serial`) is over.
+        case settle(UInt32, serial: Int)
     }
 
     /// A room event on the publisher handle.
     private func roomEvent(_ event: JanusEvent, leg: JanusChannelLeg) async {
         guard case .plugin(let data, _) = event else { return }
+        transport.logger.debug("room event in '\(channelId)': \(data)")
         for publisher in VideoRoomPublisher.list(in: data) {
             let uid = Self.uid(of: publisher.id)
             let known = publishers[uid] != nil
             announce(publisher)
             if !known && receivesMedia { await subscribe(uid, leg: leg) }
         }
-        for key in ["unpublished", "leaving", "kicked"] {
+        if let id = JanusID(data["unpublished"]) {
+            // Stopped publishing: its media ends now; whether it left or became audience, its
+            // "leaving" (or the lack of one within the grace period) tells.
+            let uid = Self.uid(of: id)
+            guard publishers[uid] != nil, unpublished[uid] == nil else { return }
+            timerSerial += 1
+            unpublished[uid] = timerSerial
+            await closeSubscription(uid, leg: leg)
+            let input = self.input
+            let serial = timerSerial
+            Task {
+                try? await Task.sleep(for: .milliseconds(Self.leavingGraceMilliseconds))
+                input?.yield(.settle(uid, serial: serial))
+            }
+        }
+        for key in ["leaving", "kicked"] {
             guard let id = JanusID(data[key]) else { continue }
-            await gone(
-                Self.uid(of: id), reason: key == "unpublished" && data["reason"] == nil ? .quit : .quit, leg: leg)
+            let uid = Self.uid(of: id)
+            unpublished[uid] = nil
+            // A publisher silent for a while before Janus saw it go (its session timed out)
+            // dropped; one that left as its media flowed quit.
+            let silent = leg.subscriptions.withLock { $0[uid] }.map {
+                $0.mapper.microsecondsSinceLastPacket > Self.droppedSilenceMicroseconds
+            }
+            await gone(uid, reason: silent ?? false || key == "kicked" ? .dropped : .quit, leg: leg)
         }
     }
 
@@ -160,11 +203,15 @@ actor JanusLegControl {
     private func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
-        if let subscription = leg.subscriptions.withLock({ $0.removeValue(forKey: uid) }) {
-            subscription.connection.close()
-            try? await subscription.handle.detach()
-        }
+        await closeSubscription(uid, leg: leg)
         endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
+    }
+
+    /// Ends the subscription to `uid`, if there is one.
+    private func closeSubscription(_ uid: UInt32, leg: JanusChannelLeg) async {
+        guard let subscription = leg.subscriptions.withLock({ $0.removeValue(forKey: uid) }) else { return }
+        subscription.connection.close()
+        try? await subscription.handle.detach()
     }
 
     /// Subscribes to `uid`'s streams over a connection of their own (Janus offers).

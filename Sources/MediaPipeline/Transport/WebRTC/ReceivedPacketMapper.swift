@@ -75,6 +75,15 @@ final class ReceivedPacketMapper: @unchecked Sendable {
     /// What was received and dropped so far (any thread).
     var counters: Counters { counted.withLock { $0 } }
 
+    /// Microseconds since the last RTP packet came (since the mapper was made, before any),
+    /// on the monotonic clock (any thread).
+    var microsecondsSinceLastPacket: Int64 { clock.nowMicroseconds - lastPacketAt.withLock { $0 } }
+
+    /// The monotonic clock packets are timed by (0 when the mapper was made).
+    private let clock = WallClock()
+    /// When the last RTP packet came, on ``clock``.
+    private let lastPacketAt = LockedValue<Int64>(0)
+
     /// Whether packets of `kind` are handed on (any thread).
     func setSubscribed(_ value: Bool, _ kind: MediaKind) {
         subscribed.withLock { $0[kind == .audio ? 0 : 1] = value }
@@ -117,6 +126,8 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             $0.packets += 1
             $0.bytes += Int64(datagram.count)
         }
+        let now = clock.nowMicroseconds
+        lastPacketAt.withLock { $0 = now }
         endpoint.transportReceive(RTPPacket(trusted: bytes, header: header), channelId: channelId, from: uid)
     }
 
