@@ -38,6 +38,13 @@ struct JoinCommand: ParsableCommand {
     @Option(name: .customLong("samples"), help: "Folder with the bundled samples.") var samplesOption: String?
     @Flag(help: "Numeric room and participant ids (a VideoRoom without string_ids): channels must be numbers.")
     var numericIds = false
+    @Option(
+        name: .customLong("at"),
+        help: ArgumentHelp(
+            "SECONDS:ACTION, repeatable: mute-audio, unmute-audio, mute-video, unmute-video (the publishing "
+                + "channel), mute-remote-audio:UID, unmute-remote-audio:UID, mute-remote-video:UID, "
+                + "unmute-remote-video:UID (every channel), audience:CHANNEL, broadcaster:CHANNEL, leave:CHANNEL."))
+    var actions: [String] = []
     @Flag(help: "Print events as JSON lines on standard output.") var eventsJson = false
     @Flag(help: "Log signalling and the engine's decisions (debug level) on standard error.") var verbose = false
     @Flag(help: "Print each decoded remote picture's MD5 (as vpxdec --md5 --i420) with its channel and uid.")
@@ -84,6 +91,7 @@ struct JoinCommand: ParsableCommand {
             }
             joined.append(channel)
         }
+        var schedule = try actions.map(ScheduledAction.init(parsing:)).sorted { $0.seconds < $1.seconds }
         Interruption.catchSignals()
         var recordings: [ChannelRecording] = []
         let clock = ContinuousClock()
@@ -107,6 +115,10 @@ struct JoinCommand: ParsableCommand {
             }
             let elapsed = clock.now - start
             let now = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+            while let next = schedule.first, Double(now) / 1_000_000 >= next.seconds {
+                schedule.removeFirst()
+                try next.apply(channels: Dictionary(uniqueKeysWithValues: zip(channels, joined)), publishing: publish)
+            }
             // The looped samples get the session's time, so the stream's clock advances steadily
             // as a live sender's does.
             if publish != nil && tick % 2 == 0 {
@@ -131,6 +143,56 @@ struct JoinCommand: ParsableCommand {
         for recording in recordings { try engine.stopChannelRecording(recording) }
         if let failure = printer.failures.first {
             throw EngineError(failure.code, "channel '\(failure.channelId)': \(failure.message)")
+        }
+    }
+}
+
+/// An action `pipebench join --at` takes at a time in the session.
+private struct ScheduledAction {
+    var seconds: Double
+    var action: String
+    var argument: String?
+
+    init(parsing text: String) throws {
+        let parts = text.split(separator: ":", maxSplits: 2).map(String.init)
+        guard parts.count >= 2, let seconds = Double(parts[0]), seconds >= 0 else {
+            throw ValidationError("--at '\(text)' is not SECONDS:ACTION")
+        }
+        self.seconds = seconds
+        action = parts[1]
+        argument = parts.count > 2 ? parts[2] : nil
+        let plain = ["mute-audio", "unmute-audio", "mute-video", "unmute-video"]
+        let withUid = ["mute-remote-audio", "unmute-remote-audio", "mute-remote-video", "unmute-remote-video"]
+        let withChannel = ["audience", "broadcaster", "leave"]
+        if plain.contains(action) { return }
+        if withUid.contains(action), let argument, UInt32(argument) != nil { return }
+        if withChannel.contains(action), argument != nil { return }
+        throw ValidationError("--at '\(text)': unknown action or missing UID/CHANNEL")
+    }
+
+    func apply(channels: [String: MediaChannel], publishing: String?) throws {
+        func channel(_ id: String?) throws -> MediaChannel {
+            guard let id, let channel = channels[id] else {
+                throw ValidationError("--at \(action): channel '\(id ?? "")' is not joined by this command")
+            }
+            return channel
+        }
+        switch action {
+        case "mute-audio", "unmute-audio": try channel(publishing).muteLocalAudioStream(action == "mute-audio")
+        case "mute-video", "unmute-video": try channel(publishing).muteLocalVideoStream(action == "mute-video")
+        case "audience": try channel(argument).setClientRole(.audience)
+        case "broadcaster": try channel(argument).setClientRole(.broadcaster)
+        case "leave": try channel(argument).leave()
+        default:
+            let uid = UInt32(argument ?? "") ?? 0
+            let mute = action.hasPrefix("mute")
+            for channel in channels.values {
+                if action.hasSuffix("audio") {
+                    try? channel.muteRemoteAudioStream(uid, mute: mute)
+                } else {
+                    try? channel.muteRemoteVideoStream(uid, mute: mute)
+                }
+            }
         }
     }
 }

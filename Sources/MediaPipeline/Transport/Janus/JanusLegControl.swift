@@ -24,6 +24,12 @@ actor JanusLegControl {
     private var unpublished: [UInt32: Int] = [:]
     private var timerSerial = 0
 
+    /// The stream description an engine gives a stream it does not send (a local mute), so the
+    /// room's other participants learn of it; "live" when it sends again.
+    static let mutedDescription = "muted"
+    /// The mids of this side's publisher offer: audio, then video.
+    static let publishedMids: [(kind: MediaKind, mid: String)] = [(.audio, "0"), (.video, "1")]
+
     /// How long an unpublished publisher may take to leave before it counts as audience: Janus
     /// sends "unpublished" then "leaving" when a participant leaves.
     static let leavingGraceMilliseconds = 1_500
@@ -185,7 +191,7 @@ actor JanusLegControl {
         let uid = Self.uid(of: publisher.id)
         guard uid != self.uid else { return }
         var media: PublishedMedia = []
-        for stream in publisher.streams where !stream.disabled {
+        for stream in publisher.streams where !stream.disabled && stream.description != Self.mutedDescription {
             if stream.type == "audio" { media.insert(.audio) }
             if stream.type == "video" { media.insert(.video) }
         }
@@ -248,21 +254,39 @@ actor JanusLegControl {
         }
     }
 
-    /// Publishes or unpublishes as the role and media now ask.
+    /// Publishes or unpublishes as the role and media now ask. A broadcaster that mutes both
+    /// streams stays published (sending neither); becoming audience unpublishes.
     private func updatePublication(leg: JanusChannelLeg) async {
-        let wanted = role == .broadcaster && !media.isEmpty
         let publishing = leg.publication.withLock { $0 } != nil
-        if wanted && !publishing {
+        if role == .broadcaster && !media.isEmpty && !publishing {
             await publish(leg: leg)
-        } else if !wanted && publishing {
+        } else if role != .broadcaster && publishing {
             let publication = leg.publication.withLock { publication in
                 defer { publication = nil }
                 return publication
             }
             publication?.connection.close()
             _ = try? await handle?.unpublish()
-        } else if wanted {
-            _ = try? await handle?.configure(audio: media.contains(.audio), video: media.contains(.video))
+        } else if publishing {
+            await announceSending()
+        }
+    }
+
+    /// Tells Janus which of this side's streams it sends (it forwards only those), and the room
+    /// through the streams' descriptions.
+    private func announceSending() async {
+        var streams: [JSONValue] = []
+        var descriptions: [JSONValue] = []
+        for (kind, mid) in Self.publishedMids {
+            let sends = media.contains(kind == .audio ? .audio : .video)
+            streams.append(.object(["mid": .string(mid), "send": .bool(sends)]))
+            descriptions.append(
+                .object(["mid": .string(mid), "description": .string(sends ? "live" : Self.mutedDescription)]))
+        }
+        do {
+            _ = try await handle?.configure(extra: ["streams": .array(streams), "descriptions": .array(descriptions)])
+        } catch {
+            transport.log("announcing the streams sent in '\(channelId)' failed: \(error)")
         }
     }
 
@@ -281,10 +305,9 @@ actor JanusLegControl {
                     },
                     state: { _ in }))
             let local = try JanusSDP.localTransport(connection, candidates: try connection.gatherCandidates())
+            // Both streams are offered (mids "0" and "1"), so a mute is a flag, not a renegotiation.
             let offer = try JanusSDP.publisherOffer(streams: streams, media: [.audio, .video], transport: local)
-            let reply = try await handle.configure(
-                audio: media.contains(.audio), video: media.contains(.video),
-                offer: JanusJSEP(type: "offer", sdp: offer.text))
+            let reply = try await handle.configure(offer: JanusJSEP(type: "offer", sdp: offer.text))
             guard let answer = reply.jsep, answer.type == "answer" else {
                 throw JanusError.badResponse("no answer to the publisher's offer")
             }
@@ -296,6 +319,8 @@ actor JanusLegControl {
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
                 remoteCandidates: JanusSDP.remoteCandidates(negotiation),
                 remoteFingerprint: try JanusSDP.fingerprintText(negotiation.remoteFingerprint))
+            // What is muted from the start is announced as such.
+            if media != [.audio, .video] { await announceSending() }
         } catch {
             transport.log("publishing in '\(channelId)' failed: \(error)")
         }

@@ -298,12 +298,15 @@ public struct VideoRoomStream: Sendable, Equatable {
     public var codec: String?
     /// Whether the publisher disabled it.
     public var disabled: Bool
+    /// The publisher's description of it (engines say "muted" while they do not send it).
+    public var description: String?
 
     init(_ value: JSONValue) {
         type = value["type"]?.stringValue ?? ""
         mid = value["mid"]?.stringValue ?? ""
         codec = value["codec"]?.stringValue
         disabled = value["disabled"]?.boolValue ?? false
+        description = value["description"]?.stringValue
     }
 }
 
