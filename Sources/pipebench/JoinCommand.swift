@@ -45,6 +45,11 @@ struct JoinCommand: ParsableCommand {
                 + "channel), mute-remote-audio:UID, unmute-remote-audio:UID, mute-remote-video:UID, "
                 + "unmute-remote-video:UID (every channel), audience:CHANNEL, broadcaster:CHANNEL, leave:CHANNEL."))
     var actions: [String] = []
+    @Flag(
+        help: ArgumentHelp(
+            "Record each remote user's streams as received, without re-encoding, into user-CHANNEL-UID.webm in the "
+                + "output folder."))
+    var recordUsers = false
     @Flag(help: "Print events as JSON lines on standard output.") var eventsJson = false
     @Flag(help: "Log signalling and the engine's decisions (debug level) on standard error.") var verbose = false
     @Flag(help: "Print each decoded remote picture's MD5 (as vpxdec --md5 --i420) with its channel and uid.")
@@ -94,6 +99,7 @@ struct JoinCommand: ParsableCommand {
         var schedule = try actions.map(ScheduledAction.init(parsing:)).sorted { $0.seconds < $1.seconds }
         Interruption.catchSignals()
         var recordings: [ChannelRecording] = []
+        var userRecordings: [StreamKey: StreamRecording] = [:]
         let clock = ContinuousClock()
         let start = clock.now
         let videoPeriodMicroseconds = Int64(1_000_000 / sampleMedia.videoFrameRate)
@@ -111,6 +117,13 @@ struct JoinCommand: ParsableCommand {
                     framesPerSecond: sampleMedia.videoFrameRate)
                 {
                     recordings.append(recording)
+                }
+            }
+            if recordUsers {
+                for user in printer.takeJoinedUsers() where userRecordings[user] == nil {
+                    userRecordings[user] = try? engine.startRecording(
+                        channelId: user.channelId, uid: user.uid,
+                        path: "\(output)/user-\(user.channelId)-\(user.uid).webm")
                 }
             }
             let elapsed = clock.now - start
@@ -141,6 +154,7 @@ struct JoinCommand: ParsableCommand {
         }
         for channel in joined { try? channel.leave() }
         for recording in recordings { try engine.stopChannelRecording(recording) }
+        for recording in userRecordings.values { try engine.stopRecording(recording) }
         if let failure = printer.failures.first {
             throw EngineError(failure.code, "channel '\(failure.channelId)': \(failure.message)")
         }
@@ -203,6 +217,15 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
     private let start = ContinuousClock.now
     private let lines = Mutex<Int>(0)
     private let failed = Mutex<[(channelId: String, code: EngineError.Code, message: String)]>([])
+    private let joinedUsers = Mutex<[StreamKey]>([])
+
+    /// The remote users announced since the last call.
+    func takeJoinedUsers() -> [StreamKey] {
+        joinedUsers.withLock { users in
+            defer { users.removeAll() }
+            return users
+        }
+    }
 
     init(json: Bool) { self.json = json }
 
@@ -214,6 +237,9 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         if case .error(let code, let message) = event {
             failed.withLock { $0.append((channelId, code, message)) }
+        }
+        if case .userJoined(let uid, _) = event {
+            joinedUsers.withLock { $0.append(StreamKey(channelId: channelId, uid: uid)) }
         }
         // "remoteVideoStateChanged(uid: 11, state: starting, …)": the case, then its values.
         let text = "\(event)".replacingOccurrences(of: "MediaPipeline.", with: "")
