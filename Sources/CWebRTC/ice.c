@@ -450,6 +450,19 @@ cwebrtc_ice_agent *cwebrtc_ice_agent_create(int controlling, const char *local_a
 
 // MARK: - Gathering and credentials
 
+static int op_port_range(cwebrtc_ice_agent *agent, void *argument) {
+    const int *range = argument;
+    if (agent->gathering_started) return CWEBRTC_ICE_ERROR_INVALID_ARGUMENT;
+    nice_agent_set_port_range(agent->nice, agent->stream_id, 1, (guint)range[0], (guint)range[1]);
+    return 0;
+}
+
+int cwebrtc_ice_agent_set_port_range(cwebrtc_ice_agent *agent, int minimum, int maximum) {
+    if (minimum < 1 || maximum > 65535 || minimum > maximum) return CWEBRTC_ICE_ERROR_INVALID_ARGUMENT;
+    int range[2] = {minimum, maximum};
+    return run_on_loop(agent, op_port_range, range);
+}
+
 static int op_gather(cwebrtc_ice_agent *agent, void *argument) {
     (void)argument;
     if (agent->gathering_started) return 0;

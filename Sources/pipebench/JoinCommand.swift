@@ -34,6 +34,7 @@ struct JoinCommand: ParsableCommand {
     @Option(help: "Seconds to stay.") var duration = 10.0
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
+    @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
     @Option(help: "Room pin, when the rooms have one.") var pin: String?
     @Option(name: .customLong("samples"), help: "Folder with the bundled samples.") var samplesOption: String?
     @Flag(help: "Numeric room and participant ids (a VideoRoom without string_ids): channels must be numbers.")
@@ -72,6 +73,13 @@ struct JoinCommand: ParsableCommand {
         settings.numericIds = numericIds
         settings.localAddresses = localAddress
         settings.pin = pin
+        if let ports {
+            let bounds = ports.split(separator: "-").compactMap { Int($0) }
+            guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
+                throw ValidationError("--ports '\(ports)' is not FIRST-LAST within 1...65535")
+            }
+            settings.localPorts = bounds[0]...bounds[1]
+        }
         var logger = Logger(label: "MediaPipeline")
         logger.logLevel = verbose ? .debug : .warning
         let transport = try JanusTransport(configuration: settings, logger: logger)

@@ -84,6 +84,8 @@ void cwebrtc_ice_agent_close(cwebrtc_ice_agent *agent);
 void cwebrtc_ice_agent_free(cwebrtc_ice_agent *agent);
 
 /// Starts gathering (once) and waits up to `timeout_ms` for it to finish. 0 or an error.
+/// Binds the candidates gathered later to a port in minimum...maximum (before gathering).
+int cwebrtc_ice_agent_set_port_range(cwebrtc_ice_agent *agent, int minimum, int maximum);
 int cwebrtc_ice_agent_gather(cwebrtc_ice_agent *agent, int timeout_ms);
 
 /// The local candidates as SDP attribute values without "a=", separated by '\n', into `buffer`

@@ -237,7 +237,8 @@ actor JanusLegControl {
                 controllingICE: false, certificate: transport.certificate,
                 localAddresses: transport.configuration.localAddresses,
                 handlers: .init(rtp: { mapper.rtp($0) }, rtcp: { mapper.rtcp($0) }, state: { _ in }))
-            let local = try JanusSDP.localTransport(connection, candidates: try connection.gatherCandidates())
+            let local = try JanusSDP.localTransport(
+                connection, candidates: try connection.gatherCandidates(ports: transport.configuration.localPorts))
             let answer = SessionDescription.webRTCAnswer(to: remote, transport: local)
             let negotiation = try WebRTCNegotiation(local: answer, remote: remote)
             mapper.payloadTypes = JanusSDP.receiveMap(negotiation)
@@ -304,7 +305,8 @@ actor JanusLegControl {
                             Array(bytes), channelId: channelId, from: JanusTransport.serverUid)
                     },
                     state: { _ in }))
-            let local = try JanusSDP.localTransport(connection, candidates: try connection.gatherCandidates())
+            let local = try JanusSDP.localTransport(
+                connection, candidates: try connection.gatherCandidates(ports: transport.configuration.localPorts))
             // Both streams are offered (mids "0" and "1"), so a mute is a flag, not a renegotiation.
             let offer = try JanusSDP.publisherOffer(streams: streams, media: [.audio, .video], transport: local)
             let reply = try await handle.configure(offer: JanusJSEP(type: "offer", sdp: offer.text))

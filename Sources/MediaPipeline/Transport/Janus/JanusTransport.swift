@@ -15,6 +15,8 @@ public struct JanusTransportConfiguration: Sendable {
     public var token: String?
     /// The addresses ICE gathers candidates on; empty: every interface.
     public var localAddresses: [String] = []
+    /// The UDP ports the peer connections bind (each takes one); nil: any the system gives.
+    public var localPorts: ClosedRange<Int>?
     /// How long a Janus request may take, in seconds.
     public var requestTimeoutSeconds: Double = 10
     /// The name other participants see.

@@ -150,6 +150,18 @@ final class ICEAgent: Sendable {
     /// - Throws: ``MediaError`` `io` when gathering does not finish within `timeoutMilliseconds` or
     ///   libnice cannot gather; `invalidArgument` after ``close()``, on the loop thread before
     ///   gathering finished, or for a negative timeout.
+    /// Binds the candidates gathered later to a port in `ports` (firewall rules, tests that
+    /// impair one agent's traffic). Call before ``gatherCandidates(timeoutMilliseconds:)``.
+    /// - Throws: ``MediaError`` `invalidArgument` for ports outside 1...65535, after gathering
+    ///   started or after ``close()``.
+    func setPortRange(_ ports: ClosedRange<Int>) throws {
+        guard ports.lowerBound >= 1, ports.upperBound <= 65535 else {
+            throw MediaError.invalidArgument("ICE port range \(ports) is outside 1...65535")
+        }
+        guard cwebrtc_ice_agent_set_port_range(handle.pointer, Int32(ports.lowerBound), Int32(ports.upperBound)) == 0
+        else { throw MediaError.invalidArgument("ICE port range \(ports) set after gathering or on a closed agent") }
+    }
+
     func gatherCandidates(timeoutMilliseconds: Int = 5000) throws -> [String] {
         guard timeoutMilliseconds >= 0, timeoutMilliseconds <= Int(Int32.max) else {
             throw MediaError.invalidArgument("ICE gathering timeout \(timeoutMilliseconds) ms is out of range")

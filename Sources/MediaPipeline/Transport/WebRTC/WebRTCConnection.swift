@@ -91,8 +91,11 @@ final class WebRTCConnection: Sendable {
     /// This side's ICE credentials, for the SDP.
     var localCredentials: ICEAgent.Credentials { agent.localCredentials }
 
-    /// Gathers this side's candidates (SDP attribute values, without "a=").
-    func gatherCandidates() throws -> [String] { try agent.gatherCandidates() }
+    /// Gathers this side's candidates (the agent's lines), on a port in `ports` when given.
+    func gatherCandidates(ports: ClosedRange<Int>? = nil) throws -> [String] {
+        if let ports { try agent.setPortRange(ports) }
+        return try agent.gatherCandidates()
+    }
 
     /// Starts connecting to the peer described: ICE checks now, then the DTLS handshake once a
     /// pair works (this side starts it as the client), checking the peer's certificate against `remoteFingerprint`
