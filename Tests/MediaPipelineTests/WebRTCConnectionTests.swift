@@ -111,6 +111,36 @@ struct WebRTCConnectionTests {
         #expect(pair.b.statistics.unprotectFailures == 0)
     }
 
+    @Test("redundant audio to a peer that took Opus alone goes as its primary block, as plain Opus")
+    func redundantAudioAsPrimary() throws {
+        let pair = try ConnectedPair()
+        defer {
+            pair.a.close()
+            pair.b.close()
+        }
+        #expect(eventually { pair.a.isConnected && pair.b.isConnected })
+        // RFC 2198: one redundant block (Opus, 960 ticks back, 3 bytes), then the primary (5 bytes).
+        let redundant: [UInt8] = [0xA1, 0xA2, 0xA3]
+        let primary: [UInt8] = [1, 2, 3, 4, 5]
+        let payload: [UInt8] =
+            [0x80 | 111, UInt8(960 >> 6), UInt8((960 & 0x3F) << 2), UInt8(redundant.count), 111] + redundant + primary
+        var bytes = [UInt8](repeating: 0, count: RTPHeader.fixedByteCount)
+        let header = RTPHeader(
+            marker: false, payloadType: RTPPayloadType.red, sequenceNumber: 7, timestamp: 48_000, ssrc: 0xABCD)
+        bytes.withUnsafeMutableBytes { header.write(into: $0) }
+        let red = try RTPPacket(bytes + payload)
+        var map = [UInt8](repeating: PayloadTypeMap.none, count: 128)
+        map[Int(RTPPayloadType.opus)] = 109  // the peer's number for Opus; no RED agreed
+        JanusPublication(connection: pair.a, wirePayloadType: map).send(red)
+        #expect(eventually { pair.receivedByB.rtp.withLock { $0.count } == 1 })
+        var expected = bytes + primary
+        expected[1] = 109
+        #expect(pair.receivedByB.rtp.withLock { $0.first } == expected)
+        // A payload type agreed on neither side is not sent at all.
+        JanusPublication(connection: pair.a, wirePayloadType: map).send(try packet(sequence: 8, payloadType: 96))
+        #expect(pair.a.statistics.rtpSent == 1)
+    }
+
     @Test("a wrong fingerprint fails the connection: no keys, nothing sent")
     func wrongFingerprint() throws {
         let other = try DTLSCertificate.generate()

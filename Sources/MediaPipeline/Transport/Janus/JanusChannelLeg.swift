@@ -113,8 +113,24 @@ final class JanusPublication: Sendable {
 
     func send(_ packet: RTPPacket) {
         let wire = wirePayloadType[Int(packet.header.payloadType & 0x7F)]
-        guard wire != PayloadTypeMap.none else { return }
-        connection.sendRTP(packet, payloadType: wire)
+        if wire != PayloadTypeMap.none {
+            connection.sendRTP(packet, payloadType: wire)
+            return
+        }
+        // Redundant audio to a server that did not take RFC 2198 (Janus answers Opus alone):
+        // its primary block goes as plain Opus.
+        let opus = wirePayloadType[Int(RTPPayloadType.opus)]
+        guard packet.header.payloadType == RTPPayloadType.red, opus != PayloadTypeMap.none else { return }
+        var primary: Range<Int>?
+        packet.withUnsafePayload { payload in
+            try? AudioRedundancy.forEachBlock(in: payload) { block in
+                if block.isPrimary { primary = block.range }
+            }
+        }
+        guard let primary else { return }
+        let offset = packet.payloadRange.lowerBound
+        connection.sendRTP(
+            packet, payloadType: opus, payload: (primary.lowerBound + offset)..<(primary.upperBound + offset))
     }
 
     func statistics(channelId: String) -> JanusConnectionStatistics {

@@ -230,6 +230,7 @@ actor JanusLegControl {
             guard let offer = reply.jsep, offer.type == "offer" else {
                 throw JanusError.badResponse("no offer in the subscription's answer")
             }
+            transport.logger.debug("subscription to \(uid) in '\(channelId)': Janus offers\n\(offer.sdp)")
             let remote = try SessionDescription(parsing: offer.sdp)
             let mapper = ReceivedPacketMapper(channelId: channelId, uid: uid, endpoint: endpoint)
             for kind in unwanted.withLock({ $0[uid] ?? [] }) { mapper.setSubscribed(false, kind) }
@@ -313,6 +314,7 @@ actor JanusLegControl {
             guard let answer = reply.jsep, answer.type == "answer" else {
                 throw JanusError.badResponse("no answer to the publisher's offer")
             }
+            transport.logger.debug("publishing in '\(channelId)': Janus answers\n\(answer.sdp)")
             let negotiation = try WebRTCNegotiation(local: offer, remote: try SessionDescription(parsing: answer.sdp))
             leg.publication.withLock {
                 $0 = JanusPublication(connection: connection, wirePayloadType: JanusSDP.sendMap(negotiation))

@@ -111,20 +111,30 @@ final class WebRTCConnection: Sendable {
     }
 
     /// Protects `packet` with its payload type changed to `payloadType` and sends it; false
-    /// when it could not go (no keys yet, no pair, too large). Any thread; allocates nothing.
+    /// when it could not go (no keys yet, no pair, too large). With `payload` (a range of the
+    /// packet's bytes), only those bytes follow the header (without padding): a redundant audio
+    /// packet goes out as its primary block to a peer that did not take RFC 2198. Any thread;
+    /// allocates nothing.
     @discardableResult
-    func sendRTP(_ packet: RTPPacket, payloadType: UInt8) -> Bool {
+    func sendRTP(_ packet: RTPPacket, payloadType: UInt8, payload: Range<Int>? = nil) -> Bool {
+        let headerBytes = packet.header.byteCount
+        let body = payload ?? headerBytes..<packet.bytes.count
+        let length = headerBytes + body.count
         let sent = outbound.withLock { state -> Bool in
-            guard let srtp = state.srtp, packet.bytes.count + SRTPContext.maximumTrailerBytes <= state.buffer.count
+            guard let srtp = state.srtp, body.lowerBound >= headerBytes, body.upperBound <= packet.bytes.count,
+                length + SRTPContext.maximumTrailerBytes <= state.buffer.count
             else { return false }
             return state.buffer.withUnsafeMutableBytes { buffer in
-                packet.bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                packet.bytes.withUnsafeBytes { bytes in
+                    buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<headerBytes]))
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[headerBytes..<length]).copyMemory(
+                        from: UnsafeRawBufferPointer(rebasing: bytes[body]))
+                }
                 buffer[1] = buffer[1] & 0x80 | (payloadType & 0x7F)
-                guard
-                    let length = try? srtp.protectRTP(
-                        buffer.baseAddress!, length: packet.bytes.count, capacity: buffer.count)
+                if payload != nil { buffer[0] &= ~0x20 }  // the padding is not copied
+                guard let protected = try? srtp.protectRTP(buffer.baseAddress!, length: length, capacity: buffer.count)
                 else { return false }
-                return agent.send(UnsafeRawBufferPointer(rebasing: buffer[..<length]))
+                return agent.send(UnsafeRawBufferPointer(rebasing: buffer[..<protected]))
             }
         }
         counters.withLock { counters in
