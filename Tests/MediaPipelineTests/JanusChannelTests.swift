@@ -1,0 +1,496 @@
+import Foundation
+import MediaPipelineTesting
+import Synchronization
+import Testing
+
+@testable import MediaPipeline
+
+// End-to-end: engines in separate `pipebench join` processes meet in one Janus (the harness's,
+// in a namespace of its own), publish the bundled samples and decode each other. What a process
+// tells is read from its `--events-json` lines on standard output.
+
+/// One line of `pipebench join --events-json`: a channel event or a decoded picture's MD5.
+private struct JoinLine: Sendable {
+    /// Its position in the output (events and pictures counted together).
+    var index: Int
+    var channel: String
+    /// The event's case name; nil for a picture's line.
+    var event: String?
+    /// Milliseconds since the process started its printer (events only).
+    var ms: Int
+    /// The event's full description.
+    var text: String
+    /// A decoded picture's MD5 (pictures only).
+    var md5: String?
+    /// A picture's uid, or the first `uid: N` of an event's text.
+    var uid: UInt32?
+
+    /// Whether the event's `state:` is `name` (as `decoding` or `RemoteStreamState.decoding`).
+    func hasState(_ name: String) -> Bool {
+        text.contains("state: \(name)") || text.contains("state: RemoteStreamState.\(name)")
+    }
+
+    init?(index: Int, json: Substring) {
+        guard let data = json.data(using: .utf8),
+            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            let channel = object["channel"] as? String
+        else { return nil }
+        self.index = index
+        self.channel = channel
+        event = object["event"] as? String
+        ms = (object["ms"] as? Int) ?? 0
+        text = (object["text"] as? String) ?? ""
+        md5 = object["md5"] as? String
+        if let uid = object["uid"] as? Int {
+            self.uid = UInt32(uid)
+        } else if let range = text.range(of: "uid: ") {
+            self.uid = UInt32(text[range.upperBound...].prefix { $0.isNumber })
+        }
+    }
+}
+
+/// A `pipebench join` process inside the server's namespace, its output in a folder of its own.
+/// Killed (SIGKILL) and reaped at ``stop()`` or when the value goes away, whatever path the test
+/// takes.
+private final class JoinRun: @unchecked Sendable {
+    let name: String
+    let process: Process
+    let folder = TemporaryFolder()
+    let startedAt = Date()
+    private struct Parsed {
+        var offset = 0
+        var lines: [JoinLine] = []
+    }
+    private let parsed = Mutex(Parsed())
+
+    /// Starts `pipebench join URL --local-address 127.0.0.2 --events-json …` with `arguments`
+    /// (URL: the server's inside URL unless given).
+    init(_ name: String, on server: JanusServer, url: String? = nil, _ arguments: [String]) throws {
+        self.name = name
+        process = try server.start(
+            [
+                Fixtures.pipebench, "join", url ?? server.insideURL, "--local-address", JanusServer.mediaAddress,
+                "--events-json", "--samples", Fixtures.samples, "--output", folder.path,
+            ] + arguments, stdout: folder.file("stdout"), stderr: folder.file("stderr"))
+    }
+
+    deinit { stop() }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    var stderr: String { (try? String(contentsOfFile: folder.file("stderr"), encoding: .utf8)) ?? "" }
+
+    /// Every whole line printed so far.
+    var lines: [JoinLine] {
+        parsed.withLock { state in
+            guard let data = FileManager.default.contents(atPath: folder.file("stdout")), data.count > state.offset
+            else { return state.lines }
+            let fresh = data[(data.startIndex + state.offset)...]
+            guard let end = fresh.lastIndex(of: UInt8(ascii: "\n")) else { return state.lines }
+            let text = String(decoding: fresh[..<end], as: UTF8.self)
+            for line in text.split(separator: "\n") {
+                if let parsed = JoinLine(index: state.lines.count, json: line) { state.lines.append(parsed) }
+            }
+            state.offset = end - data.startIndex + 1
+            return state.lines
+        }
+    }
+
+    /// Events named `event` (any channel, any uid unless given).
+    func events(_ event: String, in channel: String? = nil, uid: UInt32? = nil) -> [JoinLine] {
+        lines.filter {
+            $0.event == event && (channel == nil || $0.channel == channel) && (uid == nil || $0.uid == uid)
+        }
+    }
+
+    /// Decoded pictures (any channel, any uid unless given).
+    func pictures(in channel: String? = nil, uid: UInt32? = nil) -> [JoinLine] {
+        lines.filter { $0.md5 != nil && (channel == nil || $0.channel == channel) && (uid == nil || $0.uid == uid) }
+    }
+
+    func joined(_ channel: String) -> Bool { !events("joinSuccess", in: channel).isEmpty }
+
+    /// Waits up to `seconds` for `condition`, polling; false if it never held (or the process
+    /// ended without it, or, with `failingOnError`, printed an `error` event first).
+    func waitFor(within seconds: Double, failingOnError: Bool = true, _ condition: (JoinRun) -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !Task.isCancelled {
+            if condition(self) { return true }
+            if !process.isRunning || (failingOnError && !events("error").isEmpty) { return condition(self) }
+            if Date() >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// Waits up to `seconds` for the process to end; its exit status, or nil if it still runs.
+    func waitForExit(within seconds: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline && !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        guard !process.isRunning else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func signal(_ number: Int32) {
+        if process.isRunning { kill(pid, number) }
+    }
+
+    /// Kills the process if it still runs, and reaps it.
+    func stop() {
+        if process.isRunning { kill(pid, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// For failure messages: the state, standard error and the events (pictures counted).
+    var summary: String {
+        let all = lines
+        let events = all.filter { $0.event != nil && $0.event != "rtcStats" && !$0.event!.hasSuffix("Stats") }
+        let pictures = Dictionary(grouping: all.filter { $0.md5 != nil }) { "\($0.channel)/\($0.uid ?? 0)" }
+            .mapValues(\.count)
+        return """
+            \(name) (pid \(pid), \(isRunning ? "running" : "exit \(process.terminationStatus)")) stderr: \
+            \(stderr.suffix(600))
+            events: \(events.map { "\($0.ms) \($0.channel) \($0.text)" }.joined(separator: "\n  "))
+            pictures: \(pictures)
+            """
+    }
+}
+
+/// The MD5s `vpxdec --md5 --i420` gives for each picture of user variant `variant`'s VP8 frames
+/// (what a publisher with `--variant` sends, looped), computed once per variant.
+private enum Reference {
+    private static let cache = Mutex<[Int: Set<String>]>([:])
+    private static let media = Mutex<SampleMedia?>(nil)
+
+    static func md5s(variant: Int) throws -> Set<String> {
+        if let known = cache.withLock({ $0[variant] }) { return known }
+        let sampleMedia = try media.withLock { media in
+            if let media { return media }
+            let made = try SampleMedia(speechWAV: Fixtures.speechWAV, videoIVF: Fixtures.motionIVF)
+            media = made
+            return made
+        }
+        let frames = try sampleMedia.userMedia(variant: variant).vp8Frames
+        let folder = TemporaryFolder()
+        let path = folder.file("variant-\(variant).ivf")
+        let writer = try IVFWriter(
+            path: path,
+            header: IVFHeader(
+                codec: .vp8, width: frames[0].width, height: frames[0].height,
+                timebaseDenominator: sampleMedia.videoFrameRate))
+        for (index, frame) in frames.enumerated() { try writer.write(frame.bytes, timestamp: Int64(index)) }
+        try writer.finish()
+        let digests = try vpxdecFrameMD5s(path)
+        #expect(digests.count == frames.count, "vpxdec decoded \(digests.count) of \(frames.count) frames")
+        let set = Set(digests)
+        cache.withLock { $0[variant] = set }
+        return set
+    }
+}
+
+/// Processes whose parent is this test process and whose name is one of the harness's or ours.
+private func leftoverChildren() -> [String] {
+    let ours = getpid()
+    let names: Set<String> = ["janus", "pipebench", "socat", "ip", "python3"]
+    var found: [String] = []
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+        else { continue }
+        let name = String(stat[stat.index(after: open)..<close])
+        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+        // fields[0] is the state, fields[1] the parent; a zombie ("Z") is not reaped.
+        guard fields.count > 1, Int32(fields[1]) == ours, names.contains(name) else { continue }
+        found.append("\(entry) \(name) \(fields[0])")
+    }
+    return found
+}
+
+/// After a server stopped: none of our namespaces and none of our children left.
+private func expectNothingLeft(_ sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(JanusServer.existingNamespaces().isEmpty, "namespaces left", sourceLocation: sourceLocation)
+    #expect(leftoverChildren().isEmpty, "processes left: \(leftoverChildren())", sourceLocation: sourceLocation)
+}
+
+/// Seconds since `date`, as text with one decimal.
+private func seconds(since date: Date) -> String { String(format: "%.1f", Date().timeIntervalSince(date)) }
+
+@Suite("Janus channels: engines in separate processes through one Janus", .serialized)
+struct JanusChannelTests {
+    /// A, B and C of the first test: uids and variants.
+    static let a: (uid: UInt32, variant: Int) = (11, 1)
+    static let b: (uid: UInt32, variant: Int) = (22, 2)
+    static let c: (uid: UInt32, variant: Int) = (33, 3)
+
+    @Test(
+        "three engines, two channels: joins, announcements, decoded pictures of the right user, audio, leave",
+        .timeLimit(.minutes(2)))
+    func threeEnginesTwoChannels() async throws {
+        let references = try [Self.a.variant, Self.b.variant, Self.c.variant].reduce(into: [Int: Set<String>]()) {
+            $0[$1] = try Reference.md5s(variant: $1)
+        }
+        let server = try JanusServer()
+        defer { server.stop() }
+        // Long durations: the processes end when the test has seen enough (SIGINT: a clean leave).
+        let a = try JoinRun(
+            "A", on: server,
+            [
+                "--uid", "11", "--variant", "1", "--publish", "channel-1", "--subscribe", "channel-2", "--duration",
+                "60", "--md5",
+            ])
+        defer { a.stop() }
+        let b = try JoinRun(
+            "B", on: server, ["--uid", "22", "--variant", "2", "--publish", "channel-2", "--duration", "60", "--md5"])
+        defer { b.stop() }
+        let started = Date()
+        let aJoined = await a.waitFor(within: 40) { $0.joined("channel-1") && $0.joined("channel-2") }
+        let bJoined = await b.waitFor(within: 40) { $0.joined("channel-2") }
+        try #require(aJoined && bJoined, "A and B joined:\n\(a.summary)\n\(b.summary)")
+        print("JanusChannel: A and B joined \(seconds(since: started)) s after they started")
+
+        let c = try JoinRun(
+            "C", on: server,
+            ["--uid", "33", "--variant", "3", "--subscribe", "channel-1,channel-2", "--duration", "60", "--md5"])
+        defer { c.stop() }
+        let cStarted = Date()
+        let cJoined = await c.waitFor(within: 40) { $0.joined("channel-1") && $0.joined("channel-2") }
+        try #require(cJoined, "C joined:\n\(c.summary)")
+        let cJoinedAt = Date()
+        print("JanusChannel: C joined both \(seconds(since: cStarted)) s after it started")
+
+        // Enough pictures at both subscribers (15 fps: 60 pictures are 4 s of decoding).
+        let enough = 60
+        let cDecoding = await c.waitFor(within: 30) {
+            $0.pictures(in: "channel-1", uid: 11).count >= enough && $0.pictures(in: "channel-2", uid: 22).count >= enough
+        }
+        let firstFramesAfter = Date().timeIntervalSince(cJoinedAt)
+        let aDecoding = await a.waitFor(within: 10) { $0.pictures(in: "channel-2", uid: 22).count >= enough }
+        #expect(cDecoding, "C decoded \(enough) pictures of each:\n\(c.summary)")
+        #expect(aDecoding, "A decoded \(enough) pictures of B:\n\(a.summary)")
+        print("JanusChannel: C had \(enough) pictures of each publisher \(String(format: "%.1f", firstFramesAfter)) s after joining")
+
+        // A leaves (SIGINT: leaves its channels, exit 0): C is told 11 quit in channel-1.
+        a.signal(SIGINT)
+        let aStatus = await a.waitForExit(within: 15)
+        #expect(aStatus == 0, "A's exit:\n\(a.summary)")
+        let offline11 = await c.waitFor(within: 15) { !$0.events("userOffline", in: "channel-1", uid: 11).isEmpty }
+        #expect(offline11, "C told that 11 left:\n\(c.summary)")
+        b.signal(SIGINT)
+        let bStatus = await b.waitForExit(within: 15)
+        #expect(bStatus == 0, "B's exit:\n\(b.summary)")
+        let offline22 = await c.waitFor(within: 15) { !$0.events("userOffline", in: "channel-2", uid: 22).isEmpty }
+        #expect(offline22, "C told that 22 left:\n\(c.summary)")
+        c.signal(SIGINT)
+        let cStatus = await c.waitForExit(within: 15)
+        #expect(cStatus == 0, "C's exit:\n\(c.summary)")
+
+        // Joins with our uid, in the channels asked for only.
+        for (run, uid, channels) in [(a, 11, ["channel-1", "channel-2"]), (b, 22, ["channel-2"]), (c, 33, ["channel-1", "channel-2"])] {
+            let joins = run.events("joinSuccess")
+            #expect(Set(joins.map(\.channel)) == Set(channels), "\(run.name)'s joins: \(joins.map(\.text))")
+            #expect(joins.count == channels.count, "\(run.name)'s joins: \(joins.map(\.text))")
+            #expect(joins.allSatisfy { $0.uid == UInt32(uid) }, "\(run.name)'s joins: \(joins.map(\.text))")
+            #expect(run.events("error").isEmpty, "\(run.name)'s errors: \(run.events("error").map(\.text))")
+            #expect(Set(run.events("leave").map(\.channel)) == Set(channels), "\(run.name) left: \(run.summary)")
+        }
+
+        // Announcements: publishers only, in their channel; nobody hears of itself or of the
+        // audience (B is in channel-2 with A as audience there: not announced, although the
+        // room notifies joins).
+        let cJoins = c.events("userJoined").map { "\($0.channel)/\($0.uid ?? 0)" }
+        #expect(Set(cJoins) == ["channel-1/11", "channel-2/22"], "C's userJoined: \(cJoins)")
+        let aJoins = a.events("userJoined").map { "\($0.channel)/\($0.uid ?? 0)" }
+        #expect(Set(aJoins) == ["channel-2/22"], "A's userJoined: \(aJoins)")
+        let bJoins = b.events("userJoined").map { "\($0.channel)/\($0.uid ?? 0)" }
+        #expect(bJoins.isEmpty, "B's userJoined: \(bJoins)")
+
+        // Pictures: every MD5 is one of the publisher's own pictures and none of another's.
+        func checkPictures(_ run: JoinRun, channel: String, uid: UInt32, variant: Int) {
+            let pictures = run.pictures(in: channel, uid: uid)
+            let digests = pictures.compactMap(\.md5)
+            let own = references[variant]!
+            let strangers = digests.filter { !own.contains($0) }
+            #expect(
+                strangers.isEmpty,
+                "\(run.name), \(channel), uid \(uid): \(strangers.count) of \(digests.count) pictures are not variant \(variant)'s"
+            )
+            for (other, set) in references where other != variant {
+                let swapped = digests.filter { set.contains($0) }
+                #expect(
+                    swapped.isEmpty,
+                    "\(run.name), \(channel), uid \(uid): \(swapped.count) pictures are variant \(other)'s")
+            }
+            #expect(digests.count >= 40, "\(run.name), \(channel), uid \(uid): \(digests.count) pictures")
+            print(
+                "JanusChannel: \(run.name) decoded \(digests.count) pictures of \(uid) in \(channel), \(Set(digests).count) distinct"
+            )
+        }
+        checkPictures(c, channel: "channel-1", uid: 11, variant: Self.a.variant)
+        checkPictures(c, channel: "channel-2", uid: 22, variant: Self.b.variant)
+        checkPictures(a, channel: "channel-2", uid: 22, variant: Self.b.variant)
+        let cOthers = c.pictures().filter { !($0.channel == "channel-1" && $0.uid == 11) && !($0.channel == "channel-2" && $0.uid == 22) }
+        #expect(cOthers.isEmpty, "C's other pictures: \(Set(cOthers.map { "\($0.channel)/\($0.uid ?? 0)" }))")
+        let aOthers = a.pictures().filter { !($0.channel == "channel-2" && $0.uid == 22) }
+        #expect(aOthers.isEmpty, "A's other pictures: \(Set(aOthers.map { "\($0.channel)/\($0.uid ?? 0)" }))")
+        #expect(b.pictures().isEmpty, "B decoded pictures: \(b.pictures().count)")
+
+        // Audio decoding and the order of events, per subscriber and channel.
+        for (run, channel, uid) in [(c, "channel-1", UInt32(11)), (c, "channel-2", 22), (a, "channel-2", 22)] {
+            let audio = run.events("remoteAudioStateChanged", in: channel, uid: uid).filter { $0.hasState("decoding") }
+            #expect(!audio.isEmpty, "\(run.name), \(channel): no audio decoding for \(uid):\n\(run.summary)")
+            let join = run.events("joinSuccess", in: channel).first
+            let announced = run.events("userJoined", in: channel, uid: uid).first
+            let video = run.events("remoteVideoStateChanged", in: channel, uid: uid).first { $0.hasState("decoding") }
+            guard let join, let announced, let video else {
+                Issue.record("\(run.name), \(channel): join, userJoined \(uid) and video decoding expected:\n\(run.summary)")
+                continue
+            }
+            #expect(join.index < announced.index && announced.index < video.index, "\(run.name), \(channel) order")
+            #expect(join.ms <= announced.ms && announced.ms <= video.ms, "\(run.name), \(channel) order (ms)")
+            let firstPicture = run.pictures(in: channel, uid: uid).first
+            #expect(firstPicture.map { $0.index > announced.index } ?? false, "\(run.name), \(channel): a picture before userJoined")
+            print(
+                "JanusChannel: \(run.name) in \(channel): userJoined \(uid) \(announced.ms - join.ms) ms after joinSuccess, "
+                    + "video decoding \(video.ms - join.ms) ms, audio decoding \((audio.first?.ms ?? 0) - join.ms) ms"
+            )
+        }
+        // The leave's reason.
+        let quit = c.events("userOffline", in: "channel-1", uid: 11)
+        #expect(quit.count == 1 && quit.allSatisfy { $0.text.contains("quit") }, "C's userOffline 11: \(quit.map(\.text))")
+        #expect(c.events("userOffline", in: "channel-2", uid: 11).isEmpty)
+        #expect(a.events("userOffline").isEmpty, "A's userOffline: \(a.events("userOffline").map(\.text))")
+
+        server.stop()
+        a.stop()
+        b.stop()
+        c.stop()
+        expectNothingLeft()
+    }
+
+    /// Janus notices a publisher killed without a word only when its session times out (no
+    /// ICE consent freshness in Debian's 1.1.2 configuration; the long-poll does not count as
+    /// activity): measured 61.5 s with the default 60 s. The server here times sessions out after
+    /// 30 s, the shortest that outlives pipebench's 25 s keepalives.
+    static let killSessionTimeout = 30
+
+    @Test("kill -9 of a publisher: the subscriber is told it went offline (dropped)", .timeLimit(.minutes(2)))
+    func killedPublisher() async throws {
+        let server = try JanusServer(sessionTimeout: Self.killSessionTimeout)
+        defer { server.stop() }
+        let b = try JoinRun(
+            "B", on: server, ["--uid", "22", "--variant", "2", "--publish", "channel-2", "--duration", "100"])
+        defer { b.stop() }
+        let bJoined = await b.waitFor(within: 20) { $0.joined("channel-2") }
+        try #require(bJoined, "B joined:\n\(b.summary)")
+        let c = try JoinRun(
+            "C", on: server, ["--uid", "33", "--variant", "3", "--subscribe", "channel-2", "--duration", "100", "--md5"])
+        defer { c.stop() }
+        let decoding = await c.waitFor(within: 20) { $0.pictures(in: "channel-2", uid: 22).count >= 15 }
+        try #require(decoding, "C decodes B:\n\(c.summary)")
+
+        kill(b.pid, SIGKILL)
+        let killedAt = Date()
+        let status = await b.waitForExit(within: 5)
+        #expect(status == SIGKILL, "B's end: \(String(describing: status))")
+        #expect(b.process.terminationReason == .uncaughtSignal)
+        let bound = Double(Self.killSessionTimeout) + 10
+        let offline = await c.waitFor(within: bound) { !$0.events("userOffline", in: "channel-2", uid: 22).isEmpty }
+        let detection = Date().timeIntervalSince(killedAt)
+        #expect(offline, "C told that 22 went within \(bound) s:\n\(c.summary)")
+        #expect(detection > 2, "told after \(detection) s")
+        let frozen = c.events("remoteVideoStateChanged", in: "channel-2", uid: 22).first { $0.hasState("frozen") }
+        #expect(frozen != nil, "C's video of 22 froze")
+        print(
+            "JanusChannel: kill -9: C told userOffline 22 \(String(format: "%.1f", detection)) s after the kill "
+                + "(session_timeout \(Self.killSessionTimeout) s); video frozen event: \(frozen?.text ?? "none")")
+        let reasons = c.events("userOffline", in: "channel-2", uid: 22).map(\.text)
+        #expect(reasons.count == 1, "C's userOffline 22: \(reasons)")
+        // Its media had stopped long before Janus saw it go: dropped, not quit.
+        #expect(reasons.allSatisfy { $0.contains("dropped") }, "C's userOffline 22: \(reasons)")
+
+        c.signal(SIGINT)
+        let cStatus = await c.waitForExit(within: 15)
+        #expect(cStatus == 0, "C's exit:\n\(c.summary)")
+        server.stop()
+        b.stop()
+        c.stop()
+        expectNothingLeft()
+    }
+
+    @Test("faults: Janus not running, no such room, pins, a uid taken", .timeLimit(.minutes(2)))
+    func faults() async throws {
+        let server = try JanusServer()
+        defer { server.stop() }
+        // All at once (they do not meet: different rooms, or refused).
+        let unreachable = try JoinRun(
+            "unreachable", on: server, url: "http://127.0.0.1:\(JanusServer.port + 1)/janus",
+            ["--publish", "channel-1", "--duration", "30"])
+        defer { unreachable.stop() }
+        let noRoom = try JoinRun("no room", on: server, ["--subscribe", "no-such-room", "--duration", "30"])
+        defer { noRoom.stop() }
+        let noPin = try JoinRun("no pin", on: server, ["--subscribe", "pinned", "--duration", "30"])
+        defer { noPin.stop() }
+        let wrongPin = try JoinRun("wrong pin", on: server, ["--subscribe", "pinned", "--pin", "4321", "--duration", "30"])
+        defer { wrongPin.stop() }
+        let rightPin = try JoinRun(
+            "right pin", on: server, ["--uid", "55", "--publish", "pinned", "--pin", "1234", "--duration", "3"])
+        defer { rightPin.stop() }
+        let first = try JoinRun("first 44", on: server, ["--uid", "44", "--publish", "channel-1", "--duration", "30"])
+        defer { first.stop() }
+
+        /// Exit 1 within `seconds` with one error line naming `channel` and `code`.
+        func expectFailure(_ run: JoinRun, within seconds: Double, channel: String, code: String) async {
+            let status = await run.waitForExit(within: seconds)
+            let elapsed = Date().timeIntervalSince(run.startedAt)
+            #expect(status == 1, "\(run.name): exit \(String(describing: status)) after \(elapsed) s:\n\(run.summary)")
+            let stderr = run.stderr
+            let final = stderr.split(separator: "\n").filter { $0.hasPrefix("pipebench: error:") }
+            #expect(final.count == 1, "\(run.name): stderr \(stderr)")
+            #expect(
+                final.first.map { $0.contains("'\(channel)'") && (code.isEmpty || $0.contains(code)) } ?? false,
+                "\(run.name): \(stderr)")
+            #expect(run.events("joinSuccess").isEmpty, "\(run.name) joined")
+            print("JanusChannel: \(run.name): exit \(status.map(String.init) ?? "none") after \(String(format: "%.1f", elapsed)) s: \(final.first ?? "")")
+        }
+        await expectFailure(noRoom, within: 6, channel: "no-such-room", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
+        // A missing pin: Janus's 429 (missing element), which is no token refusal: -17.
+        await expectFailure(noPin, within: 6, channel: "pinned", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
+        await expectFailure(wrongPin, within: 6, channel: "pinned", code: "ERR_INVALID_TOKEN (-110)")
+        // Connection refused: the client retries for about 3 s, then gives up.
+        await expectFailure(unreachable, within: 6, channel: "channel-1", code: "")
+
+        // The right pin joins, publishes, and ends at --duration with a clean leave.
+        let rightStatus = await rightPin.waitForExit(within: 15)
+        #expect(rightStatus == 0, "right pin:\n\(rightPin.summary)")
+        #expect(rightPin.events("joinSuccess", in: "pinned", uid: 55).count == 1, "right pin:\n\(rightPin.summary)")
+        #expect(rightPin.events("leave", in: "pinned").count == 1, "right pin:\n\(rightPin.summary)")
+        #expect(rightPin.events("error").isEmpty, "right pin:\n\(rightPin.summary)")
+
+        // A uid taken in the room: the second publisher is refused, the first stays.
+        let firstJoined = await first.waitFor(within: 20) { $0.joined("channel-1") }
+        try #require(firstJoined, "first 44:\n\(first.summary)")
+        let second = try JoinRun("second 44", on: server, ["--uid", "44", "--publish", "channel-1", "--duration", "30"])
+        defer { second.stop() }
+        await expectFailure(second, within: 6, channel: "channel-1", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
+        #expect(first.isRunning && first.events("error").isEmpty, "first 44:\n\(first.summary)")
+        first.signal(SIGINT)
+        let firstStatus = await first.waitForExit(within: 15)
+        #expect(firstStatus == 0, "first 44:\n\(first.summary)")
+
+        server.stop()
+        for run in [unreachable, noRoom, noPin, wrongPin, rightPin, first, second] { run.stop() }
+        expectNothingLeft()
+    }
+
+    @Test("after the suite: no namespace and no process of ours left")
+    func nothingLeft() {
+        JanusServer.sweepStale()
+        expectNothingLeft()
+        let ours = JanusServer.existingNamespaces()
+        #expect(ours.isEmpty, "namespaces: \(ours)")
+    }
+}
