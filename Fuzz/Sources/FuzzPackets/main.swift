@@ -5,11 +5,12 @@ import Foundation
 /// One input: the first byte picks what is fed (an RTP packet with its VP8 and VP9 descriptors
 /// and its payload read as redundant audio (RFC 2198), an RTCP datagram, a stream of packets
 /// into the frame assemblers, or SDP text, read and written back, answered as a WebRTC offer
-/// and negotiated), the rest is the data.
-/// `FUZZ_CASE=rtp|rtcp|depacketizers|sdp` feeds every input, whole, to that reader alone (the CI
+/// and negotiated, datagrams into a DTLS association, or a datagram through SRTP), the rest is
+/// the data.
+/// `FUZZ_CASE=rtp|rtcp|depacketizers|sdp|dtls|srtp` feeds every input, whole, to that reader alone (the CI
 /// smoke runs give each its own minute). Every reader must either read it or throw a MediaError;
 /// a crash or hang is a bug.
-let fixedCase: Int? = ["rtp": 0, "rtcp": 1, "depacketizers": 2, "sdp": 3][
+let fixedCase: Int? = ["rtp": 0, "rtcp": 1, "depacketizers": 2, "sdp": 3, "dtls": 4, "srtp": 5][
     ProcessInfo.processInfo.environment["FUZZ_CASE"] ?? ""]
 
 /// The local transport the sdp case answers WebRTC offers with.
@@ -23,7 +24,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let skip = fixedCase == nil ? 1 : 0
     guard size > skip else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data + skip, count: size - skip))
-    switch fixedCase ?? Int(data[0] % 4) {
+    switch fixedCase ?? Int(data[0] % 6) {
+    case 4:
+        fuzzDTLS(bytes)
+    case 5:
+        fuzzSRTP(bytes)
     case 3:
         if let sdp = try? SessionDescription(parsing: String(decoding: bytes, as: UTF8.self)) {
             _ = try? SessionDescription(parsing: sdp.text)
