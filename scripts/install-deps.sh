@@ -12,6 +12,9 @@ packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev li
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gstreamer1.0-tools gstreamer1.0-plugins-base
     gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables libnetfilter-queue-dev janus socat)
+  # The browser test (Tests/Browser): headless Chromium driven by Debian's Selenium (run with
+  # /usr/bin/python3) through chromium-driver, the page on janus.js and its adapter.
+  packages+=(chromium chromium-driver python3-selenium libjs-janus-gateway libjs-webrtc-adapter)
 fi
 missing=()
 for package in "${packages[@]}"; do
