@@ -269,7 +269,7 @@ private func bestMatch(_ frame: Int, of test: RawPictures, in source: RawPicture
         .max { $0.psnr < $1.psnr }!
 }
 
-/// Root mean square of every `channels`-th sample from `offset`.
+/// Root mean square of `samples`.
 private func rms(_ samples: ArraySlice<Int16>) -> Double {
     guard !samples.isEmpty else { return 0 }
     return (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
