@@ -32,10 +32,18 @@ struct JoinCommand: ParsableCommand {
     @Option(help: "This user's uid (0: one is chosen).") var uid: UInt32 = 0
     @Option(help: "Which user's media to publish: 0 is the samples' own, 1-7 others.") var variant = 0
     @Option(help: "Seconds to stay.") var duration = 10.0
+    @Flag(
+        help: ArgumentHelp(
+            "Encode the samples live (the engine's encoders, which answer keyframe requests) instead of publishing "
+                + "the variant's pre-encoded frames."))
+    var encode = false
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
     @Option(help: "Room pin, when the rooms have one.") var pin: String?
+    @Option(help: "Seconds a channel may stay reconnecting before it fails.") var reconnectTimeout = 60.0
+    @Option(help: "Janus's session_timeout in seconds (a session unreachable this long is joined anew).")
+    var sessionTimeout = 60.0
     @Option(name: .customLong("samples"), help: "Folder with the bundled samples.") var samplesOption: String?
     @Flag(help: "Numeric room and participant ids (a VideoRoom without string_ids): channels must be numbers.")
     var numericIds = false
@@ -73,6 +81,8 @@ struct JoinCommand: ParsableCommand {
         settings.numericIds = numericIds
         settings.localAddresses = localAddress
         settings.pin = pin
+        settings.reconnectTimeoutSeconds = reconnectTimeout
+        settings.sessionTimeoutSeconds = sessionTimeout
         if let ports {
             let bounds = ports.split(separator: "-").compactMap { Int($0) }
             guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
@@ -142,13 +152,23 @@ struct JoinCommand: ParsableCommand {
             }
             // The looped samples get the session's time, so the stream's clock advances steadily
             // as a live sender's does.
-            if publish != nil && tick % 2 == 0 {
-                engine.pushEncodedFrame(media.opusPackets[(tick / 2) % media.opusPackets.count].restamped(now))
+            // Audio is stamped by its sample count (20 ms a packet), not by when the loop came
+            // round: a receiver's jitter buffer reads uneven steps as gaps and overlaps.
+            if publish != nil && encode {
+                try engine.pushAudio(sampleMedia.audioFrames[tick % sampleMedia.audioFrames.count])
+            } else if publish != nil && tick % 2 == 0 {
+                engine.pushEncodedFrame(
+                    media.opusPackets[(tick / 2) % media.opusPackets.count].restamped(Int64(tick / 2) * 20_000))
             }
             let videoDue = now >= nextVideoMicroseconds
             if videoDue {
-                if publish != nil {
-                    engine.pushEncodedFrame(media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(now))
+                if publish != nil && encode {
+                    try engine.pushVideo(
+                        sampleMedia.pictures[videoIndex % sampleMedia.pictures.count], timestampMicroseconds: now)
+                } else if publish != nil {
+                    engine.pushEncodedFrame(
+                        media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(
+                            Int64(videoIndex) * videoPeriodMicroseconds))
                 }
                 videoIndex += 1
                 nextVideoMicroseconds += videoPeriodMicroseconds
@@ -160,11 +180,17 @@ struct JoinCommand: ParsableCommand {
             let microseconds = ahead.components.seconds * 1_000_000 + ahead.components.attoseconds / 1_000_000_000_000
             if microseconds > 0 { usleep(UInt32(microseconds)) }
         }
+        if verbose {
+            for connection in transport.statistics { printError("janus connection: \(connection)") }
+        }
         for channel in joined { try? channel.leave() }
         for recording in recordings { try engine.stopChannelRecording(recording) }
         for recording in userRecordings.values { try engine.stopRecording(recording) }
         if let failure = printer.failures.first {
             throw EngineError(failure.code, "channel '\(failure.channelId)': \(failure.message)")
+        }
+        if let pending = channels.first(where: { !printer.joinedChannels.contains($0) }) {
+            throw EngineError(.notReady, "channel '\(pending)': the join was not answered within --duration")
         }
     }
 }
@@ -226,6 +252,10 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
     private let lines = Mutex<Int>(0)
     private let failed = Mutex<[(channelId: String, code: EngineError.Code, message: String)]>([])
     private let joinedUsers = Mutex<[StreamKey]>([])
+    private let joined = Mutex<Set<String>>([])
+
+    /// The channels whose join succeeded.
+    var joinedChannels: Set<String> { joined.withLock { $0 } }
 
     /// The remote users announced since the last call.
     func takeJoinedUsers() -> [StreamKey] {
@@ -243,9 +273,21 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
     func print(_ channelId: String, _ event: ChannelEvent) {
         let elapsed = ContinuousClock.now - start
         let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        // A refused join brings an error event naming the cause (after its failed state); a
+        // joined channel whose connection is lost for good only its failed state.
         if case .error(let code, let message) = event {
-            failed.withLock { $0.append((channelId, code, message)) }
+            failed.withLock { failed in
+                if !failed.contains(where: { $0.channelId == channelId }) { failed.append((channelId, code, message)) }
+            }
         }
+        if case .connectionStateChanged(.failed, let reason) = event, joinedChannels.contains(channelId) {
+            failed.withLock { failed in
+                if !failed.contains(where: { $0.channelId == channelId }) {
+                    failed.append((channelId, .notReady, "the connection failed (\(reason))"))
+                }
+            }
+        }
+        if case .joinSuccess = event { joined.withLock { $0.insert(channelId) } }
         if case .userJoined(let uid, _) = event {
             joinedUsers.withLock { $0.append(StreamKey(channelId: channelId, uid: uid)) }
         }

@@ -12,6 +12,8 @@ final class JanusChannelLeg: Sendable {
         case role(ClientRole)
         case media(PublishedMedia)
         case leave
+        /// What happened to the session of `signalling`.
+        case session(JanusSessionEvent, JanusSignalling)
     }
 
     let channelId: String

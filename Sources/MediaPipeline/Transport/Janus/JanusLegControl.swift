@@ -1,27 +1,36 @@
 /// The signalling of one channel of a ``JanusTransport``, one step at a time: the join, the
 /// room's events, publishing and unpublishing, subscriptions. Not a per-packet path.
 actor JanusLegControl {
-    private let transport: JanusTransport
-    private let channelId: String
+    let transport: JanusTransport
+    let channelId: String
     private let room: JanusID
     private var uid: UInt32
-    private var role: ClientRole
-    private var media: PublishedMedia
-    private let receivesMedia: Bool
-    private weak var endpoint: TransportEndpoint?
-    private var handle: JanusHandle?
+    var role: ClientRole
+    var media: PublishedMedia
+    let receivesMedia: Bool
+    weak var endpoint: TransportEndpoint?
+    var handle: JanusHandle?
     private var privateID: UInt64?
     /// Remote publishers present, with what they publish.
-    private var publishers: [UInt32: PublishedMedia] = [:]
+    var publishers: [UInt32: PublishedMedia] = [:]
+    /// The publishers the last join found in the room.
+    var publishersAtJoin: Set<UInt32> = []
     /// Participant ids of remote publishers, by uid.
     private var remoteIds: [UInt32: JanusID] = [:]
     /// Kinds the engine does not want, per remote publisher (set from any thread).
     private let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
-    private var leaving = false
+    var leaving = false
     /// Where timers put their inputs (the serving loop's stream), while it runs.
-    private var input: AsyncStream<Input>.Continuation?
+    var input: AsyncStream<Input>.Continuation?
+    /// Forwards the publisher handle's events into ``input``.
+    private var roomEventsTask: Task<Void, Never>?
+    /// The connection's health: see JanusLegControl+Health.swift.
+    var health = JanusLegHealth()
     /// Publishers that unpublished and have not left (yet), with the serial of their timer.
     private var unpublished: [UInt32: Int] = [:]
+    /// How long each unpublished publisher's media had been silent when it unpublished
+    /// (microseconds): a publisher that left after a long silence dropped.
+    private var silenceAtUnpublish: [UInt32: Int64] = [:]
     private var timerSerial = 0
 
     /// The stream description an engine gives a stream it does not send (a local mute), so the
@@ -92,6 +101,7 @@ actor JanusLegControl {
         }
         guard let joined else { throw JanusError.badResponse("no 'joined' answer") }
         privateID = joined.privateID
+        publishersAtJoin = Set(joined.publishers.map { Self.uid(of: $0.id) })
         for publisher in joined.publishers { announce(publisher) }
         return uid
     }
@@ -99,21 +109,22 @@ actor JanusLegControl {
     /// Serves the channel: subscribes and publishes as asked, then takes the room's events and
     /// the engine's commands until the channel is left.
     func serve(leg: JanusChannelLeg, commands: AsyncStream<JanusChannelLeg.Command>) async {
-        guard let handle else { return }
-        // The room's events and the engine's commands, merged into one ordered stream.
+        guard handle != nil else { return }
+        // The room's events, the engine's commands and the timers, merged into one ordered stream.
         let (inputs, input) = AsyncStream.makeStream(of: Input.self)
         self.input = input
-        let forwardEvents = Task {
-            for await event in handle.events { input.yield(.event(event)) }
-        }
+        forwardRoomEvents()
         let forwardCommands = Task {
             for await command in commands { input.yield(.command(command)) }
             input.finish()
         }
-        if receivesMedia {
-            for uid in publishers.keys.sorted() { await subscribe(uid, leg: leg) }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(JanusLegHealth.tickMilliseconds))
+                input.yield(.tick)
+            }
         }
-        if role == .broadcaster && !media.isEmpty { await publish(leg: leg) }
+        await subscribeAndPublish(leg: leg)
         for await next in inputs {
             switch next {
             case .event(let event): await roomEvent(event, leg: leg)
@@ -121,8 +132,12 @@ actor JanusLegControl {
                 // Unpublished and still in the room after the grace period: audience now.
                 if unpublished[uid] == serial {
                     unpublished[uid] = nil
+                    silenceAtUnpublish[uid] = nil
                     await gone(uid, reason: .becomeAudience, leg: leg)
                 }
+            case .tick: await checkHealth(leg: leg)
+            case .probed(let answered, let client): probed(answered, client)
+            case .hangup(let publisher, let handleId): await hungUp(publisher, handleId: handleId, leg: leg)
             case .command(.leave):
                 leaving = true
                 input.finish()
@@ -132,31 +147,65 @@ actor JanusLegControl {
             case .command(.media(let newMedia)):
                 media = newMedia
                 await updatePublication(leg: leg)
+            case .command(.session(let event, let client)): sessionChanged(event, client)
             }
             if leaving { break }
         }
-        forwardEvents.cancel()
+        roomEventsTask?.cancel()
         forwardCommands.cancel()
+        ticker.cancel()
         self.input = nil
         await tearDown(leg: leg)
     }
 
-    private enum Input: Sendable {
+    /// Subscribes to every publisher present (when this side receives media) and publishes
+    /// (when it is a broadcaster with media).
+    func subscribeAndPublish(leg: JanusChannelLeg) async {
+        if receivesMedia {
+            for uid in publishers.keys.sorted() { await subscribe(uid, leg: leg) }
+        }
+        if role == .broadcaster && !media.isEmpty { await publish(leg: leg) }
+    }
+
+    /// Forwards the publisher handle's events (the room's, and its connection's) into the
+    /// serving loop.
+    func forwardRoomEvents() {
+        roomEventsTask?.cancel()
+        guard let handle, let input else { return }
+        roomEventsTask = Task {
+            for await event in handle.events { input.yield(.event(event)) }
+        }
+    }
+
+    enum Input: Sendable {
         case event(JanusEvent)
         case command(JanusChannelLeg.Command)
         /// The grace period of an "unpublished" (numbered `serial`) is over.
         case settle(UInt32, serial: Int)
+        /// Time to look at the connections' health.
+        case tick
+        /// A peer connection went down (Janus hung it up, or ICE or DTLS failed): a remote
+        /// publisher's subscription on the handle given, or (nil) the publication.
+        case hangup(UInt32?, handleId: UInt64)
+        /// Whether Janus answered a keepalive on the session of the client given.
+        case probed(Bool, JanusSignalling)
     }
 
     /// A room event on the publisher handle.
     private func roomEvent(_ event: JanusEvent, leg: JanusChannelLeg) async {
+        if case .hangup = event, let handle {
+            await hungUp(nil, handleId: handle.id, leg: leg)
+            return
+        }
         guard case .plugin(let data, _) = event else { return }
         transport.logger.debug("room event in '\(channelId)': \(data)")
         for publisher in VideoRoomPublisher.list(in: data) {
             let uid = Self.uid(of: publisher.id)
             let known = publishers[uid] != nil
+            // Published again within the grace period: the subscription it lost comes back.
+            let resumed = unpublished.removeValue(forKey: uid) != nil
             announce(publisher)
-            if !known && receivesMedia { await subscribe(uid, leg: leg) }
+            if (!known || resumed) && receivesMedia { await subscribe(uid, leg: leg) }
         }
         if let id = JanusID(data["unpublished"]) {
             // Stopped publishing: its media ends now; whether it left or became audience, its
@@ -165,6 +214,7 @@ actor JanusLegControl {
             guard publishers[uid] != nil, unpublished[uid] == nil else { return }
             timerSerial += 1
             unpublished[uid] = timerSerial
+            silenceAtUnpublish[uid] = leg.subscriptions.withLock { $0[uid] }?.mapper.microsecondsSinceLastPacket
             await closeSubscription(uid, leg: leg)
             let input = self.input
             let serial = timerSerial
@@ -178,11 +228,13 @@ actor JanusLegControl {
             let uid = Self.uid(of: id)
             unpublished[uid] = nil
             // A publisher silent for a while before Janus saw it go (its session timed out)
-            // dropped; one that left as its media flowed quit.
-            let silent = leg.subscriptions.withLock { $0[uid] }.map {
-                $0.mapper.microsecondsSinceLastPacket > Self.droppedSilenceMicroseconds
-            }
-            await gone(uid, reason: silent ?? false || key == "kicked" ? .dropped : .quit, leg: leg)
+            // dropped; one that left as its media flowed quit. Its silence is measured when it
+            // unpublished (Janus says so just before it says it left), or now.
+            let silence =
+                silenceAtUnpublish.removeValue(forKey: uid)
+                ?? leg.subscriptions.withLock { $0[uid] }?.mapper.microsecondsSinceLastPacket ?? 0
+            await gone(
+                uid, reason: silence > Self.droppedSilenceMicroseconds || key == "kicked" ? .dropped : .quit, leg: leg)
         }
     }
 
@@ -206,7 +258,7 @@ actor JanusLegControl {
     }
 
     /// A publisher left or stopped publishing: its subscription ends and the engine is told.
-    private func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
+    func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
         await closeSubscription(uid, leg: leg)
@@ -214,17 +266,25 @@ actor JanusLegControl {
     }
 
     /// Ends the subscription to `uid`, if there is one.
-    private func closeSubscription(_ uid: UInt32, leg: JanusChannelLeg) async {
+    func closeSubscription(_ uid: UInt32, leg: JanusChannelLeg) async {
         guard let subscription = leg.subscriptions.withLock({ $0.removeValue(forKey: uid) }) else { return }
         subscription.connection.close()
-        try? await subscription.handle.detach()
+        // Not waited for: an unreachable Janus must not hold the channel's other work.
+        Task { try? await subscription.handle.detach() }
     }
 
     /// Subscribes to `uid`'s streams over a connection of their own (Janus offers).
-    private func subscribe(_ uid: UInt32, leg: JanusChannelLeg) async {
+    func subscribe(_ uid: UInt32, leg: JanusChannelLeg) async {
         guard let id = remoteIds[uid], let endpoint, leg.subscriptions.withLock({ $0[uid] }) == nil else { return }
         do {
             let handle = try await transport.signalling.attach()
+            // Janus hanging up this subscription's connection brings a new one.
+            let input = self.input
+            Task {
+                for await event in handle.events {
+                    if case .hangup = event { input?.yield(.hangup(uid, handleId: handle.id)) }
+                }
+            }
             let reply = try await handle.joinAsSubscriber(
                 room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: transport.configuration.pin)
             guard let offer = reply.jsep, offer.type == "offer" else {
@@ -237,7 +297,12 @@ actor JanusLegControl {
             let connection = try WebRTCConnection(
                 controllingICE: false, certificate: transport.certificate,
                 localAddresses: transport.configuration.localAddresses,
-                handlers: .init(rtp: { mapper.rtp($0) }, rtcp: { mapper.rtcp($0) }, state: { _ in }))
+                handlers: .init(
+                    rtp: { mapper.rtp($0) }, rtcp: { mapper.rtcp($0) },
+                    state: { state in
+                        // ICE or DTLS failed for good: the subscription is made anew.
+                        if case .failed = state { input?.yield(.hangup(uid, handleId: handle.id)) }
+                    }))
             let local = try JanusSDP.localTransport(
                 connection, candidates: try connection.gatherCandidates(ports: transport.configuration.localPorts))
             let answer = SessionDescription.webRTCAnswer(to: remote, transport: local)
@@ -246,6 +311,8 @@ actor JanusLegControl {
             leg.subscriptions.withLock {
                 $0[uid] = JanusSubscription(handle: handle, connection: connection, mapper: mapper)
             }
+            transport.logger.debug(
+                "subscription to \(uid) in '\(channelId)' on handle \(handle.id): \(local.candidates)")
             try await handle.start(answer: JanusJSEP(type: "answer", sdp: answer.text))
             try connection.start(
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
@@ -293,7 +360,7 @@ actor JanusLegControl {
     }
 
     /// Publishes this side's streams over a connection of their own (this side offers).
-    private func publish(leg: JanusChannelLeg) async {
+    func publish(leg: JanusChannelLeg) async {
         guard let handle, let endpoint, let streams = endpoint.transportLocalStreams() else { return }
         do {
             let connection = try WebRTCConnection(
@@ -305,7 +372,9 @@ actor JanusLegControl {
                         endpoint?.transportReceiveRTCP(
                             Array(bytes), channelId: channelId, from: JanusTransport.serverUid)
                     },
-                    state: { _ in }))
+                    state: { [input, handleId = handle.id] state in
+                        if case .failed = state { input?.yield(.hangup(nil, handleId: handleId)) }
+                    }))
             let local = try JanusSDP.localTransport(
                 connection, candidates: try connection.gatherCandidates(ports: transport.configuration.localPorts))
             // Both streams are offered (mids "0" and "1"), so a mute is a flag, not a renegotiation.

@@ -161,12 +161,18 @@ public enum JanusEvent: Sendable, Equatable {
     case detached
 }
 
-/// What Janus tells about the session itself. After either, the session is gone: make a new one
-/// (and join again) to go on.
+/// What happens to the session itself. After ``timedOut`` or ``lost`` the session is gone: make
+/// a new one (and join again) to go on.
 public enum JanusSessionEvent: Sendable, Equatable {
+    /// Janus cannot be reached for now (the event loop's requests fail); the session may still
+    /// live on the server.
+    case interrupted
+    /// Janus answers again after an interruption: the session lives.
+    case restored
     /// Janus dropped the session: no request came within its `session_timeout`.
     case timedOut
-    /// The session was lost (Janus does not know it any more, or cannot be reached).
+    /// The session was lost (Janus does not know it any more, or could not be reached for
+    /// longer than its session timeout).
     case lost(JanusError)
 }
 

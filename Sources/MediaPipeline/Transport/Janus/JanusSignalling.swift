@@ -11,8 +11,11 @@ import NIOHTTP1
 /// answered by Janus with an `ack`, then by an event with the same transaction delivered through
 /// the long-poll: the call returns that event, or throws the plugin's refusal
 /// (``JanusError/plugin(code:message:)``). Every request ends within
-/// ``Configuration/requestTimeout``. When the session is gone (Janus timed it out, forgot it, or
-/// cannot be reached), ``sessionEvents`` says so once, pending requests throw
+/// ``Configuration/requestTimeout``. When Janus cannot be reached, ``sessionEvents`` says
+/// ``JanusSessionEvent/interrupted`` and the event loop keeps trying (``JanusSessionEvent/restored``
+/// when it answers again) until the server's session timeout has passed. When the session is
+/// gone (Janus timed it out, forgot it, or was unreachable for longer than
+/// ``Configuration/sessionTimeout``), ``sessionEvents`` says so and ends, pending requests throw
 /// ``JanusError/sessionGone(_:)`` and the handles' event streams end: make a new client to join
 /// again. Call ``close()`` (or ``destroy()``) when done: it ends the session and the HTTP client.
 ///
@@ -33,6 +36,9 @@ public actor JanusSignalling {
         /// How often the session is kept alive; nil sends no keepalives (Janus's default
         /// `session_timeout` is 60 s; long-polls do not count as activity).
         public var keepaliveInterval: Duration? = .seconds(25)
+        /// The server's `session_timeout`: an unreachable Janus has dropped the session after this
+        /// long without a request from us.
+        public var sessionTimeout: Duration = .seconds(60)
         /// The most events one long-poll returns (`maxev`).
         public var eventsPerPoll = 10
 
@@ -86,6 +92,19 @@ public actor JanusSignalling {
     public func create() async throws -> UInt64 {
         if let ended { throw ended }
         if let sessionID { return sessionID }
+        // Callers that come while the session is being made wait for that one: two channels
+        // joining at once share one session.
+        if let creating { return try await creating.value }
+        let making = Task { try await makeSession() }
+        creating = making
+        defer { creating = nil }
+        return try await making.value
+    }
+
+    /// The in-flight `create` request, while there is one.
+    private var creating: Task<UInt64, Error>?
+
+    private func makeSession() async throws -> UInt64 {
         let reply = try await post("", ["janus": .string("create")], request: "create")
         guard reply.kind == "success", let id = reply.data?["id"]?.intValue else {
             throw JanusError.badResponse("create answered \(reply.raw)")
@@ -145,9 +164,11 @@ public actor JanusSignalling {
 
     /// Sends a `keepalive` for the session now (the client also does it every
     /// ``Configuration/keepaliveInterval``).
-    public func keepalive() async throws {
+    /// Keeps the session alive; with `timeout`, fails sooner than the request timeout (a
+    /// liveness probe).
+    public func keepalive(timeout: Duration? = nil) async throws {
         let session = try currentSession()
-        _ = try await post("/\(session)", ["janus": .string("keepalive")], request: "keepalive")
+        _ = try await post("/\(session)", ["janus": .string("keepalive")], request: "keepalive", timeout: timeout)
     }
 
     /// Detaches `handle` from its plugin; its event stream ends.
@@ -259,7 +280,10 @@ public actor JanusSignalling {
     }
 
     private func pollLoop(session: UInt64) async {
-        var failures = 0
+        let clock = ContinuousClock()
+        var lastAnswer = clock.now
+        var interrupted = false
+        var backoff = Duration.milliseconds(250)
         while !Task.isCancelled, ended == nil {
             var query = "?maxev=\(configuration.eventsPerPoll)&rid=\(UInt64(Date().timeIntervalSince1970 * 1000))"
             for (name, value) in [("token", configuration.token), ("apisecret", configuration.apiSecret)] {
@@ -281,18 +305,31 @@ public actor JanusSignalling {
                     return
                 }
                 guard status == 200 else { throw JanusError.badResponse("poll: HTTP \(status)") }
+                lastAnswer = clock.now
+                backoff = .milliseconds(250)
+                if interrupted {
+                    interrupted = false
+                    sessionContinuation.yield(.restored)
+                }
                 let value = try JSONValue.parse(body)
                 for item in value.arrayValue ?? [value] { dispatch(try JanusMessage(item)) }
-                failures = 0
             } catch {
                 if Task.isCancelled || ended != nil { return }
-                failures += 1
-                if failures >= 3 {
+                if !interrupted {
+                    interrupted = true
+                    sessionContinuation.yield(.interrupted)
+                }
+                // The session outlives a short outage on the server: it is given up only once
+                // the server's session timeout has passed without an answer.
+                if clock.now - lastAnswer > configuration.sessionTimeout {
                     let failure = error as? JanusError ?? .unreachable("\(error)")
-                    end(with: .sessionGone("the event loop failed: \(failure)"), notify: .lost(failure))
+                    end(
+                        with: .sessionGone("Janus unreachable for longer than its session timeout"),
+                        notify: .lost(failure))
                     return
                 }
-                try? await Task.sleep(for: .milliseconds(300))
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
             }
         }
     }

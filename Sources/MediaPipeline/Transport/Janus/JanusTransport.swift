@@ -19,6 +19,12 @@ public struct JanusTransportConfiguration: Sendable {
     public var localPorts: ClosedRange<Int>?
     /// How long a Janus request may take, in seconds.
     public var requestTimeoutSeconds: Double = 10
+    /// How long a channel may stay RECONNECTING (Janus unreachable, media silent, the session
+    /// being rejoined) before it is FAILED, in seconds.
+    public var reconnectTimeoutSeconds: Double = 60
+    /// Janus's `session_timeout`, in seconds: an unreachable server has dropped our session
+    /// after this long, and it is joined again.
+    public var sessionTimeoutSeconds: Double = 60
     /// The name other participants see.
     public var display: String?
 
@@ -49,7 +55,8 @@ public final class JanusTransport: MediaTransport, Sendable {
 
     /// The settings given.
     public let configuration: JanusTransportConfiguration
-    let signalling: JanusSignalling
+    /// The signalling client of the current Janus session (replaced when the session is lost).
+    private let client: LockedValue<JanusSignalling>
     let certificate: DTLSCertificate
     private let legs = LockedValue<[String: JanusChannelLeg]>([:])
 
@@ -64,10 +71,46 @@ public final class JanusTransport: MediaTransport, Sendable {
     {
         self.configuration = configuration
         self.logger = logger
+        client = LockedValue(Self.makeSignalling(configuration))
+        certificate = try DTLSCertificate.generate()
+        watch(signalling)
+    }
+
+    private static func makeSignalling(_ configuration: JanusTransportConfiguration) -> JanusSignalling {
         var settings = JanusSignalling.Configuration(url: configuration.url, token: configuration.token)
         settings.requestTimeout = .milliseconds(Int64(configuration.requestTimeoutSeconds * 1000))
-        signalling = JanusSignalling(configuration: settings)
-        certificate = try DTLSCertificate.generate()
+        settings.sessionTimeout = .milliseconds(Int64(configuration.sessionTimeoutSeconds * 1000))
+        settings.keepaliveInterval = .milliseconds(Int64(max(1, configuration.sessionTimeoutSeconds / 3) * 1000))
+        return JanusSignalling(configuration: settings)
+    }
+
+    /// The signalling client of the current session.
+    var signalling: JanusSignalling { client.withLock { $0 } }
+
+    /// A client for a new session when `ended` is still the current one (its session is
+    /// gone); the current one otherwise (another channel renewed it first).
+    func renewSignalling(replacing ended: JanusSignalling) -> JanusSignalling {
+        let (current, made) = client.withLock { client -> (JanusSignalling, Bool) in
+            guard client === ended else { return (client, false) }
+            client = Self.makeSignalling(configuration)
+            return (client, true)
+        }
+        if made {
+            watch(current)
+            Task { await ended.close() }
+        }
+        return current
+    }
+
+    /// Passes what happens to `signalling`'s session to every channel.
+    private func watch(_ signalling: JanusSignalling) {
+        let events = signalling.sessionEvents
+        Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                for leg in self.legs.withLock({ Array($0.values) }) { leg.command(.session(event, signalling)) }
+            }
+        }
     }
 
     deinit { close() }
@@ -82,6 +125,7 @@ public final class JanusTransport: MediaTransport, Sendable {
         for leg in all { leg.leave() }
         let signalling = self.signalling
         let done = DispatchSemaphore(value: 0)
+        // The channels' tasks are told to stop; their requests end with the session.
         Task {
             for leg in all { await leg.finished() }
             await signalling.close()

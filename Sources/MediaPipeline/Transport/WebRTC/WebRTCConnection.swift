@@ -49,6 +49,9 @@ final class WebRTCConnection: Sendable {
         var rtpSent: Int64 = 0, rtcpSent: Int64 = 0
         /// Packets that could not be sent (no keys yet, no ICE pair, too large).
         var sendFailures: Int64 = 0
+        /// When the last RTP or RTCP packet came, in microseconds of the connection's clock
+        /// (0: when it was made).
+        var lastReceiveAt: Int64 = 0
     }
 
     /// The largest datagram handled: a 1,200-byte payload with its header, extensions and
@@ -167,6 +170,10 @@ final class WebRTCConnection: Sendable {
     /// What crossed the connection so far.
     var statistics: Counters { counters.withLock { $0 } }
 
+    /// Microseconds since the last RTP or RTCP packet came (since the connection was made,
+    /// before any): how long the peer has been silent.
+    var microsecondsSinceLastReceive: Int64 { loop.clock.nowMicroseconds - counters.withLock { $0.lastReceiveAt } }
+
     /// Whether SRTP keys are agreed.
     var isConnected: Bool { outbound.withLock { $0.srtp != nil } }
 
@@ -194,6 +201,8 @@ private struct Outbound {
 private final class LoopState: @unchecked Sendable {
     let handlers: WebRTCConnection.Handlers
     let counters: LockedValue<WebRTCConnection.Counters>
+    /// The monotonic clock receptions are timed by (0 when the connection was made).
+    let clock = WallClock()
     /// Set once, right after the agent is made, before any datagram can arrive.
     var agent: ICEAgent?
     var outbound: LockedValue<Outbound>?
