@@ -338,24 +338,6 @@ private func locate(_ received: [Double], in reference: [Double]) -> (
     return (best.correlation, fine.correlation, fine.lag)
 }
 
-/// Our children among the processes still alive (the harness's and this test's programs).
-private func leftoverChildren() -> [String] {
-    let ours = getpid()
-    let names: Set<String> = ["janus", "pipebench", "socat", "ip", "python3", "chromium", "chromedriver"]
-    var found: [String] = []
-    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-        guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-            let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-        else { continue }
-        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
-        guard fields.count > 1, Int32(fields[1]) == ours else { continue }
-        let name = String(stat[stat.index(after: open)..<close])
-        guard names.contains(name) else { continue }
-        found.append("\(entry) \(name) \(fields[0])")
-    }
-    return found
-}
-
 /// Processes among `pids` (with their start times, field 22 of /proc/PID/stat) that still exist.
 private func stillAlive(_ pids: [Int32: String]) -> [String] {
     pids.compactMap { pid, started in
@@ -598,8 +580,7 @@ struct JanusBrowserTests {
         server.stop()
         engine.stop()
         driver.stop()
-        #expect(JanusServer.existingNamespaces().isEmpty, "namespaces left")
+        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
         #expect(stillAlive(inside).isEmpty, "processes of the namespace left: \(stillAlive(inside))")
-        #expect(leftoverChildren().isEmpty, "children left: \(leftoverChildren())")
     }
 }

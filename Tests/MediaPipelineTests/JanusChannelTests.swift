@@ -192,28 +192,9 @@ private enum Reference {
     }
 }
 
-/// Processes whose parent is this test process and whose name is one of the harness's or ours.
-private func leftoverChildren() -> [String] {
-    let ours = getpid()
-    let names: Set<String> = ["janus", "pipebench", "socat", "ip", "python3"]
-    var found: [String] = []
-    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-        guard Int32(entry) != nil, let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-            let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-        else { continue }
-        let name = String(stat[stat.index(after: open)..<close])
-        let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
-        // fields[0] is the state, fields[1] the parent; a zombie ("Z") is not reaped.
-        guard fields.count > 1, Int32(fields[1]) == ours, names.contains(name) else { continue }
-        found.append("\(entry) \(name) \(fields[0])")
-    }
-    return found
-}
-
-/// After a server stopped: none of our namespaces and none of our children left.
-private func expectNothingLeft(_ sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(JanusServer.existingNamespaces().isEmpty, "namespaces left", sourceLocation: sourceLocation)
-    #expect(leftoverChildren().isEmpty, "processes left: \(leftoverChildren())", sourceLocation: sourceLocation)
+/// After a server stopped: its namespace is gone and so is every process it started.
+private func expectNothingLeft(_ server: JanusServer, _ sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())", sourceLocation: sourceLocation)
 }
 
 /// Seconds since `date`, as text with one decimal.
@@ -265,13 +246,16 @@ struct JanusChannelTests {
         // Enough pictures at both subscribers (15 fps: 60 pictures are 4 s of decoding).
         let enough = 60
         let cDecoding = await c.waitFor(within: 30) {
-            $0.pictures(in: "channel-1", uid: 11).count >= enough && $0.pictures(in: "channel-2", uid: 22).count >= enough
+            $0.pictures(in: "channel-1", uid: 11).count >= enough
+                && $0.pictures(in: "channel-2", uid: 22).count >= enough
         }
         let firstFramesAfter = Date().timeIntervalSince(cJoinedAt)
         let aDecoding = await a.waitFor(within: 10) { $0.pictures(in: "channel-2", uid: 22).count >= enough }
         #expect(cDecoding, "C decoded \(enough) pictures of each:\n\(c.summary)")
         #expect(aDecoding, "A decoded \(enough) pictures of B:\n\(a.summary)")
-        print("JanusChannel: C had \(enough) pictures of each publisher \(String(format: "%.1f", firstFramesAfter)) s after joining")
+        print(
+            "JanusChannel: C had \(enough) pictures of each publisher \(String(format: "%.1f", firstFramesAfter)) s after joining"
+        )
 
         // A leaves (SIGINT: leaves its channels, exit 0): C is told 11 quit in channel-1.
         a.signal(SIGINT)
@@ -289,7 +273,9 @@ struct JanusChannelTests {
         #expect(cStatus == 0, "C's exit:\n\(c.summary)")
 
         // Joins with our uid, in the channels asked for only.
-        for (run, uid, channels) in [(a, 11, ["channel-1", "channel-2"]), (b, 22, ["channel-2"]), (c, 33, ["channel-1", "channel-2"])] {
+        for (run, uid, channels) in [
+            (a, 11, ["channel-1", "channel-2"]), (b, 22, ["channel-2"]), (c, 33, ["channel-1", "channel-2"]),
+        ] {
             let joins = run.events("joinSuccess")
             #expect(Set(joins.map(\.channel)) == Set(channels), "\(run.name)'s joins: \(joins.map(\.text))")
             #expect(joins.count == channels.count, "\(run.name)'s joins: \(joins.map(\.text))")
@@ -332,7 +318,9 @@ struct JanusChannelTests {
         checkPictures(c, channel: "channel-1", uid: 11, variant: Self.a.variant)
         checkPictures(c, channel: "channel-2", uid: 22, variant: Self.b.variant)
         checkPictures(a, channel: "channel-2", uid: 22, variant: Self.b.variant)
-        let cOthers = c.pictures().filter { !($0.channel == "channel-1" && $0.uid == 11) && !($0.channel == "channel-2" && $0.uid == 22) }
+        let cOthers = c.pictures().filter {
+            !($0.channel == "channel-1" && $0.uid == 11) && !($0.channel == "channel-2" && $0.uid == 22)
+        }
         #expect(cOthers.isEmpty, "C's other pictures: \(Set(cOthers.map { "\($0.channel)/\($0.uid ?? 0)" }))")
         let aOthers = a.pictures().filter { !($0.channel == "channel-2" && $0.uid == 22) }
         #expect(aOthers.isEmpty, "A's other pictures: \(Set(aOthers.map { "\($0.channel)/\($0.uid ?? 0)" }))")
@@ -346,13 +334,16 @@ struct JanusChannelTests {
             let announced = run.events("userJoined", in: channel, uid: uid).first
             let video = run.events("remoteVideoStateChanged", in: channel, uid: uid).first { $0.hasState("decoding") }
             guard let join, let announced, let video else {
-                Issue.record("\(run.name), \(channel): join, userJoined \(uid) and video decoding expected:\n\(run.summary)")
+                Issue.record(
+                    "\(run.name), \(channel): join, userJoined \(uid) and video decoding expected:\n\(run.summary)")
                 continue
             }
             #expect(join.index < announced.index && announced.index < video.index, "\(run.name), \(channel) order")
             #expect(join.ms <= announced.ms && announced.ms <= video.ms, "\(run.name), \(channel) order (ms)")
             let firstPicture = run.pictures(in: channel, uid: uid).first
-            #expect(firstPicture.map { $0.index > announced.index } ?? false, "\(run.name), \(channel): a picture before userJoined")
+            #expect(
+                firstPicture.map { $0.index > announced.index } ?? false,
+                "\(run.name), \(channel): a picture before userJoined")
             print(
                 "JanusChannel: \(run.name) in \(channel): userJoined \(uid) \(announced.ms - join.ms) ms after joinSuccess, "
                     + "video decoding \(video.ms - join.ms) ms, audio decoding \((audio.first?.ms ?? 0) - join.ms) ms"
@@ -360,7 +351,8 @@ struct JanusChannelTests {
         }
         // The leave's reason.
         let quit = c.events("userOffline", in: "channel-1", uid: 11)
-        #expect(quit.count == 1 && quit.allSatisfy { $0.text.contains("quit") }, "C's userOffline 11: \(quit.map(\.text))")
+        #expect(
+            quit.count == 1 && quit.allSatisfy { $0.text.contains("quit") }, "C's userOffline 11: \(quit.map(\.text))")
         #expect(c.events("userOffline", in: "channel-2", uid: 11).isEmpty)
         #expect(a.events("userOffline").isEmpty, "A's userOffline: \(a.events("userOffline").map(\.text))")
 
@@ -368,7 +360,7 @@ struct JanusChannelTests {
         a.stop()
         b.stop()
         c.stop()
-        expectNothingLeft()
+        expectNothingLeft(server)
     }
 
     /// Janus notices a publisher killed without a word only when its session times out (no
@@ -387,7 +379,8 @@ struct JanusChannelTests {
         let bJoined = await b.waitFor(within: 20) { $0.joined("channel-2") }
         try #require(bJoined, "B joined:\n\(b.summary)")
         let c = try JoinRun(
-            "C", on: server, ["--uid", "33", "--variant", "3", "--subscribe", "channel-2", "--duration", "100", "--md5"])
+            "C", on: server,
+            ["--uid", "33", "--variant", "3", "--subscribe", "channel-2", "--duration", "100", "--md5"])
         defer { c.stop() }
         let decoding = await c.waitFor(within: 20) { $0.pictures(in: "channel-2", uid: 22).count >= 15 }
         try #require(decoding, "C decodes B:\n\(c.summary)")
@@ -418,7 +411,7 @@ struct JanusChannelTests {
         server.stop()
         b.stop()
         c.stop()
-        expectNothingLeft()
+        expectNothingLeft(server)
     }
 
     @Test("faults: Janus not running, no such room, pins, a uid taken", .timeLimit(.minutes(2)))
@@ -434,7 +427,8 @@ struct JanusChannelTests {
         defer { noRoom.stop() }
         let noPin = try JoinRun("no pin", on: server, ["--subscribe", "pinned", "--duration", "30"])
         defer { noPin.stop() }
-        let wrongPin = try JoinRun("wrong pin", on: server, ["--subscribe", "pinned", "--pin", "4321", "--duration", "30"])
+        let wrongPin = try JoinRun(
+            "wrong pin", on: server, ["--subscribe", "pinned", "--pin", "4321", "--duration", "30"])
         defer { wrongPin.stop() }
         let rightPin = try JoinRun(
             "right pin", on: server, ["--uid", "55", "--publish", "pinned", "--pin", "1234", "--duration", "3"])
@@ -454,7 +448,9 @@ struct JanusChannelTests {
                 final.first.map { $0.contains("'\(channel)'") && (code.isEmpty || $0.contains(code)) } ?? false,
                 "\(run.name): \(stderr)")
             #expect(run.events("joinSuccess").isEmpty, "\(run.name) joined")
-            print("JanusChannel: \(run.name): exit \(status.map(String.init) ?? "none") after \(String(format: "%.1f", elapsed)) s: \(final.first ?? "")")
+            print(
+                "JanusChannel: \(run.name): exit \(status.map(String.init) ?? "none") after \(String(format: "%.1f", elapsed)) s: \(final.first ?? "")"
+            )
         }
         await expectFailure(noRoom, within: 6, channel: "no-such-room", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
         // A missing pin: Janus's 429 (missing element), which is no token refusal: -17.
@@ -473,7 +469,8 @@ struct JanusChannelTests {
         // A uid taken in the room: the second publisher is refused, the first stays.
         let firstJoined = await first.waitFor(within: 20) { $0.joined("channel-1") }
         try #require(firstJoined, "first 44:\n\(first.summary)")
-        let second = try JoinRun("second 44", on: server, ["--uid", "44", "--publish", "channel-1", "--duration", "30"])
+        let second = try JoinRun(
+            "second 44", on: server, ["--uid", "44", "--publish", "channel-1", "--duration", "30"])
         defer { second.stop() }
         await expectFailure(second, within: 6, channel: "channel-1", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
         #expect(first.isRunning && first.events("error").isEmpty, "first 44:\n\(first.summary)")
@@ -483,14 +480,6 @@ struct JanusChannelTests {
 
         server.stop()
         for run in [unreachable, noRoom, noPin, wrongPin, rightPin, first, second] { run.stop() }
-        expectNothingLeft()
-    }
-
-    @Test("after the suite: no namespace and no process of ours left")
-    func nothingLeft() {
-        JanusServer.sweepStale()
-        expectNothingLeft()
-        let ours = JanusServer.existingNamespaces()
-        #expect(ours.isEmpty, "namespaces: \(ours)")
+        expectNothingLeft(server)
     }
 }

@@ -34,6 +34,8 @@ final class JanusServer: @unchecked Sendable {
 
     private var janus: Process?
     private var bridges: [Process] = []
+    /// Every process this server started (Janus, the bridges, the clients), for ``leftovers()``.
+    private let children = Mutex<[Process]>([])
     private var stopped = false
     private static let serial = Atomic<Int>(0)
 
@@ -65,7 +67,23 @@ final class JanusServer: @unchecked Sendable {
     /// Starts `arguments` inside the namespace, its output into files; the caller waits for it
     /// (whatever still runs in the namespace is killed at ``stop()``).
     func start(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
-        try Self.spawn(["/usr/sbin/ip", "netns", "exec", namespace] + arguments, stdout: stdout, stderr: stderr)
+        let process = try Self.spawn(
+            ["/usr/sbin/ip", "netns", "exec", namespace] + arguments, stdout: stdout, stderr: stderr)
+        children.withLock { $0.append(process) }
+        return process
+    }
+
+    /// What this server leaves behind after ``stop()``: its namespace if it still exists, and
+    /// each process it started that still runs. Tests run in parallel, so a test checks its own
+    /// server's leftovers, not every namespace of the process.
+    func leftovers() -> [String] {
+        var found: [String] = []
+        if Self.existingNamespaces().contains(namespace) { found.append("namespace \(namespace)") }
+        for process in children.withLock({ $0 }) + [janus].compactMap({ $0 }) + bridges where process.isRunning {
+            found.append(
+                "pid \(process.processIdentifier) \(process.arguments?.dropFirst(2).joined(separator: " ") ?? "")")
+        }
+        return found
     }
 
     /// Janus's log so far.

@@ -3,19 +3,18 @@
 /// connection was last rebuilt. Owned by the channel's ``JanusLegControl``.
 struct JanusLegHealth {
     /// How often the health is looked at.
-    static let tickMilliseconds = 500
-    /// A peer connection silent this long (no RTP, no RTCP: Janus sends reports every second
-    /// while media flows) makes the channel RECONNECTING.
-    static let silenceMicroseconds: Int64 = 3_000_000
-    /// A connection silent this long while Janus answers is made anew (Janus may have hung it
-    /// up, or its ICE pair is gone).
-    static let rebuildSilenceMicroseconds: Int64 = 10_000_000
+    static let tickMilliseconds = 250
+    /// A subscription silent this long after an outage (no RTP, no RTCP: Janus sends reports
+    /// every second while media flows) is made anew.
+    static let silenceMicroseconds: Int64 = 1_000_000
     /// The least time between two rebuilds of one connection, and between two rejoins.
     static let retryInterval = Duration.seconds(3)
     /// How often Janus is asked whether it answers, and how long it may take: the long-poll
     /// alone notices an outage only when its request times out.
     static let probeInterval = Duration.seconds(2)
     static let probeTimeout = Duration.seconds(2)
+    /// While RECONNECTING, Janus is asked more often, so media comes back soon after the path.
+    static let reconnectingProbeInterval = Duration.milliseconds(500)
 
     /// Janus does not answer the event loop for now.
     var signallingInterrupted = false
@@ -32,9 +31,12 @@ struct JanusLegHealth {
     var lastProbeAnswered: ContinuousClock.Instant?
     /// Since when every probe was answered (nil while Janus does not answer).
     var answeringSince: ContinuousClock.Instant?
+    /// Set when the channel became RECONNECTING: the connections' paths may have died with
+    /// the outage, so silent ones are made anew once Janus answers again.
+    var recovering = false
     /// How long Janus must have answered before a silent connection is made anew: media that
     /// was only held up by the outage resumes by itself as soon as the path is back.
-    static let answeringBeforeRebuild = Duration.seconds(1)
+    static let answeringBeforeRebuild = Duration.milliseconds(500)
 }
 
 /// Which of a channel's connections: a remote publisher's subscription, or (nil) the
@@ -52,39 +54,38 @@ extension JanusLegControl {
         }
     }
 
-    /// Looks at the channel's health: reports RECONNECTING when Janus does not answer, the
-    /// session is gone, a connection is silent or missing; repairs what it can once Janus is
-    /// known to answer (rejoins a lost session, makes missing or long-silent connections anew);
-    /// reports CONNECTED again when all is well, or FAILED after the reconnect timeout.
+    /// Looks at the channel's health: RECONNECTING while Janus does not answer (or answers an
+    /// error) or the session is gone, CONNECTED again when it answers and every connection that
+    /// should be there is, FAILED after the reconnect timeout. A silent subscription alone is
+    /// the remote publisher's trouble (its stream goes FROZEN), not this side's connection.
+    /// Once Janus answers again it repairs what it can: a lost session is joined anew, missing
+    /// connections are made, and subscriptions still silent a second after an interruption are
+    /// made anew (their ICE pair may have died with the outage).
     func checkHealth(leg: JanusChannelLeg) async {
         let now = ContinuousClock.now
-        let silent = silentConnections(leg, longerThan: JanusLegHealth.silenceMicroseconds)
-        let missing = missingConnections(leg)
-        let healthy =
-            health.lostClient == nil && !health.signallingInterrupted && silent.isEmpty && missing.isEmpty
         probe(now)
+        let missing = missingConnections(leg)
         if let lost = health.lostClient, health.lastRejoin.map({ now - $0 >= JanusLegHealth.retryInterval }) ?? true {
             health.lastRejoin = now
             await rejoin(after: lost, leg: leg)
         } else if health.lostClient == nil, let since = health.answeringSince {
-            // Janus answers: what is missing is made anew, and what stays silent for long
-            // after Janus answers again.
-            let stale =
-                missing
-                + (now - since >= JanusLegHealth.answeringBeforeRebuild
-                    ? silentConnections(leg, longerThan: JanusLegHealth.rebuildSilenceMicroseconds) : [])
+            var stale = missing
+            if health.recovering && now - since >= JanusLegHealth.answeringBeforeRebuild {
+                stale += silentConnections(leg, longerThan: JanusLegHealth.silenceMicroseconds)
+                health.recovering = false
+            }
             for key in stale where health.lastRebuild[key].map({ now - $0 >= JanusLegHealth.retryInterval }) ?? true {
                 await rebuild(key, leg: leg)
             }
         }
+        let healthy = health.lostClient == nil && !health.signallingInterrupted && missing.isEmpty
         if !healthy && health.reconnectingSince == nil {
             health.reconnectingSince = now
+            health.recovering = true
             let why =
                 health.lostClient != nil
                 ? "session lost"
-                : health.signallingInterrupted
-                    ? "Janus unreachable"
-                    : "silent: \(silent.map(Self.name)), missing: \(missing.map(Self.name))"
+                : health.signallingInterrupted ? "Janus unreachable" : "missing: \(missing.map(Self.name))"
             transport.logger.info("channel '\(channelId)' reconnecting: \(why)")
             endpoint?.transportConnectionStateChanged(channelId: channelId, state: .reconnecting, reason: .interrupted)
         } else if healthy, health.reconnectingSince != nil {
@@ -107,7 +108,9 @@ extension JanusLegControl {
     /// Asks Janus whether it answers (a keepalive on the current session), at most every
     /// retry interval, without waiting: the answer comes back as an input.
     private func probe(_ now: ContinuousClock.Instant) {
-        guard health.lastProbe.map({ now - $0 >= JanusLegHealth.probeInterval }) ?? true, let input else { return }
+        let interval =
+            health.reconnectingSince == nil ? JanusLegHealth.probeInterval : JanusLegHealth.reconnectingProbeInterval
+        guard health.lastProbe.map({ now - $0 >= interval }) ?? true, let input else { return }
         health.lastProbe = now
         let signalling = transport.signalling
         Task {

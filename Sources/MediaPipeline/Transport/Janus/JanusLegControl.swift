@@ -28,9 +28,10 @@ actor JanusLegControl {
     var health = JanusLegHealth()
     /// Publishers that unpublished and have not left (yet), with the serial of their timer.
     private var unpublished: [UInt32: Int] = [:]
-    /// How long each unpublished publisher's media had been silent when it unpublished
-    /// (microseconds): a publisher that left after a long silence dropped.
-    private var silenceAtUnpublish: [UInt32: Int64] = [:]
+    /// When each remote publisher's media was last heard, kept across its subscriptions (a
+    /// subscription made anew starts with nothing heard): a publisher that left after a long
+    /// silence dropped.
+    var lastHeard: [UInt32: ContinuousClock.Instant] = [:]
     private var timerSerial = 0
 
     /// The stream description an engine gives a stream it does not send (a local mute), so the
@@ -132,7 +133,6 @@ actor JanusLegControl {
                 // Unpublished and still in the room after the grace period: audience now.
                 if unpublished[uid] == serial {
                     unpublished[uid] = nil
-                    silenceAtUnpublish[uid] = nil
                     await gone(uid, reason: .becomeAudience, leg: leg)
                 }
             case .tick: await checkHealth(leg: leg)
@@ -214,7 +214,6 @@ actor JanusLegControl {
             guard publishers[uid] != nil, unpublished[uid] == nil else { return }
             timerSerial += 1
             unpublished[uid] = timerSerial
-            silenceAtUnpublish[uid] = leg.subscriptions.withLock { $0[uid] }?.mapper.microsecondsSinceLastPacket
             await closeSubscription(uid, leg: leg)
             let input = self.input
             let serial = timerSerial
@@ -228,13 +227,13 @@ actor JanusLegControl {
             let uid = Self.uid(of: id)
             unpublished[uid] = nil
             // A publisher silent for a while before Janus saw it go (its session timed out)
-            // dropped; one that left as its media flowed quit. Its silence is measured when it
-            // unpublished (Janus says so just before it says it left), or now.
-            let silence =
-                silenceAtUnpublish.removeValue(forKey: uid)
-                ?? leg.subscriptions.withLock { $0[uid] }?.mapper.microsecondsSinceLastPacket ?? 0
+            // dropped; one that left as its media flowed quit.
+            noteHeard(uid, leg: leg)
+            let silence = lastHeard[uid].map { ContinuousClock.now - $0 } ?? .zero
             await gone(
-                uid, reason: silence > Self.droppedSilenceMicroseconds || key == "kicked" ? .dropped : .quit, leg: leg)
+                uid,
+                reason: silence > .microseconds(Self.droppedSilenceMicroseconds) || key == "kicked" ? .dropped : .quit,
+                leg: leg)
         }
     }
 
@@ -261,12 +260,21 @@ actor JanusLegControl {
     func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
+        lastHeard[uid] = nil
         await closeSubscription(uid, leg: leg)
         endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
     }
 
     /// Ends the subscription to `uid`, if there is one.
+    /// Notes when `uid`'s current subscription last heard its media.
+    func noteHeard(_ uid: UInt32, leg: JanusChannelLeg) {
+        guard let mapper = leg.subscriptions.withLock({ $0[uid] })?.mapper, mapper.counters.packets > 0 else { return }
+        let heard = ContinuousClock.now - .microseconds(mapper.microsecondsSinceLastPacket)
+        if lastHeard[uid].map({ heard > $0 }) ?? true { lastHeard[uid] = heard }
+    }
+
     func closeSubscription(_ uid: UInt32, leg: JanusChannelLeg) async {
+        noteHeard(uid, leg: leg)
         guard let subscription = leg.subscriptions.withLock({ $0.removeValue(forKey: uid) }) else { return }
         subscription.connection.close()
         // Not waited for: an unreachable Janus must not hold the channel's other work.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A JSON value, as Janus sends and receives them (the plugin data of events, request bodies).
-public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
+enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     case null
     case bool(Bool)
     /// An integer (Janus's session, handle and numeric room ids fit in 53 bits).
@@ -11,7 +11,7 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -30,7 +30,7 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -44,29 +44,29 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// Parses JSON text.
-    public static func parse(_ data: Data) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: data) }
+    static func parse(_ data: Data) throws -> JSONValue { try JSONDecoder().decode(JSONValue.self, from: data) }
 
     /// The JSON text (keys sorted, so equal values encode alike).
-    public func encoded() throws -> Data {
+    func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
     }
 
     /// The member `key` of an object; nil for other values or a missing key.
-    public subscript(key: String) -> JSONValue? {
+    subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }
         return nil
     }
 
     /// The text of a string.
-    public var stringValue: String? {
+    var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil
     }
 
     /// An integer (a double with no fraction counts).
-    public var intValue: Int64? {
+    var intValue: Int64? {
         switch self {
         case .int(let value): value
         case .double(let value) where value == value.rounded() && abs(value) < 9.0e15: Int64(value)
@@ -75,29 +75,29 @@ public enum JSONValue: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// A Boolean.
-    public var boolValue: Bool? {
+    var boolValue: Bool? {
         if case .bool(let value) = self { return value }
         return nil
     }
 
     /// The elements of an array.
-    public var arrayValue: [JSONValue]? {
+    var arrayValue: [JSONValue]? {
         if case .array(let value) = self { return value }
         return nil
     }
 
-    public var description: String { (try? encoded()).map { String(decoding: $0, as: UTF8.self) } ?? "?" }
+    var description: String { (try? encoded()).map { String(decoding: $0, as: UTF8.self) } ?? "?" }
 }
 
 /// A VideoRoom room or participant id: a number, or a string when the plugin runs with
 /// `string_ids = true` (then every room and participant id is a string). Which one a server
 /// expects is its configuration's choice: pass the matching case.
-public enum JanusID: Sendable, Hashable, CustomStringConvertible {
+enum JanusID: Sendable, Hashable, CustomStringConvertible {
     case number(UInt64)
     case string(String)
 
     /// The id as Janus encodes it.
-    public var json: JSONValue {
+    var json: JSONValue {
         switch self {
         case .number(let value): .int(Int64(value))
         case .string(let value): .string(value)
@@ -105,7 +105,7 @@ public enum JanusID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The id in `value`: a JSON number or string; nil for anything else.
-    public init?(_ value: JSONValue?) {
+    init?(_ value: JSONValue?) {
         if let text = value?.stringValue {
             self = .string(text)
         } else if let number = value?.intValue, number >= 0 {
@@ -115,7 +115,7 @@ public enum JanusID: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    var description: String {
         switch self {
         case .number(let value): "\(value)"
         case .string(let value): value
@@ -124,14 +124,14 @@ public enum JanusID: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A session description exchanged with Janus (`jsep`).
-public struct JanusJSEP: Sendable, Hashable {
+struct JanusJSEP: Sendable, Hashable {
     /// `offer` or `answer`.
-    public var type: String
+    var type: String
     /// The SDP text.
-    public var sdp: String
+    var sdp: String
 
     /// A description of `type` (`offer`, `answer`) with `sdp`.
-    public init(type: String, sdp: String) {
+    init(type: String, sdp: String) {
         self.type = type
         self.sdp = sdp
     }
@@ -145,7 +145,7 @@ public struct JanusJSEP: Sendable, Hashable {
 }
 
 /// What Janus tells about one plugin handle.
-public enum JanusEvent: Sendable, Equatable {
+enum JanusEvent: Sendable, Equatable {
     /// A plugin event not answering a request of ours (another participant published, left, a
     /// subscription was updated...): `plugindata.data`, and a `jsep` when one came with it.
     case plugin(data: JSONValue, jsep: JanusJSEP?)
@@ -163,7 +163,7 @@ public enum JanusEvent: Sendable, Equatable {
 
 /// What happens to the session itself. After ``timedOut`` or ``lost`` the session is gone: make
 /// a new one (and join again) to go on.
-public enum JanusSessionEvent: Sendable, Equatable {
+enum JanusSessionEvent: Sendable, Equatable {
     /// Janus cannot be reached for now (the event loop's requests fail); the session may still
     /// live on the server.
     case interrupted
@@ -180,7 +180,7 @@ public enum JanusSessionEvent: Sendable, Equatable {
 /// such session, 459 no such handle, 403 unauthorized...), the plugin's in
 /// ``plugin(code:message:)`` (VideoRoom: 426 no such room, 433 unauthorized or wrong pin, 436 id
 /// exists...).
-public enum JanusError: Error, Sendable, Equatable, CustomStringConvertible {
+enum JanusError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Janus could not be reached (connection refused, no route, connect timeout).
     case unreachable(String)
     /// No answer to `request` within the configured time.
@@ -197,33 +197,33 @@ public enum JanusError: Error, Sendable, Equatable, CustomStringConvertible {
     case closed
 
     /// The VideoRoom plugin's error codes (janus_videoroom.c).
-    public enum VideoRoomCode {
-        public static let noSuchRoom = 426
-        public static let unauthorized = 433
-        public static let alreadyPublished = 434
-        public static let notPublished = 435
-        public static let idExists = 436
-        public static let invalidSDP = 437
-        public static let noSuchFeed = 428
-        public static let alreadyJoined = 425
-        public static let joinFirst = 424
-        public static let publishersFull = 432
+    enum VideoRoomCode {
+        static let noSuchRoom = 426
+        static let unauthorized = 433
+        static let alreadyPublished = 434
+        static let notPublished = 435
+        static let idExists = 436
+        static let invalidSDP = 437
+        static let noSuchFeed = 428
+        static let alreadyJoined = 425
+        static let joinFirst = 424
+        static let publishersFull = 432
     }
 
     /// The Janus core's codes for a session or handle it does not know.
-    public enum CoreCode {
-        public static let sessionNotFound = 458
-        public static let handleNotFound = 459
-        public static let unauthorized = 403
+    enum CoreCode {
+        static let sessionNotFound = 458
+        static let handleNotFound = 459
+        static let unauthorized = 403
     }
 
     /// The plugin's code, when it refused.
-    public var pluginCode: Int? {
+    var pluginCode: Int? {
         if case .plugin(let code, _) = self { return code }
         return nil
     }
 
-    public var description: String {
+    var description: String {
         switch self {
         case .unreachable(let detail): "Janus unreachable: \(detail)"
         case .timedOut(let request): "Janus did not answer '\(request)' in time"
@@ -296,16 +296,16 @@ struct JanusMessage: Sendable, Equatable {
 }
 
 /// One stream of a VideoRoom publisher, as the plugin lists it.
-public struct VideoRoomStream: Sendable, Equatable {
+struct VideoRoomStream: Sendable, Equatable {
     /// `audio`, `video` or `data`.
-    public var type: String
-    public var mid: String
+    var type: String
+    var mid: String
     /// The codec (`opus`, `vp8`...), when media.
-    public var codec: String?
+    var codec: String?
     /// Whether the publisher disabled it.
-    public var disabled: Bool
+    var disabled: Bool
     /// The publisher's description of it (engines say "muted" while they do not send it).
-    public var description: String?
+    var description: String?
 
     init(_ value: JSONValue) {
         type = value["type"]?.stringValue ?? ""
@@ -317,10 +317,10 @@ public struct VideoRoomStream: Sendable, Equatable {
 }
 
 /// A participant publishing in a VideoRoom.
-public struct VideoRoomPublisher: Sendable, Equatable {
-    public var id: JanusID
-    public var display: String?
-    public var streams: [VideoRoomStream]
+struct VideoRoomPublisher: Sendable, Equatable {
+    var id: JanusID
+    var display: String?
+    var streams: [VideoRoomStream]
 
     init?(_ value: JSONValue) {
         guard let id = JanusID(value["id"]) else { return nil }
@@ -336,14 +336,14 @@ public struct VideoRoomPublisher: Sendable, Equatable {
 }
 
 /// A publisher's `joined` answer.
-public struct VideoRoomJoined: Sendable, Equatable {
-    public var room: JanusID
+struct VideoRoomJoined: Sendable, Equatable {
+    var room: JanusID
     /// Our participant id (the one asked for, or Janus's choice).
-    public var id: JanusID
+    var id: JanusID
     /// The id that ties our subscriptions to us (`private_id`; a number even with string ids).
-    public var privateID: UInt64?
+    var privateID: UInt64?
     /// Those already publishing. A participant that joined but publishes nothing is not listed.
-    public var publishers: [VideoRoomPublisher]
+    var publishers: [VideoRoomPublisher]
 
     init(_ data: JSONValue) throws {
         guard data["videoroom"]?.stringValue == "joined", let room = JanusID(data["room"]),
@@ -357,12 +357,12 @@ public struct VideoRoomJoined: Sendable, Equatable {
 }
 
 /// One feed (or one stream of it, by `mid`) to subscribe to.
-public struct VideoRoomFeed: Sendable, Hashable {
-    public var feed: JanusID
-    public var mid: String?
+struct VideoRoomFeed: Sendable, Hashable {
+    var feed: JanusID
+    var mid: String?
 
     /// All of `feed`'s streams, or only `mid`.
-    public init(_ feed: JanusID, mid: String? = nil) {
+    init(_ feed: JanusID, mid: String? = nil) {
         self.feed = feed
         self.mid = mid
     }

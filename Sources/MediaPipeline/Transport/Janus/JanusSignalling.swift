@@ -20,30 +20,30 @@ import NIOHTTP1
 /// again. Call ``close()`` (or ``destroy()``) when done: it ends the session and the HTTP client.
 ///
 /// Signalling is not a per-packet path: the state lives in this actor.
-public actor JanusSignalling {
+actor JanusSignalling {
     /// Where Janus is and how long to wait for it.
-    public struct Configuration: Sendable {
+    struct Configuration: Sendable {
         /// The Janus API base URL, e.g. `http://127.0.0.1:8088/janus`.
-        public var url: String
+        var url: String
         /// A token, when Janus runs with token authentication.
-        public var token: String?
+        var token: String?
         /// The API secret, when Janus has one.
-        public var apiSecret: String?
+        var apiSecret: String?
         /// How long a request may take, its plugin event included.
-        public var requestTimeout: Duration = .seconds(10)
+        var requestTimeout: Duration = .seconds(10)
         /// How long connecting may take (a refused connection fails at once).
-        public var connectTimeout: Duration = .seconds(3)
+        var connectTimeout: Duration = .seconds(3)
         /// How often the session is kept alive; nil sends no keepalives (Janus's default
         /// `session_timeout` is 60 s; long-polls do not count as activity).
-        public var keepaliveInterval: Duration? = .seconds(25)
+        var keepaliveInterval: Duration? = .seconds(25)
         /// The server's `session_timeout`: an unreachable Janus has dropped the session after this
         /// long without a request from us.
-        public var sessionTimeout: Duration = .seconds(60)
+        var sessionTimeout: Duration = .seconds(60)
         /// The most events one long-poll returns (`maxev`).
-        public var eventsPerPoll = 10
+        var eventsPerPoll = 10
 
         /// A configuration for the Janus API at `url`.
-        public init(url: String, token: String? = nil, apiSecret: String? = nil) {
+        init(url: String, token: String? = nil, apiSecret: String? = nil) {
             self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
             self.token = token
             self.apiSecret = apiSecret
@@ -51,14 +51,14 @@ public actor JanusSignalling {
     }
 
     /// The configuration given.
-    public nonisolated let configuration: Configuration
+    nonisolated let configuration: Configuration
     /// Session-level news: at most one event (timed out or lost), then the stream ends.
-    public nonisolated let sessionEvents: AsyncStream<JanusSessionEvent>
+    nonisolated let sessionEvents: AsyncStream<JanusSessionEvent>
     private let sessionContinuation: AsyncStream<JanusSessionEvent>.Continuation
     private let http: HTTPClient
 
     /// The session's id, once created.
-    public private(set) var sessionID: UInt64?
+    private(set) var sessionID: UInt64?
     private var handles: [UInt64: AsyncStream<JanusEvent>.Continuation] = [:]
     /// Transactions whose event we wait for; their event when it came first.
     private var expected: [String: JanusMessage?] = [:]
@@ -72,7 +72,7 @@ public actor JanusSignalling {
     private let transactionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
 
     /// A client for the Janus at `configuration.url`; no request is made yet.
-    public init(configuration: Configuration) {
+    init(configuration: Configuration) {
         self.configuration = configuration
         (sessionEvents, sessionContinuation) = AsyncStream.makeStream(of: JanusSessionEvent.self)
         var httpConfiguration = HTTPClient.Configuration()
@@ -89,7 +89,7 @@ public actor JanusSignalling {
 
     /// Creates the Janus session and starts its event loop and keepalives. Returns its id.
     @discardableResult
-    public func create() async throws -> UInt64 {
+    func create() async throws -> UInt64 {
         if let ended { throw ended }
         if let sessionID { return sessionID }
         // Callers that come while the session is being made wait for that one: two channels
@@ -119,7 +119,7 @@ public actor JanusSignalling {
     }
 
     /// Attaches to `plugin` (the VideoRoom by default) and returns the handle.
-    public func attach(plugin: String = "janus.plugin.videoroom") async throws -> JanusHandle {
+    func attach(plugin: String = "janus.plugin.videoroom") async throws -> JanusHandle {
         let session = try currentSession()
         let reply = try await post(
             "/\(session)", ["janus": .string("attach"), "plugin": .string(plugin)], request: "attach")
@@ -139,7 +139,7 @@ public actor JanusSignalling {
     /// Sends `body` (and `jsep`) to the plugin behind `handle`; returns the plugin's answer: the
     /// event Janus delivers for this transaction, or its synchronous `success`. Throws the
     /// plugin's refusal as ``JanusError/plugin(code:message:)``.
-    public func message(handle: UInt64, body: JSONValue, jsep: JanusJSEP? = nil) async throws -> JanusReply {
+    func message(handle: UInt64, body: JSONValue, jsep: JanusJSEP? = nil) async throws -> JanusReply {
         let session = try currentSession()
         var members: [String: JSONValue] = ["janus": .string("message"), "body": body]
         if let jsep { members["jsep"] = jsep.json }
@@ -166,20 +166,20 @@ public actor JanusSignalling {
     /// ``Configuration/keepaliveInterval``).
     /// Keeps the session alive; with `timeout`, fails sooner than the request timeout (a
     /// liveness probe).
-    public func keepalive(timeout: Duration? = nil) async throws {
+    func keepalive(timeout: Duration? = nil) async throws {
         let session = try currentSession()
         _ = try await post("/\(session)", ["janus": .string("keepalive")], request: "keepalive", timeout: timeout)
     }
 
     /// Detaches `handle` from its plugin; its event stream ends.
-    public func detach(handle: UInt64) async throws {
+    func detach(handle: UInt64) async throws {
         let session = try currentSession()
         defer { handles.removeValue(forKey: handle)?.finish() }
         _ = try await post("/\(session)/\(handle)", ["janus": .string("detach")], request: "detach")
     }
 
     /// Destroys the session (Janus detaches its handles) and closes the client.
-    public func destroy() async throws {
+    func destroy() async throws {
         let session = try currentSession()
         do {
             _ = try await post("/\(session)", ["janus": .string("destroy")], request: "destroy")
@@ -195,7 +195,7 @@ public actor JanusSignalling {
     /// Ends everything: destroys the session if there is one (without waiting past a short
     /// time), stops the loops, fails pending requests with ``JanusError/closed`` and shuts the
     /// HTTP client down. Safe to call more than once.
-    public func close() async {
+    func close() async {
         if ended == nil, let sessionID {
             _ = try? await post(
                 "/\(sessionID)", ["janus": .string("destroy")], request: "destroy", timeout: .seconds(2))
@@ -413,29 +413,29 @@ public actor JanusSignalling {
 }
 
 /// A plugin's answer: its `plugindata.data` and the `jsep` that came with it.
-public struct JanusReply: Sendable, Equatable {
+struct JanusReply: Sendable, Equatable {
     /// The plugin's data (for the VideoRoom: `videoroom` says which answer it is).
-    public var data: JSONValue
+    var data: JSONValue
     /// Janus's offer or answer, when one came.
-    public var jsep: JanusJSEP?
+    var jsep: JanusJSEP?
 }
 
 /// A handle attached to a Janus plugin within a ``JanusSignalling`` session.
-public struct JanusHandle: Sendable {
+struct JanusHandle: Sendable {
     /// Janus's id for the handle.
-    public let id: UInt64
+    let id: UInt64
     /// What Janus tells about this handle outside answers to our requests (others publishing
     /// or leaving, `webrtcup`, `media`, `hangup`, `slowlink`, `detached`). Ends when the handle
     /// or the session goes.
-    public let events: AsyncStream<JanusEvent>
+    let events: AsyncStream<JanusEvent>
     /// The session it belongs to.
-    public let signalling: JanusSignalling
+    let signalling: JanusSignalling
 
     /// Sends `body` (and `jsep`) to the plugin; see ``JanusSignalling/message(handle:body:jsep:)``.
-    public func message(_ body: JSONValue, jsep: JanusJSEP? = nil) async throws -> JanusReply {
+    func message(_ body: JSONValue, jsep: JanusJSEP? = nil) async throws -> JanusReply {
         try await signalling.message(handle: id, body: body, jsep: jsep)
     }
 
     /// Detaches from the plugin.
-    public func detach() async throws { try await signalling.detach(handle: id) }
+    func detach() async throws { try await signalling.detach(handle: id) }
 }

@@ -7,7 +7,7 @@ extension JanusHandle {
     /// Joins `room` as a publisher (`id` is Janus's choice when nil). Nothing is published yet:
     /// others learn of us only when we publish. Throws ``JanusError/plugin(code:message:)``: 426
     /// no such room, 433 wrong or missing pin, 436 the id is taken.
-    public func joinAsPublisher(
+    func joinAsPublisher(
         room: JanusID, id: JanusID? = nil, display: String? = nil, pin: String? = nil
     ) async throws -> VideoRoomJoined {
         var body: [String: JSONValue] = [
@@ -22,7 +22,7 @@ extension JanusHandle {
     /// Publishes (or changes what is published): `configure` with `audio` / `video` flags and
     /// our SDP `offer`; the reply's `jsep` is Janus's answer. `extra` goes into the body as is
     /// (`bitrate`, `streams`, `display`...).
-    public func configure(
+    func configure(
         audio: Bool? = nil, video: Bool? = nil, offer: JanusJSEP? = nil, extra: [String: JSONValue] = [:]
     ) async throws -> JanusReply {
         var body = extra
@@ -34,20 +34,20 @@ extension JanusHandle {
 
     /// Stops publishing (435 when nothing is published).
     @discardableResult
-    public func unpublish() async throws -> JanusReply {
+    func unpublish() async throws -> JanusReply {
         try await message(.object(["request": .string("unpublish")]))
     }
 
     /// Leaves the room (a publisher's handle, or a subscription).
     @discardableResult
-    public func leave() async throws -> JanusReply {
+    func leave() async throws -> JanusReply {
         try await message(.object(["request": .string("leave")]))
     }
 
     /// Subscribes to `feeds` in `room` on this handle (one handle per subscription): the reply
     /// (`videoroom: attached`) carries Janus's offer in `jsep`; answer with ``start(answer:)``.
     /// `privateID` is the one our publisher handle got, to tie the two.
-    public func joinAsSubscriber(
+    func joinAsSubscriber(
         room: JanusID, feeds: [VideoRoomFeed], privateID: UInt64? = nil, pin: String? = nil
     ) async throws -> JanusReply {
         var body: [String: JSONValue] = [
@@ -61,17 +61,17 @@ extension JanusHandle {
 
     /// Starts a subscription with our SDP `answer` to Janus's offer.
     @discardableResult
-    public func start(answer: JanusJSEP) async throws -> JanusReply {
+    func start(answer: JanusJSEP) async throws -> JanusReply {
         try await message(.object(["request": .string("start")]), jsep: answer)
     }
 
     /// Adds `feeds` to this subscription; Janus sends a new offer (in the reply, `updated`).
-    public func subscribe(_ feeds: [VideoRoomFeed]) async throws -> JanusReply {
+    func subscribe(_ feeds: [VideoRoomFeed]) async throws -> JanusReply {
         try await message(.object(["request": .string("subscribe"), "streams": .array(feeds.map(\.json))]))
     }
 
     /// Removes `feeds` from this subscription; Janus sends a new offer (in the reply, `updated`).
-    public func unsubscribe(_ feeds: [VideoRoomFeed]) async throws -> JanusReply {
+    func unsubscribe(_ feeds: [VideoRoomFeed]) async throws -> JanusReply {
         try await message(.object(["request": .string("unsubscribe"), "streams": .array(feeds.map(\.json))]))
     }
 }

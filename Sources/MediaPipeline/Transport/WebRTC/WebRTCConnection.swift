@@ -313,7 +313,13 @@ private final class LoopState: @unchecked Sendable {
             try association.receive(datagram)
         } catch {
             counters.withLock { $0.ignored += 1 }
-            if !wasConnected { handlers.state(.failed("DTLS: \(error)")) }
+            // A datagram that is no DTLS record is dropped and the handshake carries on (a
+            // stray or forged one must not end it); an alert, a wrong fingerprint or a failed
+            // handshake ends it.
+            let fatal: [DTLSAssociation.Failure] = [.alert, .fingerprintMismatch, .handshake, .noSRTPProfile]
+            if !wasConnected, let failure = DTLSAssociation.Failure(error), fatal.contains(failure) {
+                handlers.state(.failed("DTLS: \(error)"))
+            }
             return
         }
         if !wasConnected && association.isConnected, let keys = association.keys {
