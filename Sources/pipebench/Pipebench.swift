@@ -13,7 +13,8 @@ struct Pipebench: ParsableCommand {
         abstract: "Simulate multi-channel sessions, encode, decode and inspect media files, and benchmark codec paths.",
         subcommands: [
             SimulateCommand.self, EncodeCommand.self, DecodeCommand.self, InfoCommand.self, RoundTripCommand.self,
-            RemuxCommand.self, ComposeCommand.self, SendCommand.self, ReceiveCommand.self, JoinCommand.self, BenchCommand.self,
+            RemuxCommand.self, ComposeCommand.self, SendCommand.self, ReceiveCommand.self, JoinCommand.self,
+            BenchCommand.self,
             MatrixCommand.self,
         ])
 
