@@ -29,6 +29,8 @@ struct JanusLegHealth {
     /// When Janus was last asked whether it answers (a keepalive), and when it last did.
     var lastProbe: ContinuousClock.Instant?
     var lastProbeAnswered: ContinuousClock.Instant?
+    /// Whether a probe is on its way (one at a time).
+    var probing = false
     /// Since when every probe was answered (nil while Janus does not answer).
     var answeringSince: ContinuousClock.Instant?
     /// Set when the channel became RECONNECTING: the connections' paths may have died with
@@ -110,8 +112,9 @@ extension JanusLegControl {
     private func probe(_ now: ContinuousClock.Instant) {
         let interval =
             health.reconnectingSince == nil ? JanusLegHealth.probeInterval : JanusLegHealth.reconnectingProbeInterval
-        guard health.lastProbe.map({ now - $0 >= interval }) ?? true, let input else { return }
+        guard !health.probing, health.lastProbe.map({ now - $0 >= interval }) ?? true, let input else { return }
         health.lastProbe = now
+        health.probing = true
         let signalling = transport.signalling
         Task {
             let answered = (try? await signalling.keepalive(timeout: JanusLegHealth.probeTimeout)) != nil
@@ -121,6 +124,7 @@ extension JanusLegControl {
 
     /// Janus answered a probe of `client`'s session, or did not.
     func probed(_ answered: Bool, _ client: JanusSignalling) {
+        health.probing = false
         guard client === transport.signalling else { return }
         if answered {
             health.lastProbeAnswered = ContinuousClock.now

@@ -78,6 +78,10 @@ actor JanusSignalling {
         var httpConfiguration = HTTPClient.Configuration()
         httpConfiguration.timeout = .init(connect: Self.timeAmount(configuration.connectTimeout))
         httpConfiguration.redirectConfiguration = .disallow
+        // The long-poll, keepalives, liveness probes and several channels' requests at once; an
+        // outage leaves connection attempts pending until the connect timeout, and requests
+        // behind a full pool would fail for want of a connection after the path is back.
+        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
         http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
     }
 
