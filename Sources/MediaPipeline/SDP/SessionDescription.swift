@@ -10,7 +10,7 @@ import Foundation
 /// header extensions, ICE credentials and candidates, the DTLS fingerprint and setup role,
 /// rtcp-rsize, and sections that are not RTP (data channels). Attributes it does not know are
 /// kept as they are. ``SessionDescription/webRTCOffer(publishing:)``,
-/// ``SessionDescription/webRTCAnswer(to:transport:)`` and ``WebRTCNegotiation`` build on it.
+/// ``SessionDescription/webRTCAnswer(to:transport:sessionID:)`` and ``WebRTCNegotiation`` build on it.
 public struct SessionDescription: Sendable, Equatable {
     /// A stream direction (RFC 8866 §6.7): what the describing side does with a section's media.
     public enum Direction: String, Sendable, CaseIterable {
