@@ -29,6 +29,10 @@ struct JoinCommand: ParsableCommand {
         help: "Channels to subscribe in, comma-separated (the publishing channel is subscribed as well).",
         transform: { $0.split(separator: ",").map(String.init) })
     var subscribe: [String] = []
+    @Option(
+        help: "Relay the published streams into these channels too, comma-separated (up to four).",
+        transform: { $0.split(separator: ",").map(String.init) })
+    var relay: [String] = []
     @Option(help: "This user's uid (0: one is chosen).") var uid: UInt32 = 0
     @Option(help: "Which user's media to publish: 0 is the samples' own, 1-7 others.") var variant = 0
     @Option(help: "Seconds to stay.") var duration = 10.0
@@ -115,6 +119,8 @@ struct JoinCommand: ParsableCommand {
             joined.append(channel)
         }
         var schedule = try actions.map(ScheduledAction.init(parsing:)).sorted { $0.seconds < $1.seconds }
+        var relaying = relay.isEmpty
+        guard relay.isEmpty || publish != nil else { throw ValidationError("--relay needs --publish") }
         Interruption.catchSignals()
         var recordings: [ChannelRecording] = []
         var userRecordings: [StreamKey: StreamRecording] = [:]
@@ -136,6 +142,13 @@ struct JoinCommand: ParsableCommand {
                 {
                     recordings.append(recording)
                 }
+            }
+            // The relay starts once the publishing channel is joined.
+            if !relaying, let publish, printer.joinedChannels.contains(publish),
+                let channel = zip(channels, joined).first(where: { $0.0 == publish })?.1
+            {
+                try channel.startChannelMediaRelay(relay.map { ChannelMediaRelayDestination(channelId: $0) })
+                relaying = true
             }
             if recordUsers {
                 for user in printer.takeJoinedUsers() where userRecordings[user] == nil {
