@@ -44,7 +44,10 @@ struct JoinCommand: ParsableCommand {
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
-    @Option(help: "Room pin, when the rooms have one.") var pin: String?
+    @Option(
+        name: [.customLong("token"), .customLong("pin")],
+        help: "The join's token (joinChannelByToken): a Janus room's pin.")
+    var token: String?
     @Option(help: "Seconds a channel may stay reconnecting before it fails.") var reconnectTimeout = 60.0
     @Option(help: "Janus's session_timeout in seconds (a session unreachable this long is joined anew).")
     var sessionTimeout = 60.0
@@ -84,7 +87,6 @@ struct JoinCommand: ParsableCommand {
         var settings = JanusTransportConfiguration(url: url)
         settings.numericIds = numericIds
         settings.localAddresses = localAddress
-        settings.pin = pin
         settings.reconnectTimeoutSeconds = reconnectTimeout
         settings.sessionTimeoutSeconds = sessionTimeout
         if let ports {
@@ -111,10 +113,10 @@ struct JoinCommand: ParsableCommand {
             channel.setEventHandler { printer.print(channelId, $0) }
             if channelId == publish {
                 try channel.setClientRole(.broadcaster)
-                try channel.join(uid: uid)
+                try channel.join(token: token, uid: uid)
             } else {
                 try channel.setClientRole(.audience)
-                try channel.join(uid: uid, options: .subscribeOnly)
+                try channel.join(token: token, uid: uid, options: .subscribeOnly)
             }
             joined.append(channel)
         }

@@ -453,8 +453,8 @@ struct JanusChannelTests {
             )
         }
         await expectFailure(noRoom, within: 6, channel: "no-such-room", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
-        // A missing pin: Janus's 429 (missing element), which is no token refusal: -17.
-        await expectFailure(noPin, within: 6, channel: "pinned", code: "ERR_JOIN_CHANNEL_REJECTED (-17)")
+        // A missing pin (Janus's 429, missing element) is a missing token: -110, as a wrong one.
+        await expectFailure(noPin, within: 6, channel: "pinned", code: "ERR_INVALID_TOKEN (-110)")
         await expectFailure(wrongPin, within: 6, channel: "pinned", code: "ERR_INVALID_TOKEN (-110)")
         // Connection refused: the client retries for about 3 s, then gives up.
         await expectFailure(unreachable, within: 6, channel: "channel-1", code: "")

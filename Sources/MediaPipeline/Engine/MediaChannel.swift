@@ -66,7 +66,14 @@ public final class MediaChannel: Sendable {
     ///   ``EngineError/Code/refused`` for an audience member with publish options, or when the
     ///   options would publish while another channel publishes.
     public func join(uid: UInt32 = 0, options: ChannelMediaOptions = .init()) throws {
-        try engine.join(ref, uid: uid, options: options)
+        try engine.join(ref, uid: uid, token: nil, options: options)
+    }
+
+    /// Joins with `token` (Agora's `joinChannelByToken`), which the transport hands to a server
+    /// that admits by token (``JanusTransport``: the room's pin). A refused token fails the join
+    /// with ``EngineError/Code/invalidToken``; otherwise as ``join(uid:options:)``.
+    public func join(token: String?, uid: UInt32 = 0, options: ChannelMediaOptions = .init()) throws {
+        try engine.join(ref, uid: uid, token: token, options: options)
     }
 
     /// Leaves the channel; ``ChannelEvent/leave(_:)`` reports the session's statistics.

@@ -8,10 +8,10 @@ extension MediaEngine {
 
     /// Starts joining: returns at once; the transport's answer comes back as an input, at once
     /// or later.
-    func join(_ ref: ChannelRef, uid: UInt32, options: ChannelMediaOptions) throws {
+    func join(_ ref: ChannelRef, uid: UInt32, token: String?, options: ChannelMediaOptions) throws {
         let request = try input { try $0.join(ref, options: options) }
         transport.join(
-            channelId: ref.id, uid: uid, role: request.role, media: request.media, receivesMedia: true,
+            channelId: ref.id, uid: uid, token: token, role: request.role, media: request.media, receivesMedia: true,
             endpoint: endpoint
         ) { [weak self] result in
             self?.input { $0.joinAnswered(ref, attempt: request.attempt, result: result) }

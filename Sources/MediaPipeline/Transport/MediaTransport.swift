@@ -22,6 +22,18 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     func transportLocalStreams() -> LocalStreamDescription?
 }
 
+extension MediaTransport {
+    /// Transports that admit without tokens: the token is not used.
+    public func join(
+        channelId: String, uid: UInt32, token: String?, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    ) {
+        join(
+            channelId: channelId, uid: uid, role: role, media: media, receivesMedia: receivesMedia, endpoint: endpoint,
+            answer: answer)
+    }
+}
+
 extension TransportEndpoint {
     /// Endpoints that do not describe their streams.
     public func transportLocalStreams() -> LocalStreamDescription? { nil }
@@ -67,6 +79,13 @@ public protocol MediaTransport: AnyObject, Sendable {
     /// a successful answer.
     func join(
         channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    )
+    /// Asks to enter `channelId` with `token` (Agora's `joinChannelByToken`: what a server that
+    /// admits by token checks; a server refusing it answers ``EngineError/Code/invalidToken``).
+    /// Transports without tokens join as ``join(channelId:uid:role:media:receivesMedia:endpoint:answer:)``.
+    func join(
+        channelId: String, uid: UInt32, token: String?, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
         endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
     )
     /// Leaves `channelId`.

@@ -25,13 +25,13 @@ final class JanusChannelLeg: Sendable {
     private let task = LockedValue<Task<Void, Never>?>(nil)
 
     init(
-        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, role: ClientRole,
+        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, pin: String?, role: ClientRole,
         media: PublishedMedia, receivesMedia: Bool, endpoint: TransportEndpoint
     ) {
         self.channelId = channelId
         (commandStream, commands) = AsyncStream.makeStream(of: Command.self)
         control = JanusLegControl(
-            transport: transport, channelId: channelId, room: room, uid: uid, role: role, media: media,
+            transport: transport, channelId: channelId, room: room, uid: uid, pin: pin, role: role, media: media,
             receivesMedia: receivesMedia, endpoint: endpoint)
     }
 

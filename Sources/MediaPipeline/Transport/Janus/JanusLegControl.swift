@@ -4,6 +4,8 @@ actor JanusLegControl {
     let transport: JanusTransport
     let channelId: String
     private let room: JanusID
+    /// The room's pin: the join's token, or the configuration's.
+    private let pin: String?
     private var uid: UInt32
     var role: ClientRole
     var media: PublishedMedia
@@ -47,12 +49,13 @@ actor JanusLegControl {
     static let droppedSilenceMicroseconds: Int64 = 3_000_000
 
     init(
-        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, role: ClientRole,
+        transport: JanusTransport, channelId: String, room: JanusID, uid: UInt32, pin: String?, role: ClientRole,
         media: PublishedMedia, receivesMedia: Bool, endpoint: TransportEndpoint
     ) {
         self.transport = transport
         self.channelId = channelId
         self.room = room
+        self.pin = pin
         self.uid = uid
         self.role = role
         self.media = media
@@ -93,7 +96,7 @@ actor JanusLegControl {
             do {
                 joined = try await handle.joinAsPublisher(
                     room: room, id: participantId(wanted), display: transport.configuration.display,
-                    pin: transport.configuration.pin)
+                    pin: pin)
                 uid = wanted
                 break
             } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.idExists {
@@ -294,7 +297,7 @@ actor JanusLegControl {
                 }
             }
             let reply = try await handle.joinAsSubscriber(
-                room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: transport.configuration.pin)
+                room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: pin)
             guard let offer = reply.jsep, offer.type == "offer" else {
                 throw JanusError.badResponse("no offer in the subscription's answer")
             }
@@ -453,6 +456,8 @@ actor JanusLegControl {
             return EngineError(.joinChannelRejected, "uid is taken in channel '\(channelId)' (\(janus))")
         case JanusError.VideoRoomCode.unauthorized:
             return EngineError(.invalidToken, "the server refused the token for '\(channelId)' (\(janus))")
+        case JanusError.VideoRoomCode.missingElement where "\(janus)".contains("pin"):
+            return EngineError(.invalidToken, "the server wants a token for '\(channelId)' (\(janus))")
         default:
             return EngineError(.joinChannelRejected, "joining '\(channelId)' failed: \(janus)")
         }

@@ -205,6 +205,7 @@ enum JanusError: Error, Sendable, Equatable, CustomStringConvertible {
         static let idExists = 436
         static let invalidSDP = 437
         static let noSuchFeed = 428
+        static let missingElement = 429
         static let alreadyJoined = 425
         static let joinFirst = 424
         static let publishersFull = 432

@@ -145,6 +145,18 @@ public final class JanusTransport: MediaTransport, Sendable {
         channelId: String, uid: UInt32, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
         endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
     ) {
+        join(
+            channelId: channelId, uid: uid, token: nil, role: role, media: media, receivesMedia: receivesMedia,
+            endpoint: endpoint, answer: answer)
+    }
+
+    /// Joins the room `channelId`; `token` is the room's pin (``JanusTransportConfiguration/pin``
+    /// when nil). Janus refusing it (a wrong or missing pin) fails the join with
+    /// ``EngineError/Code/invalidToken``.
+    public func join(
+        channelId: String, uid: UInt32, token: String?, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
+        endpoint: TransportEndpoint, answer: @escaping @Sendable (Result<UInt32, EngineError>) -> Void
+    ) {
         let room: JanusID
         if configuration.numericIds {
             guard let number = UInt64(channelId) else {
@@ -158,8 +170,8 @@ public final class JanusTransport: MediaTransport, Sendable {
             room = .string(channelId)
         }
         let leg = JanusChannelLeg(
-            transport: self, channelId: channelId, room: room, uid: uid, role: role, media: media,
-            receivesMedia: receivesMedia, endpoint: endpoint)
+            transport: self, channelId: channelId, room: room, uid: uid, pin: token ?? configuration.pin, role: role,
+            media: media, receivesMedia: receivesMedia, endpoint: endpoint)
         let taken = legs.withLock { legs -> Bool in
             if legs[channelId] != nil { return true }
             legs[channelId] = leg
