@@ -85,6 +85,18 @@ struct FeedbackReader: RTCPVisitor {
     /// The last round trip reported on one of this engine's streams, and the worst loss fraction.
     var roundTripMicroseconds: Int64?
     var fractionLost: UInt8?
+    /// The most the receiver (an SFU's REMB) lets the local video use, in bits per second.
+    var maximumBitrate: Int?
+
+    mutating func receiverEstimatedMaximumBitrate<Sources: Sequence<UInt32>>(bitsPerSecond: UInt64, ssrcs: Sources) {
+        var concernsVideo = true
+        for ssrc in ssrcs {
+            concernsVideo = ssrc == videoSSRC
+            if concernsVideo { break }
+        }
+        guard concernsVideo else { return }
+        maximumBitrate = Int(min(bitsPerSecond, UInt64(Int.max)))
+    }
 
     mutating func senderReport(
         ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32

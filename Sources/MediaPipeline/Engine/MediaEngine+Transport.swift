@@ -92,6 +92,9 @@ extension MediaEngine {
             if let measured = reader.roundTripMicroseconds { state.roundTripMicroseconds = max(1_000, measured) }
             return state.roundTripMicroseconds
         }
+        if let cap = reader.maximumBitrate {
+            rateControl.withLock { $0.cap(bitsPerSecond: cap, now: now) }
+        }
         if let fraction = reader.fractionLost, configuration.adaptsToLoss {
             rateControl.withLock {
                 $0.report(fractionLost: Double(fraction) / 256, roundTripMicroseconds: roundTrip, now: now)

@@ -116,6 +116,17 @@ public enum RTCPCompound {
                 visitor.fullIntraRequestEntry(
                     RTCPPacket.FullIntraRequestEntry(ssrc: body.uint32(at: entry), sequenceNumber: body[entry + 4]))
             }
+        case RTCPPacket.PacketType.payloadFeedback
+        where count == 15 && body.count >= 16 && body[8] == 0x52 && body[9] == 0x45 && body[10] == 0x4D
+            && body[11] == 0x42:
+            // REMB: sender, media 0, "REMB", SSRC count, 6-bit exponent and 18-bit mantissa, SSRCs.
+            let sources = Int(body[12])
+            try need(16 + sources * 4, "REMB with \(sources) SSRCs")
+            let exponent = UInt64(body[13] >> 2)
+            let mantissa = UInt64(body[13] & 0x03) << 16 | UInt64(body[14]) << 8 | UInt64(body[15])
+            let bitsPerSecond = exponent > 46 ? UInt64.max : mantissa << exponent
+            visitor.receiverEstimatedMaximumBitrate(
+                bitsPerSecond: bitsPerSecond, ssrcs: (0..<sources).lazy.map { body.uint32(at: 16 + $0 * 4) })
         case RTCPPacket.PacketType.extendedReport:
             try need(4, "extended report")
             visitor.extendedReport(ssrc: body.uint32(at: 0))

@@ -21,6 +21,10 @@ protocol RTCPVisitor {
     mutating func fullIntraRequest(senderSSRC: UInt32)
     /// One entry of the current full intra request.
     mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry)
+    /// A receiver estimated maximum bitrate (REMB, draft-alvestrand-rmcat-remb: payload-specific
+    /// feedback 15 with "REMB"): the most `bitsPerSecond` the receiver asks the streams `ssrcs`
+    /// together to use.
+    mutating func receiverEstimatedMaximumBitrate<Sources: Sequence<UInt32>>(bitsPerSecond: UInt64, ssrcs: Sources)
     /// An extended report (XR) from `ssrc`; its blocks follow.
     mutating func extendedReport(ssrc: UInt32)
     /// An RRTR block of the current XR: the reporter's NTP clock when it sent it.
@@ -45,6 +49,7 @@ extension RTCPVisitor {
     mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {}
     mutating func fullIntraRequest(senderSSRC: UInt32) {}
     mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) {}
+    mutating func receiverEstimatedMaximumBitrate<Sources: Sequence<UInt32>>(bitsPerSecond: UInt64, ssrcs: Sources) {}
     mutating func extendedReport(ssrc: UInt32) {}
     mutating func receiverReferenceTime(ntpTimestamp: UInt64) {}
     mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) {}

@@ -23,6 +23,12 @@ struct LossBasedRateController {
     private(set) var audioExpectedLossPercent = 0
     /// How many earlier frames each audio packet repeats (0, 1 or 2).
     private(set) var audioRedundancyDistance = 0
+    /// The most the receivers let the video use (an SFU's REMB), and until when (clock
+    /// microseconds): a cap not renewed for 5 s lapses.
+    private(set) var remoteCapBitsPerSecond: Int?
+    private var remoteCapUntil: Int64 = 0
+    /// How long a receiver's cap holds without being renewed.
+    static let remoteCapMicroseconds: Int64 = 5_000_000
     private var lastDecrease: Int64 = .min / 2
     private var windowStart: Int64?
     private var worstInWindow = 0.0
@@ -38,14 +44,14 @@ struct LossBasedRateController {
     mutating func report(fractionLost: Double, roundTripMicroseconds: Int64, now: Int64) {
         worstInWindow = max(worstInWindow, fractionLost)
         if fractionLost > 0.10, now - lastDecrease >= 300_000 + roundTripMicroseconds {
-            setVideo(Int(Double(videoBitsPerSecond) * (1 - 0.5 * fractionLost)))
+            setVideo(Int(Double(videoBitsPerSecond) * (1 - 0.5 * fractionLost)), now: now)
             lastDecrease = now
         }
         let start = windowStart ?? now
         windowStart = start
         if now - start >= 1_000_000 {
             if worstInWindow < 0.02 && now - lastDecrease >= 1_000_000 {
-                setVideo(videoBitsPerSecond + videoBitsPerSecond * 8 / 100 + 1_000)
+                setVideo(videoBitsPerSecond + videoBitsPerSecond * 8 / 100 + 1_000, now: now)
             }
             windowStart = now
             worstInWindow = 0
@@ -55,8 +61,24 @@ struct LossBasedRateController {
         audioRedundancyDistance = smoothedLoss >= 0.08 ? 2 : smoothedLoss >= 0.02 ? 1 : 0
     }
 
-    private mutating func setVideo(_ bitsPerSecond: Int) {
-        let bounded = max(minimumBitsPerSecond, min(maximumBitsPerSecond, bitsPerSecond))
-        videoBitsPerSecond = bounded
+    /// A receiver asks the video to stay within `bitsPerSecond` (REMB) at clock time `now`:
+    /// the bitrate drops to it at once (not below the minimum) and rises past it only after the
+    /// cap lapses.
+    mutating func cap(bitsPerSecond: Int, now: Int64) {
+        remoteCapBitsPerSecond = bitsPerSecond
+        remoteCapUntil = now + Self.remoteCapMicroseconds
+        setVideo(videoBitsPerSecond, now: now)
+    }
+
+    private mutating func setVideo(_ bitsPerSecond: Int, now: Int64? = nil) {
+        var ceiling = maximumBitsPerSecond
+        if let cap = remoteCapBitsPerSecond {
+            if let now, now > remoteCapUntil {
+                remoteCapBitsPerSecond = nil
+            } else {
+                ceiling = min(ceiling, cap)
+            }
+        }
+        videoBitsPerSecond = max(minimumBitsPerSecond, min(ceiling, bitsPerSecond))
     }
 }
