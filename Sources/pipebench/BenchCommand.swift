@@ -26,7 +26,8 @@ struct BenchCommand: ParsableCommand {
     var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Skip the session capacity search.") var noCapacity = false
     @Option(
-        help: "Run only these sections (comma-separated: codecs, mixer, fan-out, render, tick, control, capacity).")
+        help:
+            "Run only these sections (comma-separated: codecs, srtp, mixer, fan-out, render, tick, control, capacity).")
     var only: String?
     @Flag(help: "Print JSON.") var json = false
 
@@ -56,6 +57,10 @@ struct BenchCommand: ParsableCommand {
                 rows += codecRows
                 if codec == .vp8 { vp8DecodeMicroseconds = decode }
             }
+        }
+
+        if sections.contains("srtp") {
+            rows += try BenchSRTP(repeats: repeats, progress: progress).rows()
         }
 
         progress("preparing sample media", 0)
@@ -99,7 +104,7 @@ struct BenchCommand: ParsableCommand {
 
         // The derived figures the targets are stated in, for the sections that ran.
         var figures: [(key: String, name: String, value: Double, target: String)] = []
-        if let worst = rows.compactMap(\.ratio).max() {
+        if let worst = rows.filter({ $0.section == "codecs" }).compactMap(\.ratio).max() {
             figures.append(("worstCodecRatio", "worst codec ours/C", worst, "at most 1.05"))
         }
         if let encodesPerFrame {
@@ -129,7 +134,21 @@ struct BenchCommand: ParsableCommand {
             figures.append(
                 ("controlLatencyP99Microseconds", "control call / statistics read p99, µs", latency, "under 1000"))
         }
-        if let allocations = rows.filter({ $0.section != "codecs" }).map(\.allocationsPerUnit).max() {
+        let srtp = rows.filter { $0.section == "srtp" }
+        if let worst = srtp.compactMap(\.ratio).max() {
+            figures.append(("worstSRTPRatio", "worst SRTP ours/C (protect, unprotect)", worst, "at most 1.1"))
+        }
+        if let extra = srtp.map({ $0.allocationsPerUnit - ($0.cAllocationsPerUnit ?? 0) }).max() {
+            figures.append(
+                ("srtpWrapperAllocationsPerPacket", "allocations per SRTP packet beyond libsrtp2's", extra, "0"))
+        }
+        if let inside = srtp.compactMap(\.cAllocationsPerUnit).max() {
+            figures.append(
+                ("srtpLibraryAllocationsPerPacket", "allocations per SRTP packet inside libsrtp2", inside, "0"))
+        }
+        if let allocations = rows.filter({ !["codecs", "srtp"].contains($0.section) }).map(\.allocationsPerUnit)
+            .max()
+        {
             figures.append(
                 ("engineAllocationsPerUnit", "allocations per tick or frame, engine paths", allocations, "0"))
         }
@@ -149,6 +168,13 @@ struct BenchCommand: ParsableCommand {
             return
         }
         printTables(rows)
+        for row in rows where row.section == "srtp" {
+            print(
+                "\(row.path): ours " + String(format: "%.0f", row.microsecondsPerUnit * 1000) + " ns, libsrtp2 from C "
+                    + String(format: "%.0f", (row.cMicrosecondsPerUnit ?? 0) * 1000) + " ns per packet; allocations "
+                    + String(format: "%.2f", row.allocationsPerUnit) + ", libsrtp2's own "
+                    + String(format: "%.2f", row.cAllocationsPerUnit ?? 0))
+        }
         print("")
         for figure in figures {
             print(
@@ -167,7 +193,7 @@ struct BenchCommand: ParsableCommand {
 
     /// The sections `--only` and `--no-capacity` leave.
     private func selectedSections() throws -> Set<String> {
-        let all: Set<String> = ["codecs", "mixer", "fan-out", "render", "tick", "control", "capacity"]
+        let all: Set<String> = ["codecs", "srtp", "mixer", "fan-out", "render", "tick", "control", "capacity"]
         var chosen = all
         if let only {
             chosen = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })

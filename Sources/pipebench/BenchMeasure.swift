@@ -22,6 +22,8 @@ struct BenchRow {
     var allocationsPerUnit: Double
     /// For codec rows: whether our output matched the C twin's.
     var identicalOutput: Bool?
+    /// Heap allocations per unit of the C twin, when it is counted (SRTP: libsrtp2's own).
+    var cAllocationsPerUnit: Double?
 
     var ratio: Double? { cMicrosecondsPerUnit.map { microsecondsPerUnit / $0 } }
 
@@ -34,6 +36,7 @@ struct BenchRow {
         if let ratio { object["ratio"] = ratio }
         if let perStreamMicroseconds { object["perStreamMicroseconds"] = perStreamMicroseconds }
         if let identicalOutput { object["identicalOutput"] = identicalOutput }
+        if let cAllocationsPerUnit { object["cAllocationsPerUnit"] = cAllocationsPerUnit }
         return object
     }
 }
