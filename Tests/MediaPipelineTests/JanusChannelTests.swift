@@ -482,4 +482,92 @@ struct JanusChannelTests {
         for run in [unreachable, noRoom, noPin, wrongPin, rightPin, first, second] { run.stop() }
         expectNothingLeft(server)
     }
+
+    @Test(
+        "mutes through Janus: a publisher's local mutes reach the subscriber as remote mutes, then unmutes, in order",
+        .timeLimit(.minutes(2)))
+    func mutes() async throws {
+        let server = try JanusServer()
+        defer { server.stop() }
+        let c = try JoinRun("C", on: server, ["--uid", "33", "--subscribe", "channel-1", "--duration", "60"])
+        defer { c.stop() }
+        try #require(await c.waitFor(within: 40) { $0.joined("channel-1") }, "C joined:\n\(c.summary)")
+        // Live encoding: an unmuted video comes back at the next keyframe asked for.
+        let a = try JoinRun(
+            "A", on: server,
+            [
+                "--uid", "11", "--publish", "channel-1", "--encode", "--duration", "60", "--at", "3:mute-audio",
+                "--at", "5:unmute-audio", "--at", "6:mute-video", "--at", "8:unmute-video",
+            ])
+        defer { a.stop() }
+        func states(_ kind: String) -> [String] {
+            c.events("remote\(kind)StateChanged", in: "channel-1", uid: 11).map(\.text)
+        }
+        // Audio: decoding, stopped for the mute, decoding again after the unmute; then video.
+        let seen = await c.waitFor(within: 40) { _ in
+            let audio = states("Audio")
+            let video = states("Video")
+            return audio.contains { $0.contains("remoteUnmuted") && $0.contains("decoding") }
+                && video.contains { $0.contains("remoteUnmuted") && $0.contains("decoding") }
+        }
+        #expect(seen, "C's states of 11:\n\(c.summary)")
+        for kind in ["Audio", "Video"] {
+            let texts = states(kind)
+            let firstDecoding = texts.firstIndex { $0.contains("decoding") }
+            let muted = texts.firstIndex { $0.contains("stopped") && $0.contains("remoteMuted") }
+            let unmuted = texts.lastIndex { $0.contains("decoding") && $0.contains("remoteUnmuted") }
+            #expect(firstDecoding != nil && muted != nil && unmuted != nil, "\(kind) states: \(texts)")
+            if let firstDecoding, let muted, let unmuted {
+                #expect(firstDecoding < muted && muted < unmuted, "\(kind) states in order: \(texts)")
+            }
+        }
+        // The mutes are not a departure.
+        #expect(c.events("userOffline", in: "channel-1", uid: 11).isEmpty, "\(c.summary)")
+        a.signal(SIGINT)
+        _ = await a.waitForExit(within: 15)
+        c.signal(SIGINT)
+        _ = await c.waitForExit(within: 15)
+        server.stop()
+        a.stop()
+        c.stop()
+        expectNothingLeft(server)
+    }
+
+    @Test(
+        "relay through Janus: the published stream reaches another room, each picture the publisher's own",
+        .timeLimit(.minutes(2)))
+    func relay() async throws {
+        let reference = try Reference.md5s(variant: Self.a.variant)
+        let server = try JanusServer()
+        defer { server.stop() }
+        let c = try JoinRun("C", on: server, ["--uid", "33", "--subscribe", "channel-2", "--duration", "60", "--md5"])
+        defer { c.stop() }
+        try #require(await c.waitFor(within: 40) { $0.joined("channel-2") }, "C joined:\n\(c.summary)")
+        let a = try JoinRun(
+            "A", on: server,
+            [
+                "--uid", "11", "--variant", "\(Self.a.variant)", "--publish", "channel-1", "--relay", "channel-2",
+                "--duration", "60",
+            ])
+        defer { a.stop() }
+        // The relay joins channel-2 with a uid of its own (0: drawn), and C subscribes to it.
+        let decoded = await c.waitFor(within: 40) { $0.pictures(in: "channel-2").count >= 45 }
+        #expect(decoded, "C decoded the relayed pictures:\n\(c.summary)")
+        let relayed = c.events("userJoined", in: "channel-2").compactMap(\.uid)
+        #expect(relayed.count == 1, "one relayed user in channel-2: \(relayed)")
+        let pictures = c.pictures(in: "channel-2")
+        let foreign = pictures.filter { !reference.contains($0.md5 ?? "") }
+        #expect(foreign.isEmpty, "\(foreign.count) of \(pictures.count) relayed pictures are not the publisher's")
+        #expect(
+            a.events("channelMediaRelayStateChanged").contains { $0.text.contains("running") },
+            "A's relay states: \(a.events("channelMediaRelayStateChanged").map(\.text))")
+        a.signal(SIGINT)
+        _ = await a.waitForExit(within: 15)
+        c.signal(SIGINT)
+        _ = await c.waitForExit(within: 15)
+        server.stop()
+        a.stop()
+        c.stop()
+        expectNothingLeft(server)
+    }
 }

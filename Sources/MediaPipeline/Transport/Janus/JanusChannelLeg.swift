@@ -77,9 +77,38 @@ final class JanusChannelLeg: Sendable {
     /// publishing connection (sender reports, answers to the server's own reports).
     func sendRTCP(_ bytes: [UInt8], to recipient: UInt32) {
         if recipient != JanusTransport.serverUid, let subscription = subscriptions.withLock({ $0[recipient] }) {
-            bytes.withUnsafeBytes { _ = subscription.connection.sendRTCP($0) }
+            bytes.withUnsafeBytes { Self.sendCompound($0, on: subscription.connection) }
         } else if let publication = publication.withLock({ $0 }) {
             bytes.withUnsafeBytes { _ = publication.connection.sendRTCP($0) }
+        }
+    }
+
+    /// Sends RTCP feedback as a compound packet that starts with a receiver report (RFC 3550
+    /// §6.1, RFC 4585 §3.1: Janus offers no reduced-size RTCP). A keyframe request sent alone
+    /// gets a receiver report put before it, with one report block naming the stream it asks
+    /// about: Janus tells which stream feedback concerns by the sender's SSRC, which it does not
+    /// know from a receive-only subscriber, and then by the first report block's (or NACK's)
+    /// media SSRC; without it, it dropped every PLI of ours as "unknown SSRC". The block reports
+    /// nothing lost, since the receiver's own reports carry the figures. Built on the stack.
+    static func sendCompound(_ bytes: UnsafeRawBufferPointer, on connection: WebRTCConnection) {
+        // A payload-specific feedback message (PLI, FIR) first: sender SSRC at 4, media at 8.
+        guard bytes.count >= 12, bytes[1] == RTCPPacket.PacketType.payloadFeedback else {
+            _ = connection.sendRTCP(bytes)
+            return
+        }
+        let reportBytes = 32
+        withUnsafeTemporaryAllocation(byteCount: reportBytes + bytes.count, alignment: 4) { buffer in
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            // V=2, one report block; RR (201); length 7 words; the sender's SSRC; the block's SSRC.
+            buffer[0] = 0x81
+            buffer[1] = RTCPPacket.PacketType.receiverReport
+            buffer[3] = 7
+            for index in 0..<4 {
+                buffer[4 + index] = bytes[4 + index]
+                buffer[8 + index] = bytes[8 + index]
+            }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[reportBytes...]).copyMemory(from: bytes)
+            _ = connection.sendRTCP(UnsafeRawBufferPointer(buffer))
         }
     }
 
