@@ -464,7 +464,7 @@ final class RTPPeerWorker: @unchecked Sendable {
             return
         }
         let route = routes[index]
-        guard route.receives, var header = try? RTPHeader(parsing: datagram) else {
+        guard route.receives, let header = try? RTPHeader(parsing: datagram) else {
             state.delta[index].ignored += 1
             return
         }
@@ -495,20 +495,11 @@ final class RTPPeerWorker: @unchecked Sendable {
         state.delta[index].packetsReceived += 1
         state.delta[index].bytesReceived += Int64(datagram.count)
         guard let endpoint, let channelId else { return }
-        let bytes = state.packets.bytes(count: datagram.count) { copy in
-            copy.copyMemory(from: datagram)
-            copy[1] = copy[1] & 0x80 | enginePayloadType
-            if enginePayloadType == RTPPayloadType.red, header.byteCount + header.paddingByteCount <= copy.count {
-                // Redundant audio: its blocks name the peer's Opus payload type too.
-                AudioRedundancy.mapBlockPayloadTypes(
-                    in: UnsafeMutableRawBufferPointer(
-                        rebasing: copy[header.byteCount..<(copy.count - header.paddingByteCount)]),
-                    route.wireToEngine)
-            }
-        }
-        header.payloadType = enginePayloadType
+        let packet = ReceivedPacketCopy.mapped(
+            datagram, header: header, enginePayloadType: enginePayloadType, map: route.wireToEngine,
+            into: state.packets)
         endpoint.transportReceive(
-            RTPPacket(trusted: bytes, header: header), channelId: channelId, from: RTPPeerTransport.peerUid)
+            packet, channelId: channelId, from: RTPPeerTransport.peerUid)
     }
 
     /// A retransmission in its own payload type and SSRC (RFC 4588 §4): its payload starts with
@@ -520,28 +511,19 @@ final class RTPPeerWorker: @unchecked Sendable {
         _ datagram: UnsafeRawBufferPointer, _ header: RTPHeader, original: UInt8, from sender: UDPPeer,
         route index: Int, _ state: inout ReceiveState, endpoint: TransportEndpoint?, channelId: String?
     ) {
-        let payloadStart = header.byteCount + 2
-        let payloadEnd = datagram.count - header.paddingByteCount
-        guard let ssrc = state.ssrc[index], payloadStart < payloadEnd else {
+        guard let ssrc = state.ssrc[index], header.byteCount + 2 < datagram.count - header.paddingByteCount else {
             state.delta[index].ignored += 1
             return
         }
         state.delta[index].packetsReceived += 1
         state.delta[index].retransmissionsReceived += 1
         state.delta[index].bytesReceived += Int64(datagram.count)
-        guard let endpoint, let channelId else { return }
-        let enginePayloadType = routes[index].wireToEngine[Int(original)]
-        let restored = RTPHeader(
-            marker: header.marker, payloadType: enginePayloadType,
-            sequenceNumber: UInt16(datagram[header.byteCount]) << 8 | UInt16(datagram[header.byteCount + 1]),
-            timestamp: header.timestamp, ssrc: ssrc)
-        let payload = UnsafeRawBufferPointer(rebasing: datagram[payloadStart..<payloadEnd])
-        let bytes = state.packets.bytes(count: RTPHeader.fixedByteCount + payload.count) { copy in
-            restored.write(into: copy)
-            UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
-        }
-        endpoint.transportReceive(
-            RTPPacket(trusted: bytes, header: restored), channelId: channelId, from: RTPPeerTransport.peerUid)
+        guard let endpoint, let channelId,
+            let packet = ReceivedPacketCopy.restored(
+                datagram, header: header, enginePayloadType: routes[index].wireToEngine[Int(original)], ssrc: ssrc,
+                into: state.packets)
+        else { return }
+        endpoint.transportReceive(packet, channelId: channelId, from: RTPPeerTransport.peerUid)
     }
 
     private func handleRTCP(

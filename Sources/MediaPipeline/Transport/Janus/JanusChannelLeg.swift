@@ -165,16 +165,7 @@ final class JanusPublication: Sendable {
     }
 
     func statistics(channelId: String) -> JanusConnectionStatistics {
-        let counters = connection.statistics
-        var statistics = JanusConnectionStatistics(channelId: channelId, publisher: nil)
-        statistics.rtpReceived = counters.rtpReceived
-        statistics.rtcpReceived = counters.rtcpReceived
-        statistics.rtpSent = counters.rtpSent
-        statistics.rtcpSent = counters.rtcpSent
-        statistics.unprotectFailures = counters.unprotectFailures
-        statistics.ignored = counters.ignored
-        statistics.connected = connection.isConnected
-        return statistics
+        JanusConnectionStatistics(channelId: channelId, publisher: nil, connection: connection)
     }
 }
 
@@ -191,17 +182,25 @@ final class JanusSubscription: Sendable {
     }
 
     func statistics(channelId: String, publisher: UInt32) -> JanusConnectionStatistics {
-        let counters = connection.statistics
         let mapped = mapper.counters
-        var statistics = JanusConnectionStatistics(channelId: channelId, publisher: publisher)
-        statistics.rtpReceived = counters.rtpReceived
-        statistics.rtcpReceived = counters.rtcpReceived
-        statistics.rtpSent = counters.rtpSent
-        statistics.rtcpSent = counters.rtcpSent
+        var statistics = JanusConnectionStatistics(channelId: channelId, publisher: publisher, connection: connection)
         statistics.retransmissionsReceived = mapped.retransmissions
-        statistics.unprotectFailures = counters.unprotectFailures
-        statistics.ignored = counters.ignored + mapped.ignored
-        statistics.connected = connection.isConnected
+        statistics.ignored += mapped.ignored
         return statistics
+    }
+}
+
+extension JanusConnectionStatistics {
+    /// The counts of `connection`.
+    init(channelId: String, publisher: UInt32?, connection: WebRTCConnection) {
+        let counters = connection.statistics
+        self.init(channelId: channelId, publisher: publisher)
+        rtpReceived = counters.rtpReceived
+        rtcpReceived = counters.rtcpReceived
+        rtpSent = counters.rtpSent
+        rtcpSent = counters.rtcpSent
+        unprotectFailures = counters.unprotectFailures
+        ignored = counters.ignored
+        connected = connection.isConnected
     }
 }

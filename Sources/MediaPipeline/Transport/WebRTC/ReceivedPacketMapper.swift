@@ -91,7 +91,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
 
     /// One unprotected RTP packet.
     func rtp(_ datagram: UnsafeRawBufferPointer) {
-        guard var header = try? RTPHeader(parsing: datagram) else {
+        guard let header = try? RTPHeader(parsing: datagram) else {
             counted.withLock { $0.ignored += 1 }
             return
         }
@@ -109,35 +109,23 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             return
         }
         guard let endpoint else { return }
-        let map = payloadTypes.remoteToEngine
-        let bytes = packets.bytes(count: datagram.count) { copy in
-            copy.copyMemory(from: datagram)
-            copy[1] = copy[1] & 0x80 | enginePayloadType
-            if enginePayloadType == RTPPayloadType.red, header.byteCount + header.paddingByteCount <= copy.count {
-                // Redundant audio: its blocks name the sender's Opus payload type too.
-                AudioRedundancy.mapBlockPayloadTypes(
-                    in: UnsafeMutableRawBufferPointer(
-                        rebasing: copy[header.byteCount..<(copy.count - header.paddingByteCount)]),
-                    map)
-            }
-        }
-        header.payloadType = enginePayloadType
+        let packet = ReceivedPacketCopy.mapped(
+            datagram, header: header, enginePayloadType: enginePayloadType, map: payloadTypes.remoteToEngine,
+            into: packets)
         counted.withLock {
             $0.packets += 1
             $0.bytes += Int64(datagram.count)
         }
         let now = clock.nowMicroseconds
         lastPacketAt.withLock { $0 = now }
-        endpoint.transportReceive(RTPPacket(trusted: bytes, header: header), channelId: channelId, from: uid)
+        endpoint.transportReceive(packet, channelId: channelId, from: uid)
     }
 
     /// A retransmission (RFC 4588 §4): the original sequence number leads its payload.
     private func retransmission(_ datagram: UnsafeRawBufferPointer, _ header: RTPHeader, original: UInt8) {
         let enginePayloadType = payloadTypes.engine(original)
-        let payloadStart = header.byteCount + 2
-        let payloadEnd = datagram.count - header.paddingByteCount
         guard enginePayloadType != PayloadTypeMap.none, let codec = RTPPayloadType.codec(enginePayloadType),
-            let ssrc = mediaSSRC[codec.kind == .audio ? 0 : 1], payloadStart < payloadEnd
+            let ssrc = mediaSSRC[codec.kind == .audio ? 0 : 1]
         else {
             counted.withLock { $0.ignored += 1 }
             return
@@ -146,22 +134,16 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             counted.withLock { $0.unsubscribed += 1 }
             return
         }
-        guard let endpoint else { return }
-        let restored = RTPHeader(
-            marker: header.marker, payloadType: enginePayloadType,
-            sequenceNumber: UInt16(datagram[header.byteCount]) << 8 | UInt16(datagram[header.byteCount + 1]),
-            timestamp: header.timestamp, ssrc: ssrc)
-        let payload = UnsafeRawBufferPointer(rebasing: datagram[payloadStart..<payloadEnd])
-        let bytes = packets.bytes(count: RTPHeader.fixedByteCount + payload.count) { copy in
-            restored.write(into: copy)
-            UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
-        }
+        guard let endpoint,
+            let packet = ReceivedPacketCopy.restored(
+                datagram, header: header, enginePayloadType: enginePayloadType, ssrc: ssrc, into: packets)
+        else { return }
         counted.withLock {
             $0.packets += 1
             $0.retransmissions += 1
             $0.bytes += Int64(datagram.count)
         }
-        endpoint.transportReceive(RTPPacket(trusted: bytes, header: restored), channelId: channelId, from: uid)
+        endpoint.transportReceive(packet, channelId: channelId, from: uid)
     }
 
     /// One unprotected RTCP compound packet from the sender (its sender reports) or the server.
