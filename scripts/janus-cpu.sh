@@ -40,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --attribute) attribute="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --full-publishers) full_publishers=1; shift ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
