@@ -64,11 +64,19 @@ private final class JoinRun: @unchecked Sendable {
     private let parsed = Mutex(Parsed())
 
     /// Starts `pipebench join URL --local-address 127.0.0.2 --events-json …` with `arguments`
-    /// (URL: the server's inside URL unless given).
-    init(_ name: String, on server: JanusServer, url: String? = nil, _ arguments: [String]) throws {
+    /// (URL: the server's inside URL unless given), as the user `asUser` when given (so that a
+    /// firewall rule matching its uid cuts its traffic alone).
+    init(_ name: String, on server: JanusServer, url: String? = nil, asUser: UInt32? = nil, _ arguments: [String])
+        throws
+    {
         self.name = name
+        var command: [String] = []
+        if let asUser {
+            chmod(folder.path, 0o777)
+            command = ["/usr/bin/setpriv", "--reuid=\(asUser)", "--regid=\(asUser)", "--clear-groups"]
+        }
         process = try server.start(
-            [
+            command + [
                 Fixtures.pipebench, "join", url ?? server.insideURL, "--local-address", JanusServer.mediaAddress,
                 "--events-json", "--samples", Fixtures.samples, "--output", folder.path,
             ] + arguments, stdout: folder.file("stdout"), stderr: folder.file("stderr"))
@@ -568,6 +576,108 @@ struct JanusChannelTests {
         server.stop()
         a.stop()
         c.stop()
+        expectNothingLeft(server)
+    }
+
+    /// The uid the engine whose link is cut runs as, and its media ports.
+    static let cutUser: UInt32 = 4242
+    static let cutPorts = "41000:41009"
+
+    @Test(
+        "an outage of the engine's link: RECONNECTING, then CONNECTED and frames again within 2 s of the link's return",
+        .timeLimit(.minutes(2)), arguments: [10.0, 30.0])
+    func outage(outageSeconds: Double) async throws {
+        let server = try JanusServer()
+        defer { server.stop() }
+        // Live encoding: after the outage a keyframe is asked for and sent at once.
+        let a = try JoinRun("A", on: server, ["--uid", "11", "--publish", "channel-1", "--encode", "--duration", "90"])
+        defer { a.stop() }
+        try #require(await a.waitFor(within: 40) { $0.joined("channel-1") }, "A joined:\n\(a.summary)")
+        let b = try JoinRun(
+            "B", on: server, asUser: Self.cutUser,
+            [
+                "--uid", "22", "--subscribe", "channel-1", "--ports",
+                Self.cutPorts.replacingOccurrences(of: ":", with: "-"),
+                "--duration", "90", "--md5",
+            ])
+        defer { b.stop() }
+        let flowing = await b.waitFor(within: 40) { $0.pictures(in: "channel-1", uid: 11).count >= 15 }
+        try #require(flowing, "B decoding A:\n\(b.summary)\n\(b.stderr)")
+        func states() -> [String] { b.events("connectionStateChanged", in: "channel-1").map(\.text) }
+        // The cut: all that B sends (its uid), and what comes to its media ports.
+        for rule in [
+            ["-A", "OUTPUT", "-m", "owner", "--uid-owner", "\(Self.cutUser)", "-j", "DROP"],
+            ["-A", "INPUT", "-p", "udp", "--dport", Self.cutPorts, "-j", "DROP"],
+        ] {
+            let result = try server.run(["iptables"] + rule)
+            try #require(result.status == 0, "iptables \(rule): \(result.stderr)")
+        }
+        let cutAt = Date()
+        let reconnecting = await b.waitFor(within: 8) { _ in states().contains { $0.contains("reconnecting") } }
+        #expect(reconnecting, "B's states: \(states())")
+        print("JanusChannel: outage \(Int(outageSeconds)) s: RECONNECTING \(seconds(since: cutAt)) s after the cut")
+        // The outage lasts its length: a wait on the clock is the scenario here, not a guess.
+        try await Task.sleep(
+            for: .milliseconds(Int64(outageSeconds * 1000) - Int64(Date().timeIntervalSince(cutAt) * 1000)))
+        let before = b.pictures(in: "channel-1", uid: 11).count
+        let flush = try server.run(["iptables", "-F"])
+        try #require(flush.status == 0, "iptables -F: \(flush.stderr)")
+        let restoredAt = Date()
+        let back = await b.waitFor(within: 10) { $0.pictures(in: "channel-1", uid: 11).count > before }
+        let frameAfter = Date().timeIntervalSince(restoredAt)
+        let connected = await b.waitFor(within: 10) { _ in
+            states().last?.contains("connected") == true && states().last?.contains("reconnecting") == false
+        }
+        print(
+            "JanusChannel: outage \(Int(outageSeconds)) s: a frame \(String(format: "%.2f", frameAfter)) s after the link "
+                + "returned; states \(states().map { $0.prefix(70) })")
+        #expect(back && frameAfter <= 2.0, "a frame \(frameAfter) s after the link returned:\n\(b.summary)")
+        #expect(connected, "CONNECTED again: \(states())")
+        #expect(b.events("userOffline").isEmpty, "B's userOffline: \(b.events("userOffline").map(\.text))")
+        #expect(!states().contains { $0.contains("failed") }, "\(states())")
+        b.signal(SIGINT)
+        #expect(await b.waitForExit(within: 15) == 0, "B's exit:\n\(b.summary)")
+        a.signal(SIGINT)
+        _ = await a.waitForExit(within: 15)
+        server.stop()
+        a.stop()
+        b.stop()
+        expectNothingLeft(server)
+    }
+
+    @Test(
+        "Janus killed for good: RECONNECTING at once, then FAILED after the reconnect timeout, and the client ends",
+        .timeLimit(.minutes(2)))
+    func janusKilled() async throws {
+        let server = try JanusServer()
+        defer { server.stop() }
+        let a = try JoinRun(
+            "A", on: server,
+            ["--uid", "11", "--publish", "channel-1", "--encode", "--reconnect-timeout", "6", "--duration", "90"])
+        defer { a.stop() }
+        try #require(await a.waitFor(within: 40) { $0.joined("channel-1") }, "A joined:\n\(a.summary)")
+        func states() -> [String] { a.events("connectionStateChanged", in: "channel-1").map(\.text) }
+        server.killJanus()
+        let killedAt = Date()
+        let reconnecting = await a.waitFor(within: 6, failingOnError: false) { _ in
+            states().contains { $0.contains("reconnecting") }
+        }
+        let reconnectingAfter = Date().timeIntervalSince(killedAt)
+        let failed = await a.waitFor(within: 20, failingOnError: false) { _ in
+            states().contains { $0.contains("failed") }
+        }
+        let failedAfter = Date().timeIntervalSince(killedAt)
+        print(
+            "JanusChannel: Janus killed: RECONNECTING after \(String(format: "%.1f", reconnectingAfter)) s, FAILED after "
+                + "\(String(format: "%.1f", failedAfter)) s (timeout 6 s)")
+        #expect(reconnecting, "\(states())")
+        #expect(failed && failedAfter >= 6 && failedAfter <= 12, "FAILED after \(failedAfter) s: \(states())")
+        // The client gives up: it exits with the channel's failure.
+        let status = await a.waitForExit(within: 15)
+        #expect(status == 1, "A's exit \(String(describing: status)):\n\(a.stderr)")
+        #expect(a.stderr.contains("channel 'channel-1'"), "\(a.stderr)")
+        server.stop()
+        a.stop()
         expectNothingLeft(server)
     }
 }

@@ -86,6 +86,13 @@ final class JanusServer: @unchecked Sendable {
         return found
     }
 
+    /// Kills Janus (SIGKILL), as a crash would, and reaps it; the namespace stays.
+    func killJanus() {
+        guard let janus, janus.isRunning else { return }
+        kill(janus.processIdentifier, SIGKILL)
+        janus.waitUntilExit()
+    }
+
     /// Janus's log so far.
     var log: String { (try? String(contentsOfFile: folder + "/janus.log", encoding: .utf8)) ?? "" }
 
