@@ -60,6 +60,8 @@ let package = Package(
                 "MediaPipelineTesting",
                 "CCodecBaseline",
                 "CAllocationCounter",
+                // The SRTP bench calls libsrtp2 directly, as the C floor.
+                "CWebRTC", "CSrtp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -52,9 +52,11 @@ public enum RTCPCompound {
     private static func visitMessage<Visitor: RTCPVisitor>(
         type: UInt8, count: Int, body: UnsafeRawBufferPointer, _ visitor: inout Visitor
     ) throws {
-        func need(_ bytes: Int, _ what: String) throws {
+        // The description is built only for the error: reading RTCP allocates nothing.
+        func need(_ bytes: Int, _ what: @autoclosure () -> String) throws {
             guard body.count >= bytes else {
-                throw MediaError(.truncated, "RTCP \(what) needs \(bytes) bytes after its header; it has \(body.count)")
+                throw MediaError(
+                    .truncated, "RTCP \(what()) needs \(bytes) bytes after its header; it has \(body.count)")
             }
         }
         func reportBlocks(at start: Int, from reporter: UInt32) {
