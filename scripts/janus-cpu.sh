@@ -8,9 +8,8 @@
 #                                               per packet by who made them (malloc-attribution.py)
 #   scripts/janus-cpu.sh --full-publishers      publishers decode each other too (join's default)
 #
-# Janus (Debian's 1.1.x) runs as scripts/janus.sh --namespace does (a namespace with a veth end at
-# 127.0.0.2, ICE restricted to it), with one VideoRoom "channel-1" taking 24 publishers (janus.sh's
-# rooms take 6). N `pipebench join --publish channel-1` processes (uid 1…N, variant uid % 8,
+# Janus (Debian's 1.1.x) runs under scripts/janus.sh --namespace (a namespace with a veth end at
+# 127.0.0.2, ICE restricted to it), its room "channel-1" taking 24 publishers. N `pipebench join --publish channel-1` processes (uid 1…N, variant uid % 8,
 # pre-encoded Opus 32 kbit/s + VP8 640x360 15 fps) and one subscriber (`--subscribe channel-1`,
 # uid 1000) run inside it, every one a separate process (join publishes one user). The
 # subscriber's utime + stime (/proc/PID/stat) over the window, divided by N × the window, is its
@@ -47,12 +46,12 @@ done
 pipebench=${PIPEBENCH:-.build/release/pipebench}
 [[ -x "$pipebench" ]] || { echo "no $pipebench (swift build -c release --product pipebench)" >&2; exit 1; }
 pipebench=$(realpath "$pipebench")
-libs=/usr/lib/x86_64-linux-gnu/janus
 command -v janus >/dev/null || { echo "janus is not installed (apt-get install janus)" >&2; exit 1; }
 
 folder=$(mktemp -d /tmp/janus-cpu-XXXXXX)
+mkdir -p "$folder/out"
 pids=()
-# `ip netns exec` waits for the command it starts: its child is pipebench (or Janus).
+# `ip netns exec` waits for the command it starts: its child is pipebench.
 child() { awk '{ print $1 }' "/proc/$1/task/$1/children" 2>/dev/null || true; }
 cleanup() {
     local all=()
@@ -60,89 +59,21 @@ cleanup() {
     for pid in "${all[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
     sleep 2
     for pid in "${all[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+    # janus.sh stops Janus and removes its namespace and folder on SIGTERM.
+    [[ -n "${janus_script:-}" ]] && kill -TERM "$janus_script" 2>/dev/null || true
     wait 2>/dev/null || true
-    ip netns del "$namespace" 2>/dev/null || true
     [[ -n "${KEEP:-}" ]] || rm -rf "$folder"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-mkdir -p "$folder"/{plugins,transports,events,loggers,out}
-ln -s "$libs/plugins/libjanus_videoroom.so" "$folder/plugins/"
-ln -s "$libs/transports/libjanus_http.so" "$folder/transports/"
-ip netns add "$namespace"
-ip -n "$namespace" link set lo up
-ip -n "$namespace" link add jv0 type veth peer name jv1
-for dev in all default; do ip netns exec "$namespace" sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"; done
-for dev in jv0 jv1; do
-    ip netns exec "$namespace" sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"
-    ip -n "$namespace" link set "$dev" up
-done
-ip -n "$namespace" addr add 127.0.0.2/32 dev jv0
-
-cat >"$folder/janus.jcfg" <<EOF
-general: {
-	configs_folder = "$folder"
-	plugins_folder = "$folder/plugins"
-	transports_folder = "$folder/transports"
-	events_folder = "$folder/events"
-	loggers_folder = "$folder/loggers"
-	debug_level = 3
-	session_timeout = 60
-}
-certificates: {
-}
-media: {
-	ipv6 = false
-}
-nat: {
-	ice_enforce_list = "jv0"
-}
-plugins: {
-}
-transports: {
-}
-events: {
-	broadcast = false
-}
-loggers: {
-}
-EOF
-cat >"$folder/janus.transport.http.jcfg" <<EOF
-general: {
-	json = "plain"
-	base_path = "/janus"
-	http = true
-	port = $port
-	ip = "127.0.0.1"
-	https = false
-}
-admin: {
-	admin_http = false
-	admin_https = false
-}
-cors: {
-}
-EOF
-cat >"$folder/janus.plugin.videoroom.jcfg" <<EOF
-general: {
-	string_ids = true
-}
-room-channel-1: {
-	description = "channel-1"
-	publishers = 24
-	bitrate = 512000
-	fir_freq = 10
-}
-EOF
-
+# Janus as scripts/janus.sh runs it in a namespace of its own, its rooms taking 24 publishers.
+bash scripts/janus.sh --namespace "$namespace" --port "$port" --publishers 24 >"$folder/janus.log" 2>&1 &
+janus_script=$!
 run() { ip netns exec "$namespace" "$@"; }
-run janus -F "$folder" -C "$folder/janus.jcfg" -o >"$folder/janus.log" 2>&1 &
-janus_pid=$!
-pids+=("$janus_pid")
 for _ in $(seq 100); do
-    if run ss -Hltn "sport = :$port" | grep -q .; then break; fi
+    if ip netns list | grep -q "^$namespace" && run ss -Hltn "sport = :$port" | grep -q .; then break; fi
     sleep 0.1
 done
 url="http://127.0.0.1:$port/janus"
@@ -175,9 +106,11 @@ subscriber=$!
 pids+=("$subscriber")
 sleep "$settle"
 subscriber=$(child "$subscriber")
-janus_pid=$(child "$janus_pid")
+janus_pid=$(for pid in $(ip netns pids "$namespace"); do
+    [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == janus ]] && echo "$pid"
+done | head -1)
 publisher_pids=()
-for pid in "${pids[@]:1:$users}"; do publisher_pids+=("$(child "$pid")"); done
+for pid in "${pids[@]:0:$users}"; do publisher_pids+=("$(child "$pid")"); done
 if ! kill -0 "$subscriber" 2>/dev/null; then
     echo "the subscriber ended early:" >&2
     tail -20 "$folder/subscriber.log" >&2

@@ -6,6 +6,7 @@
 #   scripts/janus.sh --port 8090          another port
 #   scripts/janus.sh --session-timeout 5  sessions expire after 5 s without a request (default 60)
 #   scripts/janus.sh --namespace NAME     Janus inside a network namespace NAME made for it (root)
+#   scripts/janus.sh --publishers 24      each room takes 24 publishers (default 6)
 #
 # Stops Janus on Ctrl-C or SIGTERM. Rooms (VideoRoom with string_ids = true, so rooms and
 # participant ids are strings): "channel-1", "channel-2", and "pinned" whose pin is "1234".
@@ -21,13 +22,15 @@ set -euo pipefail
 
 port=8088
 session_timeout=60
+publishers=6
 namespace=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --port) port="$2"; shift 2 ;;
     --session-timeout) session_timeout="$2"; shift 2 ;;
+    --publishers) publishers="$2"; shift 2 ;;
     --namespace) namespace="$2"; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -122,20 +125,20 @@ general: {
 }
 room-channel-1: {
 	description = "channel-1"
-	publishers = 6
+	publishers = $publishers
 	bitrate = 512000
 	fir_freq = 10
 }
 room-channel-2: {
 	description = "channel-2"
-	publishers = 6
+	publishers = $publishers
 	bitrate = 512000
 	fir_freq = 10
 }
 room-pinned: {
 	description = "pinned (pin 1234)"
 	pin = "1234"
-	publishers = 6
+	publishers = $publishers
 }
 EOF
 

@@ -90,7 +90,16 @@ final class JanusChannelLeg: Sendable {
     /// know from a receive-only subscriber, and then by the first report block's (or NACK's)
     /// media SSRC; without it, it dropped every PLI of ours as "unknown SSRC". The block reports
     /// nothing lost, since the receiver's own reports carry the figures. Built on the stack.
+    ///
+    /// A receiver report with several blocks (the engine reports a user's audio and video in
+    /// one) goes as one report per block, the rest of the compound after the first: Janus files
+    /// a report by its first block alone and takes the round trip from it, so the video's
+    /// block never gave it one, and it retransmits only once it has a round trip (it answered
+    /// none of our NACKs).
     static func sendCompound(_ bytes: UnsafeRawBufferPointer, on connection: WebRTCConnection) {
+        if bytes.count >= 8, bytes[1] == RTCPPacket.PacketType.receiverReport, bytes[0] & 0x1F >= 2 {
+            return sendReportsApart(bytes, on: connection)
+        }
         // A payload-specific feedback message (PLI, FIR) first: sender SSRC at 4, media at 8.
         guard bytes.count >= 12, bytes[1] == RTCPPacket.PacketType.payloadFeedback else {
             _ = connection.sendRTCP(bytes)
@@ -109,6 +118,38 @@ final class JanusChannelLeg: Sendable {
             }
             UnsafeMutableRawBufferPointer(rebasing: buffer[reportBytes...]).copyMemory(from: bytes)
             _ = connection.sendRTCP(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    /// Sends the receiver report leading `bytes` as one report per block (the messages after it
+    /// with the first), on the stack.
+    private static func sendReportsApart(_ bytes: UnsafeRawBufferPointer, on connection: WebRTCConnection) {
+        let blocks = Int(bytes[0] & 0x1F)
+        let reportBytes = (Int(bytes[2]) << 8 | Int(bytes[3]) + 1) * 4
+        guard reportBytes >= 8 + 24 * blocks, reportBytes <= bytes.count else {
+            _ = connection.sendRTCP(bytes)  // not what the engine writes: as it is
+            return
+        }
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[reportBytes...])
+        let singleBytes = 8 + 24
+        withUnsafeTemporaryAllocation(byteCount: singleBytes + rest.count, alignment: 4) { buffer in
+            for block in 0..<blocks {
+                // V=2, one block; RR; length 7 words; the sender's SSRC; the block.
+                buffer[0] = 0x81
+                buffer[1] = RTCPPacket.PacketType.receiverReport
+                buffer[2] = 0
+                buffer[3] = 7
+                UnsafeMutableRawBufferPointer(rebasing: buffer[4..<8]).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: bytes[4..<8]))
+                UnsafeMutableRawBufferPointer(rebasing: buffer[8..<singleBytes]).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: bytes[(8 + 24 * block)..<(8 + 24 * block + 24)]))
+                let withRest = block == 0 ? rest.count : 0
+                if withRest > 0 {
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[singleBytes..<(singleBytes + withRest)]).copyMemory(
+                        from: rest)
+                }
+                _ = connection.sendRTCP(UnsafeRawBufferPointer(rebasing: buffer[..<(singleBytes + withRest)]))
+            }
         }
     }
 
