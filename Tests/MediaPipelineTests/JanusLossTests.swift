@@ -333,15 +333,15 @@ struct JanusLossTests {
             } ?? -1
         #expect(retransmissions >= 0, "B's connection statistics (--verbose) not found:\n\(b.stderr.suffix(1000))")
         // Janus 1.1.2 keeps a subscriber's video for retransmission only once that stream has a
-        // round trip, from a receiver report whose FIRST block names the video (it reads rb[0]
-        // only, and files the whole compound under that block's stream when the sender SSRC is
-        // unknown, as a receive-only subscriber's is). The engine reports a remote user's audio
-        // and video in one RR, audio first: Janus never measures the video's round trip, keeps
-        // no video packets, and answers no NACK (its log at level 7: "Just got some NACKS",
-        // never "Scheduling … for retransmission"). Until each stream gets a report of its own,
-        // the issue's bound does not hold through Janus; the known issue ends when it does.
-        withKnownIssue("Janus answers no NACK: the engine's RR puts the audio block first (video RTT never known)") {
-            #expect(retransmissions > 0, "retransmissions received by B: \(retransmissions)")
+        // round trip, from a receiver report whose first block names the video; the transport
+        // sends one report per block so that it has one, and Janus answers NACKs over RTX.
+        #expect(retransmissions > 0, "retransmissions received by B: \(retransmissions)")
+        // Not yet the in-process figures: about half the NACKs are answered (162 sent, 85
+        // retransmissions in one run), and a frame that stays incomplete waits for the
+        // publisher's next keyframe (the pre-encoded samples have one every 2 s): video froze
+        // 43 % of the time. Until the retransmissions make it whole in time, the issue's bound
+        // does not hold through Janus; the known issue ends when it does.
+        withKnownIssue("through Janus half the NACKs are answered and a lost frame waits 2 s for a keyframe") {
             #expect(frozenShare <= 0.02, "video frozen \(frozenMs) of \(activeMs) ms")
             #expect(Double(lossyPictures.count) >= 15 * lossSeconds * 0.9, "\(lossyPictures.count) pictures under loss")
         }
