@@ -107,7 +107,7 @@ pids+=("$subscriber")
 sleep "$settle"
 subscriber=$(child "$subscriber")
 janus_pid=$(for pid in $(ip netns pids "$namespace"); do
-    [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == janus ]] && echo "$pid"
+    if [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" == janus ]]; then echo "$pid"; fi
 done | head -1)
 publisher_pids=()
 for pid in "${pids[@]:0:$users}"; do publisher_pids+=("$(child "$pid")"); done
