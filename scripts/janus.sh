@@ -89,6 +89,7 @@ certificates: {
 }
 media: {
 	ipv6 = false
+	min_nack_queue = 1000
 }
 nat: {
 	$nat

@@ -180,6 +180,7 @@ final class JanusServer: @unchecked Sendable {
             }
             media: {
                 ipv6 = false
+                min_nack_queue = 1000
             }
             nat: {
                 ice_enforce_list = "jv0"
