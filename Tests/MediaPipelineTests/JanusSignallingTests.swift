@@ -73,7 +73,7 @@ private func pluginCode<T>(of operation: () async throws -> T) async -> Int? {
 
 @Suite("Janus signalling", .serialized)
 struct JanusSignallingTests {
-    @Test("Janus not running: a typed error at once", .timeLimit(.minutes(1)))
+    @Test("Janus not running: a typed error within the connect timeout", .timeLimit(.minutes(1)))
     func janusUnreachable() async throws {
         let signalling = client(url: "http://127.0.0.1:\(unusedPort())/janus")
         let started = Date()
@@ -85,7 +85,9 @@ struct JanusSignallingTests {
             Issue.record("expected unreachable, got \(String(describing: caught))")
             return
         }
-        #expect(elapsed < 2, "took \(elapsed) s")
+        // A refused connection is tried again until the connect timeout (3 s); a loaded machine
+        // adds to it (2.2 s seen in CI), a hang would not end at all.
+        #expect(elapsed < 4.5, "took \(elapsed) s")
     }
 
     @Test("join as publisher: joined with our id; others learn of us only when we publish", .timeLimit(.minutes(1)))
