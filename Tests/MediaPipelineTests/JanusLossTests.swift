@@ -191,8 +191,9 @@ struct JanusLossTests {
         // none). Every audio packet lost on B's downlink is concealed: the 1.5 % cannot
         // hold. Each lost 20 ms packet is two concealed 10 ms ticks (the same share as the
         // packets lost); the playout adds some (stretching and merging back around a loss): over
-        // 8 runs concealed was 1.0 to 1.47 times the audio packets lost. The bound: 1.5 times the
-        // loss, plus the 1.5 %.
+        // 10 runs concealed was 1.0 to 1.47 times the audio packets lost. The bound: twice the
+        // loss, plus the 1.5 % (1.47 is too close to 1.5 for a bound that must not
+        // fail by chance; a playout that conceals more than two ticks per lost tick fails it).
         let audioFrames = delta(audioWindow, "frames")
         let concealed = delta(audioWindow, "framesConcealed")
         let concealedShare = concealed / max(1, audioFrames)
@@ -205,7 +206,7 @@ struct JanusLossTests {
         let recovered = delta(audioWindow, "packetsRecoveredByFEC")
         #expect(audioFrames >= 100 * (Self.lossySeconds - 4), "\(audioFrames) audio ticks in the window")
         #expect(concealed > 0, "nothing concealed under 10 % loss with no audio repair through Janus")
-        #expect(concealedShare <= 1.5 * audioLostShare + 0.015, "audio: \(concealed) of \(audioFrames) ticks concealed")
+        #expect(concealedShare <= 2 * audioLostShare + 0.015, "audio: \(concealed) of \(audioFrames) ticks concealed")
 
         let leave = all.first { $0.event == "leave" && $0.channel == "channel-1" }
         print(
