@@ -49,6 +49,8 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         var ignored: Int64 = 0
         /// Packets of a kind the endpoint is not subscribed to: dropped.
         var unsubscribed: Int64 = 0
+        /// When the last RTP packet was handed on, in microseconds of the mapper's clock.
+        var lastPacketAt: Int64 = 0
     }
 
     let channelId: String
@@ -77,12 +79,10 @@ final class ReceivedPacketMapper: @unchecked Sendable {
 
     /// Microseconds since the last RTP packet came (since the mapper was made, before any),
     /// on the monotonic clock (any thread).
-    var microsecondsSinceLastPacket: Int64 { clock.nowMicroseconds - lastPacketAt.withLock { $0 } }
+    var microsecondsSinceLastPacket: Int64 { clock.nowMicroseconds - counted.withLock { $0.lastPacketAt } }
 
     /// The monotonic clock packets are timed by (0 when the mapper was made).
     private let clock = WallClock()
-    /// When the last RTP packet came, on ``clock``.
-    private let lastPacketAt = LockedValue<Int64>(0)
 
     /// Whether packets of `kind` are handed on (any thread).
     func setSubscribed(_ value: Bool, _ kind: MediaKind) {
@@ -112,12 +112,12 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         let packet = ReceivedPacketCopy.mapped(
             datagram, header: header, enginePayloadType: enginePayloadType, map: payloadTypes.remoteToEngine,
             into: packets)
+        let now = clock.nowMicroseconds
         counted.withLock {
             $0.packets += 1
             $0.bytes += Int64(datagram.count)
+            $0.lastPacketAt = now
         }
-        let now = clock.nowMicroseconds
-        lastPacketAt.withLock { $0 = now }
         endpoint.transportReceive(packet, channelId: channelId, from: uid)
     }
 
