@@ -1,7 +1,14 @@
 // SRTP on libsrtp2: one srtp_t per direction, ssrc_any_outbound / ssrc_any_inbound policies.
+//
+// libsrtp2 keeps the protocol (key derivation, rollover counter, replay window, SRTCP index);
+// its AES-ICM, AES-GCM and HMAC-SHA1 implementations are replaced, once per process before the
+// first session, by ours on OpenSSL's libcrypto (srtp_crypto.c): Debian's libsrtp2 runs them on
+// NSS, which allocates some 14 times per packet; ours allocate only when a stream is made.
 #include "cwebrtc_srtp.h"
+#include "srtp_crypto.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <srtp2/srtp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +20,30 @@ struct cwebrtc_srtp {
     int last_library_status;
 };
 
+// libsrtp2's crypto kernel, with its own (NSS) types: what the baseline may measure.
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+static srtp_err_status_t kernel_status = srtp_err_status_init_fail;
+static void initialise_kernel(void) { kernel_status = srtp_init(); }
+
+// Then our types in place of libsrtp2's, before any session is made: every session uses them.
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static srtp_err_status_t library_status = srtp_err_status_init_fail;
-static void initialise_library(void) { library_status = srtp_init(); }
+static atomic_int crypto_registered;
+static void initialise_library(void) {
+    pthread_once(&kernel_once, initialise_kernel);
+    library_status = kernel_status;
+    if (library_status != srtp_err_status_ok) return;
+    library_status = (srtp_err_status_t)cwebrtc_srtp_crypto_register();
+    atomic_store(&crypto_registered, library_status == srtp_err_status_ok);
+}
+
+int cwebrtc_srtp_uses_openssl_crypto(void) { return atomic_load(&crypto_registered); }
+
+int cwebrtc_srtp_crypto_self_test(void) {
+    pthread_once(&library_once, initialise_library);
+    if (library_status != srtp_err_status_ok) return (int)library_status;
+    return cwebrtc_srtp_crypto_known_answers();
+}
 
 _Static_assert(SRTP_MAX_TRAILER_LEN + 4 == 148, "CWEBRTC_SRTP_BASELINE_STRIDE assumes a 148-byte trailer");
 
@@ -139,17 +167,25 @@ static double now_ns(void) {
     return (double)time.tv_sec * 1e9 + (double)time.tv_nsec;
 }
 
-int cwebrtc_srtp_baseline(int packet_size, int count, double *protect_ns, double *unprotect_ns) {
-    pthread_once(&library_once, initialise_library);
-    if (library_status != srtp_err_status_ok || packet_size < 12 || packet_size > 1500 || count <= 0 ||
-        count > 30000)
+int cwebrtc_srtp_baseline(int profile, int rtcp, int packet_size, int count, double *protect_ns,
+                          double *unprotect_ns, int *openssl_crypto) {
+    // libsrtp2's kernel only: in a process that has made no session yet, its own (NSS) types.
+    pthread_once(&kernel_once, initialise_kernel);
+    int key_length = cwebrtc_srtp_key_and_salt_length(profile);
+    if (kernel_status != srtp_err_status_ok || key_length == 0 || packet_size < (rtcp ? 8 : 12) ||
+        packet_size > 1500 || count <= 0 || count > 30000)
         return CWEBRTC_SRTP_ERROR_BAD_PARAMETER;
-    unsigned char key[SRTP_AES_128_KEY_LEN + SRTP_SALT_LEN];
-    for (size_t i = 0; i < sizeof key; i++) key[i] = (unsigned char)(i * 7 + 1);
+    unsigned char key[SRTP_MAX_KEY_LEN];
+    for (int i = 0; i < key_length; i++) key[i] = (unsigned char)(i * 7 + 1);
     srtp_policy_t out_policy, in_policy;
     memset(&out_policy, 0, sizeof out_policy);
-    srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&out_policy.rtp);
-    srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&out_policy.rtcp);
+    if (profile == CWEBRTC_SRTP_AES128_CM_SHA1_80) {
+        srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&out_policy.rtp);
+        srtp_crypto_policy_set_aes_cm_128_hmac_sha1_80(&out_policy.rtcp);
+    } else {
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&out_policy.rtp);
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&out_policy.rtcp);
+    }
     out_policy.key = key;
     out_policy.window_size = 1024;
     out_policy.allow_repeat_tx = 1;
@@ -162,33 +198,52 @@ int cwebrtc_srtp_baseline(int packet_size, int count, double *protect_ns, double
     int *lengths = calloc((size_t)count, sizeof *lengths);
     srtp_t outbound = NULL, inbound = NULL;
     int status = CWEBRTC_SRTP_OK;
+    int ours_before = cwebrtc_srtp_uses_openssl_crypto();
     if (!template || !slab || !lengths || srtp_create(&outbound, &out_policy) != srtp_err_status_ok ||
         srtp_create(&inbound, &in_policy) != srtp_err_status_ok)
         status = CWEBRTC_SRTP_ERROR_LIBRARY;
+    // Types are bound when a stream is made: the answer is exact unless they changed meanwhile.
+    if (cwebrtc_srtp_uses_openssl_crypto() != ours_before) status = CWEBRTC_SRTP_ERROR_LIBRARY;
+    *openssl_crypto = ours_before;
     if (status == CWEBRTC_SRTP_OK) {
         for (int i = 0; i < packet_size; i++) template[i] = (unsigned char)(i * 31 + 5);
         template[0] = 0x80;
-        template[1] = 96;
-        template[8] = 0x12, template[9] = 0x34, template[10] = 0x56, template[11] = 0x78;
+        if (rtcp) {
+            // A sender report of packet_size bytes (its length field in 32-bit words minus one).
+            template[1] = 200;
+            template[2] = (unsigned char)((packet_size / 4 - 1) >> 8), template[3] = (unsigned char)(packet_size / 4 - 1);
+            template[4] = 0x12, template[5] = 0x34, template[6] = 0x56, template[7] = 0x78;
+        } else {
+            template[1] = 96;
+            template[8] = 0x12, template[9] = 0x34, template[10] = 0x56, template[11] = 0x78;
+        }
         memset(slab, 0, stride * (size_t)count);  // touched before timing, as the caller's buffers would be
 
-        // Protect: copy the template into the packet's buffer, set its sequence number, protect.
+        // Protect: copy the template into the packet's buffer, set its sequence number (RTP),
+        // protect (SRTCP numbers its packets itself).
         double start = now_ns();
         for (int i = 0; i < count && status == CWEBRTC_SRTP_OK; i++) {
             unsigned char *packet = slab + (size_t)i * stride;
             memcpy(packet, template, (size_t)packet_size);
-            packet[2] = (unsigned char)(i >> 8), packet[3] = (unsigned char)i;
             lengths[i] = packet_size;
-            if (srtp_protect(outbound, packet, &lengths[i]) != srtp_err_status_ok) status = CWEBRTC_SRTP_ERROR_LIBRARY;
+            srtp_err_status_t result;
+            if (rtcp) {
+                result = srtp_protect_rtcp(outbound, packet, &lengths[i]);
+            } else {
+                packet[2] = (unsigned char)(i >> 8), packet[3] = (unsigned char)i;
+                result = srtp_protect(outbound, packet, &lengths[i]);
+            }
+            if (result != srtp_err_status_ok) status = CWEBRTC_SRTP_ERROR_LIBRARY;
         }
         *protect_ns = (now_ns() - start) / count;
 
         // Unprotect the protected packets where they lie.
         start = now_ns();
         for (int i = 0; i < count && status == CWEBRTC_SRTP_OK; i++) {
-            if (srtp_unprotect(inbound, slab + (size_t)i * stride, &lengths[i]) != srtp_err_status_ok ||
-                lengths[i] != packet_size)
-                status = CWEBRTC_SRTP_ERROR_LIBRARY;
+            unsigned char *packet = slab + (size_t)i * stride;
+            srtp_err_status_t result = rtcp ? srtp_unprotect_rtcp(inbound, packet, &lengths[i])
+                                            : srtp_unprotect(inbound, packet, &lengths[i]);
+            if (result != srtp_err_status_ok || lengths[i] != packet_size) status = CWEBRTC_SRTP_ERROR_LIBRARY;
         }
         *unprotect_ns = (now_ns() - start) / count;
     }

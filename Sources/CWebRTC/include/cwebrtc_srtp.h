@@ -1,7 +1,8 @@
 #ifndef CWEBRTC_SRTP_H
 #define CWEBRTC_SRTP_H
-// SRTP and SRTCP (libsrtp2), one session per direction. Plain C types only. Packets are
-// protected and unprotected in place; nothing is allocated per packet.
+// SRTP and SRTCP (libsrtp2, its ciphers and HMAC replaced by ours on OpenSSL's libcrypto), one
+// session per direction. Plain C types only. Packets are protected and unprotected in place;
+// nothing is allocated per packet.
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,9 +54,21 @@ int cwebrtc_srtp_last_library_status(const cwebrtc_srtp *session);
 /// Bytes between packets in the baselines' slabs: the packet, the trailer, rounded up to 16.
 #define CWEBRTC_SRTP_BASELINE_STRIDE(packet_size) ((((size_t)(packet_size) + 148u) + 15u) / 16u * 16u)
 
-/// The baseline for the wrapper's cost, libsrtp2 called directly: `count` (1…30000) RTP packets
-/// of `packet_size` bytes, each copied from a template into its own slot of a slab, given its
-/// sequence number and protected; then all of them unprotected where they lie. Nanoseconds per
-/// packet into the outputs. Allocates its slab before timing.
-int cwebrtc_srtp_baseline(int packet_size, int count, double *protect_ns, double *unprotect_ns);
+/// Whether libsrtp2's AES-ICM, AES-GCM and HMAC-SHA1 types have been replaced by ours on
+/// OpenSSL (done once per process, when the first session is made): 1 or 0.
+int cwebrtc_srtp_uses_openssl_crypto(void);
+/// Tests only: runs libsrtp2's self test on each of our crypto types with our known-answer vectors
+/// (RFC 3711 B.2, RFC 6188, GCM test case 4, RFC 2202) and RFC 3711 B.3's key derivation on
+/// our AES-ICM; registers the types first if needed. 0, or libsrtp2's status of the failure.
+int cwebrtc_srtp_crypto_self_test(void);
+
+/// The baseline: libsrtp2 called directly, `count` (1…30000) packets of `packet_size` bytes
+/// (`rtcp` 0: RTP packets of one SSRC; 1: RTCP sender reports), each copied from a template into
+/// its own slot of a slab, given its sequence number (RTP) and protected; then all of them
+/// unprotected where they lie. `profile` as cwebrtc_srtp_create. Nanoseconds per packet into the
+/// outputs. Allocates its slab before timing. It does not register our crypto types: in a process
+/// that has made no session yet it measures libsrtp2 with its own (Debian: NSS) crypto, and
+/// `*openssl_crypto` is 0; after the first session it measures libsrtp2 on our types (1).
+int cwebrtc_srtp_baseline(int profile, int rtcp, int packet_size, int count, double *protect_ns,
+                          double *unprotect_ns, int *openssl_crypto);
 #endif

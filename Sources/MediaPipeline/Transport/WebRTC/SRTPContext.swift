@@ -3,7 +3,10 @@ import CWebRTC
 /// One direction of SRTP and SRTCP (libsrtp2): an outbound context protects what this side
 /// sends, an inbound one unprotects what the peer sends, for any SSRC.
 ///
-/// Packets are transformed in place in the caller's buffer, with no allocation on success.
+/// Packets are transformed in place in the caller's buffer, with no allocation, on success or
+/// failure: libsrtp2 keeps the protocol, but its AES-ICM, AES-GCM and HMAC-SHA1 run on our
+/// OpenSSL implementations (Sources/CWebRTC/srtp_crypto.c), registered in place of Debian's NSS
+/// ones (which allocate some 14 times a packet) before the first context is made.
 /// Thread-safe: every call holds the context's own lock, so the context may be shared between a
 /// sending and a receiving thread (each direction has its own context, so they do not contend).
 final class SRTPContext: @unchecked Sendable {
@@ -38,6 +41,15 @@ final class SRTPContext: @unchecked Sendable {
     /// Bytes a buffer must have free after a packet for protection to write its trailer (tag,
     /// MKI and SRTCP index): libsrtp2's SRTP_MAX_TRAILER_LEN + 4.
     static let maximumTrailerBytes = Int(cwebrtc_srtp_maximum_trailer_bytes())
+
+    /// Whether libsrtp2 runs on our OpenSSL crypto types in this process (from the first context on).
+    static var usesOpenSSLCrypto: Bool { cwebrtc_srtp_uses_openssl_crypto() == 1 }
+
+    /// Runs libsrtp2's self test on our crypto types with their known-answer vectors (RFC 3711
+    /// B.2, RFC 6188, GCM test case 4, RFC 2202) and RFC 3711 B.3's key derivation on our AES-ICM.
+    ///
+    /// - Returns: 0, or libsrtp2's status (srtp_err_status_t) of the first failure.
+    static func cryptoSelfTest() -> Int32 { cwebrtc_srtp_crypto_self_test() }
 
     /// The direction of this context.
     let direction: Direction
@@ -177,6 +189,9 @@ final class SRTPContext: @unchecked Sendable {
 struct SRTPCostMeasurement: Sendable, CustomStringConvertible {
     /// Packet size measured (RTP bytes before protection).
     let packetSize: Int
+    /// Whether the baseline ran libsrtp2 on our OpenSSL crypto types (true once a context exists in
+    /// the process: the ratios are then the wrapper's cost alone) or on libsrtp2's own.
+    let baselineUsesOpenSSLCrypto: Bool
     /// Protect, libsrtp2 called directly in C.
     let baselineProtectNanoseconds: Double
     /// Unprotect, libsrtp2 called directly in C.
@@ -195,7 +210,8 @@ struct SRTPCostMeasurement: Sendable, CustomStringConvertible {
     var description: String {
         func format(_ value: Double) -> String { String(Int(value.rounded())) }
         func ratio(_ value: Double) -> String { String(Double(Int((value * 1000).rounded())) / 1000) }
-        return "SRTP \(packetSize)-byte RTP: protect \(format(protectNanoseconds)) ns (libsrtp2 direct "
+        let crypto = baselineUsesOpenSSLCrypto ? "our OpenSSL crypto" : "its own crypto"
+        return "SRTP \(packetSize)-byte RTP: protect \(format(protectNanoseconds)) ns (libsrtp2 direct on \(crypto) "
             + "\(format(baselineProtectNanoseconds)) ns, ×\(ratio(protectRatio))), unprotect "
             + "\(format(unprotectNanoseconds)) ns (direct \(format(baselineUnprotectNanoseconds)) ns, "
             + "×\(ratio(unprotectRatio)))"
@@ -204,7 +220,8 @@ struct SRTPCostMeasurement: Sendable, CustomStringConvertible {
 
 extension SRTPContext {
     /// Measures protect and unprotect per packet through ``SRTPContext`` and, in the same run, on
-    /// libsrtp2 directly (`cwebrtc_srtp_baseline`), with the same loops: `count` packets, each
+    /// libsrtp2 directly (`cwebrtc_srtp_baseline`: after the first context, on the same crypto
+    /// types as the contexts), with the same loops: `count` AES128_CM_SHA1_80 packets, each
     /// copied from a template into its own slot of a slab, given its sequence number and
     /// protected; then all unprotected where they lie. The two paths alternate for `rounds`
     /// rounds and the best round of each counts.
@@ -233,19 +250,26 @@ extension SRTPContext {
         slab.initializeMemory(as: UInt8.self, repeating: 0, count: stride * count)
         let capacity = stride
 
+        // A first context registers our crypto types, so that every round's baseline runs on them.
+        let keys = SRTPKeys(profile: .aes128CmSha1Tag80, localMasterKeyAndSalt: key, remoteMasterKeyAndSalt: key)
+        _ = try SRTPContext(keys: keys, direction: .outbound)
         var best = (baseProtect: Double.infinity, baseUnprotect: Double.infinity)
+        var baselineOpenSSL = false
         var wrapped = (protect: Double.infinity, unprotect: Double.infinity)
         for _ in 0..<rounds {
             var protectNs = 0.0
             var unprotectNs = 0.0
-            let status = cwebrtc_srtp_baseline(Int32(packetSize), Int32(count), &protectNs, &unprotectNs)
+            var openSSL: Int32 = 0
+            let status = cwebrtc_srtp_baseline(
+                Int32(CWEBRTC_SRTP_AES128_CM_SHA1_80), 0, Int32(packetSize), Int32(count), &protectNs, &unprotectNs,
+                &openSSL)
             guard Int(status) == CWEBRTC_SRTP_OK else {
                 throw MediaError(.codecFailure, "SRTP measurement: the libsrtp2 baseline failed", codecStatus: status)
             }
+            baselineOpenSSL = openSSL == 1
             best.baseProtect = min(best.baseProtect, protectNs)
             best.baseUnprotect = min(best.baseUnprotect, unprotectNs)
 
-            let keys = SRTPKeys(profile: .aes128CmSha1Tag80, localMasterKeyAndSalt: key, remoteMasterKeyAndSalt: key)
             let outbound = try SRTPContext(keys: keys, direction: .outbound)
             let inbound = try SRTPContext(keys: keys, direction: .inbound)
             var start = ContinuousClock.now
@@ -266,7 +290,8 @@ extension SRTPContext {
             }
         }
         return SRTPCostMeasurement(
-            packetSize: packetSize, baselineProtectNanoseconds: best.baseProtect,
+            packetSize: packetSize, baselineUsesOpenSSLCrypto: baselineOpenSSL,
+            baselineProtectNanoseconds: best.baseProtect,
             baselineUnprotectNanoseconds: best.baseUnprotect, protectNanoseconds: wrapped.protect,
             unprotectNanoseconds: wrapped.unprotect)
     }
