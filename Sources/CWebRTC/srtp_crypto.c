@@ -243,8 +243,9 @@ static srtp_err_status_t hmac_alloc(srtp_auth_t **result, int key_len, int out_l
 
 static srtp_err_status_t hmac_dealloc(srtp_auth_t *auth) {
     if (!auth) return srtp_err_status_bad_param;
-    OPENSSL_cleanse(auth->state, sizeof(hmac_block));
-    free(auth->state);
+    hmac_block *block = auth->state;  // the block holds `auth` itself: read before wiping
+    OPENSSL_cleanse(block, sizeof *block);
+    free(block);
     return srtp_err_status_ok;
 }
 
