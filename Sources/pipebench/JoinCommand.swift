@@ -41,6 +41,11 @@ struct JoinCommand: ParsableCommand {
             "Encode the samples live (the engine's encoders, which answer keyframe requests) instead of publishing "
                 + "the variant's pre-encoded frames."))
     var encode = false
+    @Flag(
+        help: ArgumentHelp(
+            "Encode the audio live (with the in-band FEC the server's profile asks for) and publish the variant's "
+                + "pre-encoded video."))
+    var encodeAudio = false
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
@@ -169,7 +174,7 @@ struct JoinCommand: ParsableCommand {
             // as a live sender's does.
             // Audio is stamped by its sample count (20 ms a packet), not by when the loop came
             // round: a receiver's jitter buffer reads uneven steps as gaps and overlaps.
-            if publish != nil && encode {
+            if publish != nil && (encode || encodeAudio) {
                 try engine.pushAudio(sampleMedia.audioFrames[tick % sampleMedia.audioFrames.count])
             } else if publish != nil && tick % 2 == 0 {
                 engine.pushEncodedFrame(

@@ -125,3 +125,46 @@ struct AudioRedundancyTests {
         #expect(ideal.contains { $0 != 0 })
     }
 }
+
+@Suite("In-band FEC and the jitter buffer")
+struct InBandRedundancyDelayTests {
+    @Test("under 10 % loss the buffer learns to hold a packet until the next one's FEC can rebuild it; without FEC it does not")
+    func targetCoversFEC() throws {
+        var settings = OpusEncoderConfiguration()
+        settings.application = .voip
+        settings.bitrateBitsPerSecond = 32000
+        settings.inbandForwardErrorCorrection = true
+        settings.expectedPacketLossPercent = 10
+        let withFEC = try encodedTone(300, with: try OpusEncoder(configuration: settings))
+        settings.inbandForwardErrorCorrection = false
+        let withoutFEC = try encodedTone(300, with: try OpusEncoder(configuration: settings))
+        func run(_ frames: [EncodedFrame]) throws -> AudioReceiver {
+            var packetizer = try RTPPacketizer(codec: .opus, ssrc: 9, payloadType: RTPPayloadType.opus)
+            var packets: [RTPPacket] = []
+            for frame in frames { try packetizer.packetize(frame) { packets.append($0) } }
+            let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+            var next = 0
+            // Every packet on time (no jitter at all); every tenth lost, from packet 20 on.
+            for tick in 0..<(2 * packets.count) {
+                let now = Int64(tick) * 10_000
+                while next < packets.count, Int64(next) * 20_000 <= now {
+                    if next < 20 || next % 10 != 5 { _ = receiver.receive(packets[next], now: Int64(next) * 20_000) }
+                    next += 1
+                }
+                _ = receiver.produce(now: now, concealUpToMicroseconds: 100_000)
+            }
+            return receiver
+        }
+        let fec = try run(withFEC)
+        let plain = try run(withoutFEC)
+        // 28 packets lost (25, 35, …, 295). With FEC the target covers the next packet's 20 ms
+        // (so a lost packet's time comes after its successor, which can rebuild it, has come);
+        // without, it stays at what the (absent) jitter asks. Losses whose successor carries
+        // LBRR (the tone's active frames) are rebuilt.
+        #expect(fec.packetsLost == 28 && plain.packetsLost == 28)
+        #expect(fec.targetDelayMicroseconds >= 20_000, "target \(fec.targetDelayMicroseconds) µs")
+        #expect(plain.targetDelayMicroseconds < 20_000, "target \(plain.targetDelayMicroseconds) µs")
+        #expect(fec.counters.packetsRecovered >= 15, "\(fec.counters.packetsRecovered) of 28 rebuilt")
+        #expect(plain.counters.packetsRecovered == 0)
+    }
+}

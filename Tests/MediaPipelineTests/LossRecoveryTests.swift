@@ -129,6 +129,39 @@ struct LossRecoveryTests {
         #expect(history.requestsIgnored == 4)
     }
 
+    @Test("behind an SFU the audio keeps a floor of expected loss (in-band FEC) while reports show none")
+    func expectedLossFloor() {
+        var controller = LossBasedRateController(
+            startBitsPerSecond: 500_000, minimumBitsPerSecond: 100_000, maximumBitsPerSecond: 500_000,
+            audioExpectedLossFloorPercent: 10)
+        #expect(controller.audioExpectedLossPercent == 10)  // before any report
+        var now: Int64 = 0
+        for _ in 0..<10 {
+            now += 1_000_000
+            controller.report(fractionLost: 0, roundTripMicroseconds: 50_000, now: now)
+        }
+        #expect(controller.audioExpectedLossPercent == 10)
+        for _ in 0..<20 {
+            now += 1_000_000
+            controller.report(fractionLost: 0.3, roundTripMicroseconds: 50_000, now: now)
+        }
+        #expect(controller.audioExpectedLossPercent == 30)  // reports above the floor lead
+        let plain = LossBasedRateController(
+            startBitsPerSecond: 500_000, minimumBitsPerSecond: 100_000, maximumBitsPerSecond: 500_000)
+        #expect(plain.audioExpectedLossPercent == 0)
+    }
+
+    @Test("a sender that ignores repeated NACKs for 200 ms gets a retransmission wait of rounds that long")
+    func waitAllowsIgnoredRepeats() {
+        let direct = VideoReceiver.Inbox(retransmission: true, reorderWaitMicroseconds: 20_000, feedbackSSRC: 1)
+        let throughServer = VideoReceiver.Inbox(
+            retransmission: true, reorderWaitMicroseconds: 20_000, feedbackSSRC: 1,
+            repeatedNackIgnoredMicroseconds: 200_000)
+        // No round trip measured (100 ms assumed), no loss seen: three rounds and 30 ms.
+        #expect(direct.retransmissionWaitMicroseconds == 3 * 100_000 + 30_000)
+        #expect(throughServer.retransmissionWaitMicroseconds == 3 * 200_000 + 30_000)
+    }
+
     @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, sets Opus FEC and RED from the loss")
     func lossController() {
         var controller = LossBasedRateController(

@@ -73,13 +73,17 @@ public final class MediaEngine: Sendable {
         playout = LockedValue(PlayoutRound(mixer: mixer))
         playoutSamplesPerChannel = mixer.samplesPerChannel
         rtp = RTPIdentity(seed: configuration.randomSeed)
-        control = LockedValue(ControlPlane(configuration: configuration, feedbackSSRC: rtp.feedbackSSRC))
+        control = LockedValue(
+            ControlPlane(
+                configuration: configuration, feedbackSSRC: rtp.feedbackSSRC,
+                repeatedNackIgnoredMicroseconds: transport.feedbackProfile.repeatedNackIgnoredMicroseconds))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         rateControl = LockedValue(
             LossBasedRateController(
                 startBitsPerSecond: configuration.videoBitrateBitsPerSecond,
                 minimumBitsPerSecond: configuration.videoMinimumBitrateBitsPerSecond,
-                maximumBitsPerSecond: configuration.videoBitrateBitsPerSecond))
+                maximumBitsPerSecond: configuration.videoBitrateBitsPerSecond,
+                audioExpectedLossFloorPercent: transport.feedbackProfile.audioExpectedLossFloorPercent))
         audioWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         videoWorkers = ParallelWorkers(threads: configuration.decodeThreads)
         endpoint.engine = self

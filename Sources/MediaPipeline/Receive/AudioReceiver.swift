@@ -84,6 +84,7 @@ final class AudioReceiver: @unchecked Sendable {
                 frames += enqueue(assembled.frame, arrival: now, sequence: assembled.sequenceNumbers.lowerBound) ? 1 : 0
                 recentArrivals[recentArrivalsNext] = assembled.frame.timestampMicroseconds
                 recentArrivalsNext = (recentArrivalsNext + 1) % recentArrivals.count
+                countInBandRedundancy(of: assembled.frame, arrival: now)
                 for copy in assembler.redundantAudio { enqueueRedundantCopy(copy, arrival: now) }
             }
             return frames
@@ -93,6 +94,24 @@ final class AudioReceiver: @unchecked Sendable {
         /// redundant copy of a lost packet from one of a packet that came.
         private var recentArrivals = [Int64](repeating: .min, count: 16)
         private var recentArrivalsNext = 0
+
+        /// Counts the in-band FEC of a packet whose predecessor never came as that predecessor's
+        /// arrival, towards the target delay, as a redundant copy counts: the lost audio can be
+        /// rebuilt from it from now on. Under loss the buffer so learns to hold a packet until
+        /// its successor has had time to come (as NetEq's delay manager, which counts the gap
+        /// before a packet after a loss as a longer interarrival time).
+        private mutating func countInBandRedundancy(of frame: EncodedFrame, arrival: Int64) {
+            guard frame.withUnsafeBytes(OpusPacket.carriesRedundancy),
+                let samples = frame.withUnsafeBytes({
+                    try? OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
+                })
+            else { return }
+            let previous = frame.timestampMicroseconds - Int64(samples) * 1_000_000 / 48_000
+            // Only after an earlier packet came: the first packet's predecessor was not lost.
+            guard !recentArrivals.contains(previous), recentArrivals.contains(where: { $0 != .min && $0 < previous })
+            else { return }
+            if delays.add(transitMicroseconds: arrival - previous, now: arrival) { restartPlayout() }
+        }
 
         /// Takes a copy of an earlier frame a redundant packet carried (RFC 2198). A copy of a
         /// packet that came is left alone; when its own packet never came, the copy stands for

@@ -73,8 +73,12 @@ final class VideoReceiver: @unchecked Sendable {
         static let queueCapacity = 64
         static let queueForcedCount = 56
 
-        init(retransmission: Bool, reorderWaitMicroseconds: Int64, feedbackSSRC: UInt32) {
+        init(
+            retransmission: Bool, reorderWaitMicroseconds: Int64, feedbackSSRC: UInt32,
+            repeatedNackIgnoredMicroseconds: Int64 = 0
+        ) {
             self.retransmission = retransmission
+            self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
             self.reorderWaitMicroseconds = reorderWaitMicroseconds
             self.feedbackSSRC = feedbackSSRC
             assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)
@@ -84,15 +88,21 @@ final class VideoReceiver: @unchecked Sendable {
         /// The interarrival jitter (RFC 3550), in microseconds.
         var jitterMicroseconds: Int64 { Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.vp8.rtpClockRate) }
 
+        /// How long the sender ignores a repeated request for a packet it retransmitted (an
+        /// SFU's de-duplication; 0 when it answers every request).
+        let repeatedNackIgnoredMicroseconds: Int64
+
         /// How long a missing packet may hold the frames behind it back: long enough for the
         /// rounds of requests the link's loss calls for (three at least: ``NackTracker/roundsNeeded``)
-        /// and their retransmissions to cross the measured round trip and jitter; never less
-        /// than the reorder wait, never more than 2 s (the publisher keeps packets 3 s).
-        /// Giving up costs a keyframe, which under heavy loss needs retransmissions itself.
+        /// and their retransmissions to cross the measured round trip and jitter, a round
+        /// lasting no less than the sender ignores repeats; never less than the reorder wait,
+        /// never more than 2 s (the publisher keeps packets 3 s). Giving up costs a keyframe,
+        /// which under heavy loss needs retransmissions itself.
         var retransmissionWaitMicroseconds: Int64 {
             guard retransmission else { return reorderWaitMicroseconds }
             let rounds = Int64(nack.roundsNeeded)
-            let wait = rounds * (nack.roundTripMicroseconds + jitterMicroseconds) + 30_000
+            let round = max(nack.roundTripMicroseconds, repeatedNackIgnoredMicroseconds) + jitterMicroseconds
+            let wait = rounds * round + 30_000
             return min(2_000_000, max(reorderWaitMicroseconds, wait))
         }
 
@@ -270,14 +280,14 @@ final class VideoReceiver: @unchecked Sendable {
 
     init(
         threads: Int, reorderWaitMicroseconds: Int64, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
-        codecs: CodecFactory = .libraries
+        repeatedNackIgnoredMicroseconds: Int64 = 0, codecs: CodecFactory = .libraries
     ) {
         self.threads = threads
         self.codecs = codecs
         inbox = LockedValue(
             Inbox(
                 retransmission: retransmission, reorderWaitMicroseconds: reorderWaitMicroseconds,
-                feedbackSSRC: feedbackSSRC))
+                feedbackSSRC: feedbackSSRC, repeatedNackIgnoredMicroseconds: repeatedNackIgnoredMicroseconds))
     }
 
     /// Notes a round trip to the publisher (from RTCP XR), which paces the NACKs: smoothed

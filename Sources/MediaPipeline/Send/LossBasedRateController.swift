@@ -9,6 +9,8 @@
 ///   from 2 % each packet also repeats the frame before it (RFC 2198 redundancy, as libwebrtc's
 ///   RED for Opus), from 8 % the two before it (a burst of two, or a packet and its successor's
 ///   copy lost together, is still rebuilt; in-band FEC covers one packet back, and speech only).
+///   A transport whose subscribers' loss never reaches the publisher (an SFU) sets a floor
+///   under the expected loss (``TransportFeedbackProfile/audioExpectedLossFloorPercent``).
 ///
 /// Decisions are taken when reports arrive; the next encoded frame compares them with what its
 /// encoder has, so the thread carrying RTCP never touches an encoder.
@@ -20,7 +22,9 @@ struct LossBasedRateController {
     /// The loss, smoothed over reports (0...1), and the expected loss given to the audio
     /// encoder (percent).
     private(set) var smoothedLoss = 0.0
-    private(set) var audioExpectedLossPercent = 0
+    private(set) var audioExpectedLossPercent: Int
+    /// The least expected loss, whatever the reports say (percent).
+    let audioExpectedLossFloorPercent: Int
     /// How many earlier frames each audio packet repeats (0, 1 or 2).
     private(set) var audioRedundancyDistance = 0
     /// The most the receivers let the video use (an SFU's REMB), and until when (clock
@@ -33,7 +37,12 @@ struct LossBasedRateController {
     private var windowStart: Int64?
     private var worstInWindow = 0.0
 
-    init(startBitsPerSecond: Int, minimumBitsPerSecond: Int, maximumBitsPerSecond: Int) {
+    init(
+        startBitsPerSecond: Int, minimumBitsPerSecond: Int, maximumBitsPerSecond: Int,
+        audioExpectedLossFloorPercent: Int = 0
+    ) {
+        self.audioExpectedLossFloorPercent = min(50, max(0, audioExpectedLossFloorPercent))
+        audioExpectedLossPercent = self.audioExpectedLossFloorPercent
         self.minimumBitsPerSecond = min(minimumBitsPerSecond, maximumBitsPerSecond)
         self.maximumBitsPerSecond = maximumBitsPerSecond
         videoBitsPerSecond = max(self.minimumBitsPerSecond, min(maximumBitsPerSecond, startBitsPerSecond))
@@ -57,7 +66,8 @@ struct LossBasedRateController {
             worstInWindow = 0
         }
         smoothedLoss += (fractionLost - smoothedLoss) * 0.3
-        audioExpectedLossPercent = smoothedLoss < 0.01 ? 0 : min(50, Int((smoothedLoss * 100).rounded(.up)))
+        let reported = smoothedLoss < 0.01 ? 0 : min(50, Int((smoothedLoss * 100).rounded(.up)))
+        audioExpectedLossPercent = max(audioExpectedLossFloorPercent, reported)
         audioRedundancyDistance = smoothedLoss >= 0.08 ? 2 : smoothedLoss >= 0.02 ? 1 : 0
     }
 

@@ -23,6 +23,9 @@ public protocol TransportEndpoint: AnyObject, Sendable {
 }
 
 extension MediaTransport {
+    /// Peers that answer every request and report every loss.
+    public var feedbackProfile: TransportFeedbackProfile { TransportFeedbackProfile() }
+
     /// Transports that admit without tokens: the token is not used.
     public func join(
         channelId: String, uid: UInt32, token: String?, role: ClientRole, media: PublishedMedia, receivesMedia: Bool,
@@ -62,6 +65,27 @@ public struct LocalStreamDescription: Sendable, Equatable {
         self.feedbackSSRC = feedbackSSRC
         self.videoCodec = videoCodec
         self.audioRedundancy = audioRedundancy
+    }
+}
+
+/// What the far end of a transport does with the engine's feedback, which the engine plans
+/// around. The defaults describe peers that answer every request and report every loss
+/// (``LocalHub``, plain RTP).
+public struct TransportFeedbackProfile: Sendable, Equatable {
+    /// How long the far end ignores a repeated NACK for a packet it retransmitted (an SFU that
+    /// de-duplicates requests: Janus ignores one for 200 ms). A receiver waiting for a missing
+    /// packet allows rounds of at least this length, since a retransmission lost sooner cannot
+    /// be asked for again before it.
+    public var repeatedNackIgnoredMicroseconds: Int64
+    /// The loss the audio encoder protects against (Opus in-band FEC) whatever the reports say,
+    /// in percent: behind an SFU the publisher hears of its own leg's loss only, never of its
+    /// subscribers', so their repair has to be in the stream from the start.
+    public var audioExpectedLossFloorPercent: Int
+
+    /// A profile; the defaults ask for nothing.
+    public init(repeatedNackIgnoredMicroseconds: Int64 = 0, audioExpectedLossFloorPercent: Int = 0) {
+        self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
+        self.audioExpectedLossFloorPercent = audioExpectedLossFloorPercent
     }
 }
 
@@ -106,4 +130,7 @@ public protocol MediaTransport: AnyObject, Sendable {
     /// Whether `subscriber` receives `publisher`'s `kind` in `channelId` (every stream is
     /// received until told otherwise). An unsubscribed stream is not forwarded at all.
     func setSubscribed(_ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
+    /// What the far end does with feedback (``TransportFeedbackProfile``), read once when an
+    /// engine is made.
+    var feedbackProfile: TransportFeedbackProfile { get }
 }

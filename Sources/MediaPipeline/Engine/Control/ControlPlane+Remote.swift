@@ -112,7 +112,7 @@ extension ControlPlane {
             channels[c].users[u].video = VideoReceiver(
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
-                codecs: configuration.codecs)
+                repeatedNackIgnoredMicroseconds: repeatedNackIgnoredMicroseconds, codecs: configuration.codecs)
             let recording = recordings[RecordingSlot(channels[c].users[u].key, .video)]
             channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()

@@ -52,10 +52,14 @@ struct ControlPlane {
     let configuration: EngineConfiguration
     /// The local user's RTCP SSRC, which its video receivers' NACKs carry.
     let feedbackSSRC: UInt32
+    /// How long the transport's far end ignores a repeated NACK (its feedback profile), which
+    /// the video receivers' retransmission waits allow for.
+    let repeatedNackIgnoredMicroseconds: Int64
 
-    init(configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0) {
+    init(configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0, repeatedNackIgnoredMicroseconds: Int64 = 0) {
         self.configuration = configuration
         self.feedbackSSRC = feedbackSSRC
+        self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
     }
 

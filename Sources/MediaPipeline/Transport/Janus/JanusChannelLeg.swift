@@ -96,13 +96,33 @@ final class JanusChannelLeg: Sendable {
     /// a report by its first block alone and takes the round trip from it, so the video's
     /// block never gave it one, and it retransmits only once it has a round trip (it answered
     /// none of our NACKs).
+    ///
+    /// Each block's delay since the last sender report (DLSR) goes 1 ms short: Janus keeps a
+    /// subscriber's packets for retransmission only from the first report whose round trip,
+    /// in whole milliseconds, differs from the last one, which starts at 0; a round trip under
+    /// 1 ms (the same host, a LAN) never does, and no NACK was ever answered. The round trip it
+    /// reads is 1 ms longer than the true one.
     static func sendCompound(_ bytes: UnsafeRawBufferPointer, on connection: WebRTCConnection) {
-        if bytes.count >= 8, bytes[1] == RTCPPacket.PacketType.receiverReport, bytes[0] & 0x1F >= 2 {
-            return sendReportsApart(bytes, on: connection)
+        feedbackDatagrams(bytes) { _ = connection.sendRTCP($0) }
+    }
+
+    /// The datagrams ``sendCompound(_:on:)`` sends for the compound `bytes`, each given to `send`
+    /// (valid only during the call).
+    static func feedbackDatagrams(_ bytes: UnsafeRawBufferPointer, _ send: (UnsafeRawBufferPointer) -> Void) {
+        if bytes.count >= 8, bytes[1] == RTCPPacket.PacketType.receiverReport, bytes[0] & 0x1F >= 1 {
+            return sendReportsApart(bytes, send)
+        }
+        if bytes.count >= 12, bytes[1] == RTCPPacket.PacketType.transportFeedback, bytes[0] & 0x1F == 1 {
+            // A generic NACK goes twice: Janus ignores a repeat for a packet it resent within
+            // 200 ms, so a lost request would otherwise cost a 200 ms round; the copy costs
+            // a few bytes and is answered only if the first was lost.
+            send(bytes)
+            send(bytes)
+            return
         }
         // A payload-specific feedback message (PLI, FIR) first: sender SSRC at 4, media at 8.
         guard bytes.count >= 12, bytes[1] == RTCPPacket.PacketType.payloadFeedback else {
-            _ = connection.sendRTCP(bytes)
+            send(bytes)
             return
         }
         let reportBytes = 32
@@ -117,17 +137,17 @@ final class JanusChannelLeg: Sendable {
                 buffer[8 + index] = bytes[8 + index]
             }
             UnsafeMutableRawBufferPointer(rebasing: buffer[reportBytes...]).copyMemory(from: bytes)
-            _ = connection.sendRTCP(UnsafeRawBufferPointer(buffer))
+            send(UnsafeRawBufferPointer(buffer))
         }
     }
 
     /// Sends the receiver report leading `bytes` as one report per block (the messages after it
     /// with the first), on the stack.
-    private static func sendReportsApart(_ bytes: UnsafeRawBufferPointer, on connection: WebRTCConnection) {
+    private static func sendReportsApart(_ bytes: UnsafeRawBufferPointer, _ send: (UnsafeRawBufferPointer) -> Void) {
         let blocks = Int(bytes[0] & 0x1F)
         let reportBytes = (Int(bytes[2]) << 8 | Int(bytes[3]) + 1) * 4
         guard reportBytes >= 8 + 24 * blocks, reportBytes <= bytes.count else {
-            _ = connection.sendRTCP(bytes)  // not what the engine writes: as it is
+            send(bytes)  // not what the engine writes: as it is
             return
         }
         let rest = UnsafeRawBufferPointer(rebasing: bytes[reportBytes...])
@@ -143,14 +163,24 @@ final class JanusChannelLeg: Sendable {
                     from: UnsafeRawBufferPointer(rebasing: bytes[4..<8]))
                 UnsafeMutableRawBufferPointer(rebasing: buffer[8..<singleBytes]).copyMemory(
                     from: UnsafeRawBufferPointer(rebasing: bytes[(8 + 24 * block)..<(8 + 24 * block + 24)]))
+                shortenDelaySinceLastSenderReport(UnsafeMutableRawBufferPointer(rebasing: buffer[8..<singleBytes]))
                 let withRest = block == 0 ? rest.count : 0
                 if withRest > 0 {
                     UnsafeMutableRawBufferPointer(rebasing: buffer[singleBytes..<(singleBytes + withRest)]).copyMemory(
                         from: rest)
                 }
-                _ = connection.sendRTCP(UnsafeRawBufferPointer(rebasing: buffer[..<(singleBytes + withRest)]))
+                send(UnsafeRawBufferPointer(rebasing: buffer[..<(singleBytes + withRest)]))
             }
         }
+    }
+
+    /// Takes 1 ms (66 units of 1/65536 s) off the DLSR of the report block `block`, when it
+    /// echoes a sender report (LSR not 0).
+    private static func shortenDelaySinceLastSenderReport(_ block: UnsafeMutableRawBufferPointer) {
+        let lastSenderReport = block.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
+        guard lastSenderReport != 0 else { return }
+        let delay = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: 20, as: UInt32.self))
+        block.storeBytes(of: (delay > 66 ? delay - 66 : 0).bigEndian, toByteOffset: 20, as: UInt32.self)
     }
 
     /// Hands on or drops `publisher`'s `kind` (remote mutes, auto-subscribe).

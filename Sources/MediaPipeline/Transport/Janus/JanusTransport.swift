@@ -27,6 +27,11 @@ public struct JanusTransportConfiguration: Sendable {
     public var sessionTimeoutSeconds: Double = 60
     /// The name other participants see.
     public var display: String?
+    /// The loss the published audio is protected against (Opus in-band FEC), in percent: Janus
+    /// reports the loss of the publisher's own leg only, never its subscribers', so without a
+    /// floor a subscriber on a lossy link would get no redundancy at all. 0 turns it off (the
+    /// FEC costs the audio some of its bitrate).
+    public var audioExpectedLossPercent = 10
 
     /// Settings for the Janus API at `url`.
     public init(url: String) { self.url = url }
@@ -197,6 +202,14 @@ public final class JanusTransport: MediaTransport, Sendable {
 
     public func setMedia(channelId: String, uid: UInt32, media: PublishedMedia) {
         leg(channelId)?.command(.media(media))
+    }
+
+    /// Janus ignores a NACK for a packet it retransmitted less than 200 ms before, and reports
+    /// to a publisher the loss of its own leg only.
+    public var feedbackProfile: TransportFeedbackProfile {
+        TransportFeedbackProfile(
+            repeatedNackIgnoredMicroseconds: 200_000,
+            audioExpectedLossFloorPercent: configuration.audioExpectedLossPercent)
     }
 
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
