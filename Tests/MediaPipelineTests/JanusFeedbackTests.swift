@@ -58,4 +58,15 @@ struct JanusFeedbackTests {
             #expect(Array(first[32...]) == pli)
         }
     }
+
+    @Test("the answer to Janus's subscriber offer asks for NACK on Opus (Janus then resends audio), and only there")
+    func subscriberAnswerAsksForAudioNack() throws {
+        let offer = try SessionDescription(parsing: WebRTCSDPTests.janusOffer)
+        let standard = SessionDescription.webRTCAnswer(to: offer, transport: WebRTCSDPTests.ours)
+        #expect(standard.media[0].formats[0].feedback.isEmpty)  // nothing the offer lacks
+        let answer = JanusSDP.subscriberAnswer(to: offer, transport: WebRTCSDPTests.ours)
+        #expect(answer.media[0].formats.map(\.feedback) == [["nack"]])
+        #expect(answer.media[1].formats.map(\.feedback) == standard.media[1].formats.map(\.feedback))
+        #expect(answer.text.contains("a=rtcp-fb:111 nack\r\n"))
+    }
 }

@@ -162,6 +162,48 @@ struct LossRecoveryTests {
         #expect(throughServer.retransmissionWaitMicroseconds == 3 * 200_000 + 30_000)
     }
 
+    @Test("a NACK repeated no sooner than the sender's de-duplication window; an audio receiver asks once, until the packet's time plays")
+    func repeatsAndAudioRequests() throws {
+        var tracker = NackTracker()
+        tracker.minimumRetryMicroseconds = 203_000
+        _ = tracker.received(10, now: 0)
+        _ = tracker.received(12, now: 0)
+        var batch: [UInt16] = []
+        tracker.takeDue(now: 0, into: &batch, limit: 8)
+        #expect(batch == [11])
+        batch.removeAll()
+        tracker.takeDue(now: 150_000, into: &batch, limit: 8)
+        #expect(batch.isEmpty)  // a round trip (100 ms assumed) is over, the window is not
+        tracker.takeDue(now: 203_000, into: &batch, limit: 8)
+        #expect(batch == [11])
+
+        // Audio: packet 2 of a stream goes missing; the NACK names it and the sender's SSRC.
+        var settings = OpusEncoderConfiguration()
+        settings.inbandForwardErrorCorrection = false
+        let frames = try encodedTone(8, with: try OpusEncoder(configuration: settings))
+        var packetizer = try RTPPacketizer(codec: .opus, ssrc: 0xA0D1, payloadType: RTPPayloadType.opus)
+        var packets: [RTPPacket] = []
+        for frame in frames { try packetizer.packetize(frame) { packets.append($0) } }
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2, retransmission: true, feedbackSSRC: 0xFEED)
+        let plain = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        for index in [0, 1, 3] {
+            let now = Int64(index) * 20_000
+            let (_, _, nack) = receiver.receive(packets[index], now: now)
+            #expect(plain.receive(packets[index], now: now).nack == nil)
+            guard index == 3 else {
+                #expect(nack == nil)
+                continue
+            }
+            let message = try #require(nack)
+            let parsed = try message.withUnsafeBytes { try RTCPCompound.parse($0) }
+            let missing = packets[2].header.sequenceNumber
+            #expect(parsed == [.nack(senderSSRC: 0xFEED, mediaSSRC: 0xA0D1, lostSequenceNumbers: [missing])])
+        }
+        // Asked once; once playout has passed it, it is not asked for again.
+        for tick in 0..<20 { _ = receiver.produce(now: 60_000 + Int64(tick) * 10_000, concealUpToMicroseconds: 100_000) }
+        #expect(receiver.takeNack(now: 400_000) == nil)
+    }
+
     @Test("the loss controller lowers video above 10 % loss, raises it below 2 %, sets Opus FEC and RED from the loss")
     func lossController() {
         var controller = LossBasedRateController(

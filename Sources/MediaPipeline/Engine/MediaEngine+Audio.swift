@@ -11,6 +11,8 @@ extension MediaEngine {
     /// - Complexity: allocates nothing in steady state.
     public func pullPlayout(into output: UnsafeMutableBufferPointer<Int16>) {
         precondition(output.count == playoutFrameSampleCount, "playout output must hold one 10 ms frame")
+        // Audio NACKs come due between arrivals (a reorder wait after the gap showed).
+        var requests: [ControlPlane.FeedbackRequest] = []
         let (decided, observer, observed) = playout.withLock { round in
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
@@ -22,6 +24,11 @@ extension MediaEngine {
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
+                        if plane.feedbackProfile.audioRetransmission,
+                            let request = plane.audioFeedback(c, u, nack: receiver.takeNack(now: plane.now))
+                        {
+                            requests.append(request)
+                        }
                         round.decode.receivers.append(receiver)
                         round.streams.append(
                             StreamSlot(
@@ -110,6 +117,7 @@ extension MediaEngine {
             observer.mixedAudioFrame(UnsafeBufferPointer(output))
             playout.withLock { $0.spareObserved.append(observed) }
         }
+        for request in requests { sendFeedback(request) }
         if decided { flushActions() }
     }
 

@@ -76,7 +76,7 @@ public final class MediaEngine: Sendable {
         control = LockedValue(
             ControlPlane(
                 configuration: configuration, feedbackSSRC: rtp.feedbackSSRC,
-                repeatedNackIgnoredMicroseconds: transport.feedbackProfile.repeatedNackIgnoredMicroseconds))
+                feedbackProfile: transport.feedbackProfile))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         rateControl = LockedValue(
             LossBasedRateController(

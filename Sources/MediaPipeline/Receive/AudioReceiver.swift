@@ -59,6 +59,38 @@ final class AudioReceiver: @unchecked Sendable {
         /// What this receiver's reception reports say.
         var statistics = ReceptionStatistics(clockRate: MediaCodec.opus.rtpClockRate)
 
+        /// Missing packets to ask for (NACK) when the publisher's side resends audio, nil when
+        /// it does not; NACKs go as `feedbackSSRC`. A packet is asked for once it is missing,
+        /// and no more once its time has played.
+        var nack: NackTracker?
+        var feedbackSSRC: UInt32 = 0
+        /// Scratch for the numbers of one NACK, and recycled storage for the messages.
+        private var nackBatch: [UInt16] = []
+        private var nackMessages: ByteRecycler?
+        /// The most numbers one audio NACK asks for.
+        static let nackLimit = 16
+
+        /// Asks for missing packets from now on, with NACKs sent as `feedbackSSRC`.
+        mutating func enableRetransmission(feedbackSSRC: UInt32) {
+            nack = NackTracker()
+            self.feedbackSSRC = feedbackSSRC
+            nackBatch.reserveCapacity(Self.nackLimit)
+            nackMessages = ByteRecycler(slotCount: 4, capacity: 12 + 4 * Self.nackLimit)
+        }
+
+        /// The NACK to send at clock time `now`, if missing packets whose time has not played
+        /// are due to be asked for.
+        mutating func takeNack(now: Int64) -> [UInt8]? {
+            guard nack != nil, nack!.count > 0, let ssrc = remoteSSRC, let messages = nackMessages else { return nil }
+            if let played = lastDecodedSequence { nack!.forget(before: played + 1) }
+            nackBatch.removeAll(keepingCapacity: true)
+            nack!.takeDue(now: now, into: &nackBatch, limit: Self.nackLimit)
+            guard !nackBatch.isEmpty else { return nil }
+            return nackBatch.withUnsafeBufferPointer {
+                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lost: $0, in: messages)
+            }
+        }
+
         /// A gap in the media this long is not concealed: playout starts again at the next packet.
         static let restartGapMicroseconds: Int64 = 200_000
 
@@ -74,12 +106,17 @@ final class AudioReceiver: @unchecked Sendable {
                     // A new stream from this user: its own time line, from the start.
                     packetsLostInEarlierStreams += assembler.packetsLost
                     assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
+                    nack?.reset()
                     restart()
                 }
                 remoteSSRC = packet.header.ssrc
             }
             var frames = 0
-            assembler.insert(packet, now: now)
+            let sequence = assembler.insert(packet, now: now)
+            if nack != nil {
+                nack!.jitterMicroseconds = Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.opus.rtpClockRate)
+                _ = nack!.received(sequence, now: now)
+            }
             while let assembled = assembler.next(now: now) {
                 frames += enqueue(assembled.frame, arrival: now, sequence: assembled.sequenceNumbers.lowerBound) ? 1 : 0
                 recentArrivals[recentArrivalsNext] = assembled.frame.timestampMicroseconds
@@ -270,7 +307,14 @@ final class AudioReceiver: @unchecked Sendable {
     /// The playout round's clock time (for the recording).
     private var roundNow: Int64 = 0
 
-    init(sampleRate: Int, channelCount: Int, codecs: CodecFactory = .libraries) throws {
+    /// A receiver playing at `sampleRate` with `channelCount` channels. With `retransmission`,
+    /// missing packets are asked for with NACKs sent as `feedbackSSRC` (a publisher's side that
+    /// resends audio: ``TransportFeedbackProfile/audioRetransmission``).
+    init(
+        sampleRate: Int, channelCount: Int, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
+        codecs: CodecFactory = .libraries
+    ) throws {
+        if retransmission { inbox.withLock { $0.enableRetransmission(feedbackSSRC: feedbackSSRC) } }
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
@@ -287,13 +331,17 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1)
     /// and the packets it showed to be lost.
-    func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64) {
+    func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64, nack: [UInt8]?) {
         inbox.withLock { inbox in
             let lost = inbox.packetsLost
             let frames = inbox.receive(packet, now: now)
-            return (frames, inbox.packetsLost - lost)
+            return (frames, inbox.packetsLost - lost, inbox.takeNack(now: now))
         }
     }
+
+    /// The NACK due at clock time `now` (a packet found missing whose reorder wait is over),
+    /// if any.
+    func takeNack(now: Int64) -> [UInt8]? { inbox.withLock { $0.takeNack(now: now) } }
 
     /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {

@@ -36,8 +36,12 @@ struct NackTracker {
     private var newest: Int64?
     /// The round trip to the publisher, which paces repeated requests.
     var roundTripMicroseconds = defaultRoundTripMicroseconds
-    /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms.
-    private var retryInterval: Int64 { roundTripMicroseconds + jitterMicroseconds + 5_000 }
+    /// The least time between two requests for a packet: a sender that ignores a repeat for a
+    /// while after answering (an SFU's de-duplication window, plus 3 ms) would waste a sooner one.
+    var minimumRetryMicroseconds: Int64 = 0
+    /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms (and
+    /// no sooner than ``minimumRetryMicroseconds``).
+    private var retryInterval: Int64 { max(minimumRetryMicroseconds, roundTripMicroseconds + jitterMicroseconds + 5_000) }
     /// Numbers asked for (each request of each number counts).
     private(set) var requests: Int64 = 0
     /// Numbers that arrived after being asked for.

@@ -81,11 +81,19 @@ public struct TransportFeedbackProfile: Sendable, Equatable {
     /// in percent: behind an SFU the publisher hears of its own leg's loss only, never of its
     /// subscribers', so their repair has to be in the stream from the start.
     public var audioExpectedLossFloorPercent: Int
+    /// Whether the far end resends audio packets a NACK asks for (Janus does once the answer
+    /// asks for it). The audio receivers then ask for a missing packet at once, while it can
+    /// still come before its time to play; otherwise they rely on FEC and redundancy alone.
+    public var audioRetransmission: Bool
 
     /// A profile; the defaults ask for nothing.
-    public init(repeatedNackIgnoredMicroseconds: Int64 = 0, audioExpectedLossFloorPercent: Int = 0) {
+    public init(
+        repeatedNackIgnoredMicroseconds: Int64 = 0, audioExpectedLossFloorPercent: Int = 0,
+        audioRetransmission: Bool = false
+    ) {
         self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
         self.audioExpectedLossFloorPercent = audioExpectedLossFloorPercent
+        self.audioRetransmission = audioRetransmission
     }
 }
 

@@ -77,9 +77,10 @@ struct RemoteUser {
         if kind == .audio {
             guard let audio else { return false }
             reception.audioBytes += Int64(packet.payloadByteCount)
-            let (frames, lost) = audio.receive(packet, now: now)
+            let (frames, lost, audioNack) = audio.receive(packet, now: now)
             stats.rxAudioFrames += Int64(frames)
             stats.rxPacketsLost += lost
+            nack = audioNack
         } else {
             guard let video else { return false }
             reception.videoBytes += Int64(packet.payloadByteCount)

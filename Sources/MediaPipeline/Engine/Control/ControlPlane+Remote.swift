@@ -104,6 +104,7 @@ extension ControlPlane {
             channels[c].users[u].reception.audioRestarted()
             channels[c].users[u].audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
+                retransmission: feedbackProfile.audioRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs)
             let recording = recordings[RecordingSlot(channels[c].users[u].key, .audio)]
             channels[c].users[u].audio?.recorder.withLock { $0 = recording }
@@ -112,7 +113,8 @@ extension ControlPlane {
             channels[c].users[u].video = VideoReceiver(
                 threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
-                repeatedNackIgnoredMicroseconds: repeatedNackIgnoredMicroseconds, codecs: configuration.codecs)
+                repeatedNackIgnoredMicroseconds: feedbackProfile.repeatedNackIgnoredMicroseconds,
+                codecs: configuration.codecs)
             let recording = recordings[RecordingSlot(channels[c].users[u].key, .video)]
             channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()

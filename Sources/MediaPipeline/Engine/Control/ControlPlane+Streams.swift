@@ -9,7 +9,7 @@ extension ControlPlane {
         let localUid: UInt32
         let publisher: UInt32
         var pictureLossSSRC: UInt32?
-        /// A NACK, written by the video receiver.
+        /// A NACK, written by the video or audio receiver.
         var nack: [UInt8]?
     }
 
@@ -23,7 +23,16 @@ extension ControlPlane {
         // In place: the channel and the user are mutated where they lie, never copied.
         var nack: [UInt8]?
         if channels[c].packetArrived(packet, kind, userAt: u, now: now, nack: &nack) { mediaArrived(c, u, kind) }
-        return kind == .video ? feedbackDue(c, u, nack: nack) : nil
+        return kind == .video ? feedbackDue(c, u, nack: nack) : audioFeedback(c, u, nack: nack)
+    }
+
+    /// An audio NACK of user `u`'s receiver to send its publisher, counted.
+    mutating func audioFeedback(_ c: Int, _ u: Int, nack: [UInt8]?) -> FeedbackRequest? {
+        guard let nack else { return nil }
+        channels[c].stats.nacksSent += 1
+        return FeedbackRequest(
+            channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid,
+            pictureLossSSRC: nil, nack: nack)
     }
 
     /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or

@@ -52,14 +52,16 @@ struct ControlPlane {
     let configuration: EngineConfiguration
     /// The local user's RTCP SSRC, which its video receivers' NACKs carry.
     let feedbackSSRC: UInt32
-    /// How long the transport's far end ignores a repeated NACK (its feedback profile), which
-    /// the video receivers' retransmission waits allow for.
-    let repeatedNackIgnoredMicroseconds: Int64
+    /// What the transport's far end does with feedback, which the receivers plan around.
+    let feedbackProfile: TransportFeedbackProfile
 
-    init(configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0, repeatedNackIgnoredMicroseconds: Int64 = 0) {
+    init(
+        configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0,
+        feedbackProfile: TransportFeedbackProfile = TransportFeedbackProfile()
+    ) {
         self.configuration = configuration
         self.feedbackSSRC = feedbackSSRC
-        self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
+        self.feedbackProfile = feedbackProfile
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
     }
 

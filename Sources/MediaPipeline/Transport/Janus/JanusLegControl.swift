@@ -316,7 +316,7 @@ actor JanusLegControl {
                     }))
             let local = try JanusSDP.localTransport(
                 connection, candidates: try connection.gatherCandidates(ports: transport.configuration.localPorts))
-            let answer = SessionDescription.webRTCAnswer(to: remote, transport: local)
+            let answer = JanusSDP.subscriberAnswer(to: remote, transport: local)
             let negotiation = try WebRTCNegotiation(local: answer, remote: remote)
             mapper.payloadTypes = JanusSDP.receiveMap(negotiation)
             leg.subscriptions.withLock {

@@ -24,6 +24,23 @@ enum JanusSDP {
         negotiation.remoteCandidates.map { $0.hasPrefix("candidate:") ? $0 : "candidate:" + $0 }
     }
 
+    /// This side's answer to a subscriber offer: the standard answer, with `nack` feedback on
+    /// the Opus of the audio section. Janus offers none for audio but reads the answer's to
+    /// decide whether it keeps a subscriber's audio for retransmission; with it, it resends
+    /// the audio packets a NACK asks for (the original packet, not RTX).
+    static func subscriberAnswer(to offer: SessionDescription, transport: WebRTCLocalTransport) -> SessionDescription {
+        var answer = SessionDescription.webRTCAnswer(to: offer, transport: transport)
+        for index in answer.media.indices where answer.media[index].kind == "audio" && answer.media[index].port != 0 {
+            for format in answer.media[index].formats.indices
+            where answer.media[index].formats[format].codec == .opus
+                && !answer.media[index].formats[format].feedback.contains("nack")
+            {
+                answer.media[index].formats[format].feedback.append("nack")
+            }
+        }
+        return answer
+    }
+
     /// The publisher offer for the engine's streams of `media`.
     static func publisherOffer(
         streams: LocalStreamDescription, media: PublishedMedia, transport: WebRTCLocalTransport

@@ -204,12 +204,13 @@ public final class JanusTransport: MediaTransport, Sendable {
         leg(channelId)?.command(.media(media))
     }
 
-    /// Janus ignores a NACK for a packet it retransmitted less than 200 ms before, and reports
-    /// to a publisher the loss of its own leg only.
+    /// Janus ignores a NACK for a packet it retransmitted less than 200 ms before, reports to
+    /// a publisher the loss of its own leg only, and resends audio to subscribers whose answer
+    /// asks for NACK (this transport's do).
     public var feedbackProfile: TransportFeedbackProfile {
         TransportFeedbackProfile(
             repeatedNackIgnoredMicroseconds: 200_000,
-            audioExpectedLossFloorPercent: configuration.audioExpectedLossPercent)
+            audioExpectedLossFloorPercent: configuration.audioExpectedLossPercent, audioRetransmission: true)
     }
 
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
