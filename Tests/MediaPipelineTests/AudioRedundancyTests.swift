@@ -128,7 +128,9 @@ struct AudioRedundancyTests {
 
 @Suite("In-band FEC and the jitter buffer")
 struct InBandRedundancyDelayTests {
-    @Test("under 10 % loss the buffer learns to hold a packet until the next one's FEC can rebuild it; without FEC it does not")
+    @Test(
+        "under 10 % loss the buffer learns to hold a packet until the next one's FEC can rebuild it; without FEC it does not"
+    )
     func targetCoversFEC() throws {
         var settings = OpusEncoderConfiguration()
         settings.application = .voip

@@ -25,7 +25,7 @@ struct JanusChannelTests {
     static let c: (uid: UInt32, variant: Int) = (33, 3)
 
     @Test(
-        "three engines, two channels: joins, announcements, decoded pictures of the right user, audio, leave",
+        "three engines, two channels: joins, announcements, decoded pictures of the right user, mixes of the right voices, leave",
         .timeLimit(.minutes(2)))
     func threeEnginesTwoChannels() async throws {
         let references = try [Self.a.variant, Self.b.variant, Self.c.variant].reduce(into: [Int: Set<String>]()) {
@@ -172,6 +172,46 @@ struct JanusChannelTests {
             quit.count == 1 && quit.allSatisfy { $0.text.contains("quit") }, "C's userOffline 11: \(quit.map(\.text))")
         #expect(c.events("userOffline", in: "channel-2", uid: 11).isEmpty)
         #expect(a.events("userOffline").isEmpty, "A's userOffline: \(a.events("userOffline").map(\.text))")
+
+        // Every channel's mix (pipebench's channel WebM) holds the voices of that channel's
+        // publishers and no other, and nobody hears itself: A's channel-1 and B's channel-2,
+        // where each is the only publisher, are silent.
+        let voices = try [Self.a.variant, Self.b.variant].reduce(into: [Int: [Double]]()) {
+            $0[$1] = try Reference.speech(variant: $1)
+        }
+        let voiceRMS = voices.values.map { voice in
+            (voice.reduce(0) { $0 + $1 * $1 } / Double(voice.count)).squareRoot()
+        }
+        for (run, channel, voice) in [
+            (c, "channel-1", Optional(Self.a.variant)), (c, "channel-2", Self.b.variant),
+            (a, "channel-2", Self.b.variant),
+            (a, "channel-1", nil), (b, "channel-2", nil),
+        ] {
+            let mix = try channelMix(run, channel)
+            let level = rms(mix[...])
+            guard let voice else {
+                #expect(
+                    mix.count >= 48_000 && level < 0.01 * (voiceRMS.min() ?? 0),
+                    "\(run.name) hears something in \(channel), where it is the only publisher: RMS \(level)")
+                print(
+                    "JanusChannel: \(run.name)'s \(channel) mix: \(mix.count) samples, RMS \(String(format: "%.1f", level))"
+                )
+                continue
+            }
+            // Three seconds from the second second of the mix on, located in each voice.
+            let window = mix.dropFirst(48_000).prefix(3 * 48_000).map(Double.init)
+            #expect(window.count == 3 * 48_000, "\(run.name)'s \(channel) mix: \(mix.count) samples")
+            guard window.count == 3 * 48_000 else { continue }
+            let own = locate(window, in: voices[voice]!).envelopeCorrelation
+            let other =
+                voices.filter { $0.key != voice }.map { locate(window, in: $0.value).envelopeCorrelation }.max() ?? 0
+            #expect(own >= 0.8, "\(run.name)'s \(channel) mix against variant \(voice)'s speech: \(own)")
+            #expect(
+                other <= own - 0.3, "\(run.name)'s \(channel) mix is as close to another voice: \(other) (own \(own))")
+            print(
+                "JanusChannel: \(run.name)'s \(channel) mix: envelope correlation \(String(format: "%.3f", own)) with "
+                    + "variant \(voice)'s speech, \(String(format: "%.3f", other)) with the other's")
+        }
 
         server.stop()
         a.stop()
@@ -489,4 +529,15 @@ struct JanusChannelTests {
         a.stop()
         expectNothingLeft(server)
     }
+}
+
+/// The mix of `channel` in `run`'s channel WebM (`pipebench join` writes one per joined
+/// channel), decoded by ffmpeg to mono 48 kHz.
+private func channelMix(_ run: JoinRun, _ channel: String) throws -> [Int16] {
+    let webm = run.folder.file("channel-\(channel).webm")
+    let pcm = run.folder.file("mix-\(channel).pcm")
+    try reference(
+        "ffmpeg",
+        ["-nostdin", "-v", "error", "-y", "-i", webm, "-map", "0:a", "-f", "s16le", "-ac", "1", "-ar", "48000", pcm])
+    return try rawInt16(pcm)
 }

@@ -22,7 +22,9 @@ struct JanusFeedbackTests {
             lastSenderReport: lastSenderReport, delaySinceLastSenderReport: delay)
     }
 
-    @Test("a receiver report goes as one report per block, each DLSR 1 ms (66 units) short when it echoes a sender report")
+    @Test(
+        "a receiver report goes as one report per block, each DLSR 1 ms (66 units) short when it echoes a sender report"
+    )
     func reportsApart() {
         let video = block(ssrc: 0x1111, lastSenderReport: 0xABCD_0000, delay: 6_553)
         let audio = block(ssrc: 0x2222, lastSenderReport: 0, delay: 0)
@@ -46,7 +48,8 @@ struct JanusFeedbackTests {
     func nackAndPli() {
         let lost: [UInt16] = [10, 12, 40]
         let nack = lost.withUnsafeBufferPointer {
-            RTCPCompound.nack(senderSSRC: 0x77, mediaSSRC: 0x1111, lost: $0, in: ByteRecycler(slotCount: 1, capacity: 64))
+            RTCPCompound.nack(
+                senderSSRC: 0x77, mediaSSRC: 0x1111, lost: $0, in: ByteRecycler(slotCount: 1, capacity: 64))
         }
         #expect(datagrams(nack) == [nack, nack])
         let pli = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: 0x77, mediaSSRC: 0x1111)])

@@ -176,14 +176,34 @@ enum Reference {
     private static let cache = Mutex<[Int: Set<String>]>([:])
     private static let media = Mutex<SampleMedia?>(nil)
 
-    static func md5s(variant: Int) throws -> Set<String> {
-        if let known = cache.withLock({ $0[variant] }) { return known }
-        let sampleMedia = try media.withLock { media in
+    private static func sampleMedia() throws -> SampleMedia {
+        try media.withLock { media in
             if let media { return media }
             let made = try SampleMedia(speechWAV: Fixtures.speechWAV, videoIVF: Fixtures.motionIVF)
             media = made
             return made
         }
+    }
+
+    /// User variant `variant`'s speech as a publisher with `--variant` sends it (one loop of its
+    /// pre-encoded Opus packets, decoded by libopus), mono at 48 kHz.
+    static func speech(variant: Int) throws -> [Double] {
+        let packets = try sampleMedia().userMedia(variant: variant).opusPackets
+        let decoder = try OpusDecoder(sampleRate: 48_000, channelCount: 2)
+        var pcm = [Int16](repeating: 0, count: 2 * 5_760)
+        var mono: [Double] = []
+        for packet in packets {
+            let count = try packet.withUnsafeBytes { bytes in
+                try pcm.withUnsafeMutableBufferPointer { try decoder.decode(bytes, into: $0) }
+            }
+            for index in 0..<count { mono.append((Double(pcm[2 * index]) + Double(pcm[2 * index + 1])) / 2) }
+        }
+        return mono
+    }
+
+    static func md5s(variant: Int) throws -> Set<String> {
+        if let known = cache.withLock({ $0[variant] }) { return known }
+        let sampleMedia = try sampleMedia()
         let frames = try sampleMedia.userMedia(variant: variant).vp8Frames
         let folder = TemporaryFolder()
         let path = folder.file("variant-\(variant).ivf")

@@ -162,7 +162,9 @@ struct LossRecoveryTests {
         #expect(throughServer.retransmissionWaitMicroseconds == 3 * 200_000 + 30_000)
     }
 
-    @Test("a NACK repeated no sooner than the sender's de-duplication window; an audio receiver asks once, until the packet's time plays")
+    @Test(
+        "a NACK repeated no sooner than the sender's de-duplication window; an audio receiver asks once, until the packet's time plays"
+    )
     func repeatsAndAudioRequests() throws {
         var tracker = NackTracker()
         tracker.minimumRetryMicroseconds = 203_000
@@ -200,7 +202,9 @@ struct LossRecoveryTests {
             #expect(parsed == [.nack(senderSSRC: 0xFEED, mediaSSRC: 0xA0D1, lostSequenceNumbers: [missing])])
         }
         // Asked once; once playout has passed it, it is not asked for again.
-        for tick in 0..<20 { _ = receiver.produce(now: 60_000 + Int64(tick) * 10_000, concealUpToMicroseconds: 100_000) }
+        for tick in 0..<20 {
+            _ = receiver.produce(now: 60_000 + Int64(tick) * 10_000, concealUpToMicroseconds: 100_000)
+        }
         #expect(receiver.takeNack(now: 400_000) == nil)
     }
 

@@ -41,7 +41,9 @@ struct NackTracker {
     var minimumRetryMicroseconds: Int64 = 0
     /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms (and
     /// no sooner than ``minimumRetryMicroseconds``).
-    private var retryInterval: Int64 { max(minimumRetryMicroseconds, roundTripMicroseconds + jitterMicroseconds + 5_000) }
+    private var retryInterval: Int64 {
+        max(minimumRetryMicroseconds, roundTripMicroseconds + jitterMicroseconds + 5_000)
+    }
     /// Numbers asked for (each request of each number counts).
     private(set) var requests: Int64 = 0
     /// Numbers that arrived after being asked for.

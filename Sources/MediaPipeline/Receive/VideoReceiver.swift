@@ -79,7 +79,9 @@ final class VideoReceiver: @unchecked Sendable {
         ) {
             self.retransmission = retransmission
             self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
-            if repeatedNackIgnoredMicroseconds > 0 { nack.minimumRetryMicroseconds = repeatedNackIgnoredMicroseconds + 3_000 }
+            if repeatedNackIgnoredMicroseconds > 0 {
+                nack.minimumRetryMicroseconds = repeatedNackIgnoredMicroseconds + 3_000
+            }
             self.reorderWaitMicroseconds = reorderWaitMicroseconds
             self.feedbackSSRC = feedbackSSRC
             assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)
