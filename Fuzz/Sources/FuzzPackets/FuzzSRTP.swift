@@ -10,7 +10,7 @@ func srtpKeys(_ profile: SRTPProfile) -> SRTPKeys {
 }
 
 /// The inbound contexts that unprotect arbitrary datagrams, one per profile, kept across inputs:
-/// making a context costs about a millisecond (Debian's libsrtp2 runs on NSS), and a datagram
+/// making a context derives its keys and runs libsrtp2's checks of the crypto types, and a datagram
 /// that does not authenticate leaves no state behind (a seed that does is a replay the next
 /// time, which only moves coverage).
 let sharedInbound = (
