@@ -48,6 +48,42 @@ private func packets(_ frames: [WebMFrame], withTimes: Bool) -> [Packet] {
 
 @Suite("WebM reader against ffmpeg, vpxdec, GStreamer and mkvmerge files")
 struct WebMReaderTests {
+    @Test(
+        "a WebM whose Opus SamplingFrequency no integer holds (a container fuzzer's find) is a typed error naming the element, in every command"
+    )
+    func hugeSamplingFrequency() throws {
+        let path = Fixtures.packageRoot + "/Tests/Fixtures/regressions/webm-huge-sampling-frequency.webm"
+        #expect(FileManager.default.fileExists(atPath: path))
+        do {
+            _ = try WebMReader(path: path)
+            Issue.record("the file was read")
+        } catch let error as MediaError {
+            #expect(error.code == .invalidFormat)
+            #expect(error.message.contains("SamplingFrequency"), "\(error)")
+            #expect(error.description.contains("webm-huge-sampling-frequency.webm"), "\(error)")
+        }
+        // The CLI: one line, non-zero, no crash (a crash is a signal: status above 128 or a trap).
+        for arguments in [["info", path], ["decode", path, TemporaryFolder().file("out.y4m")]] {
+            let result = try pipebench(arguments)
+            #expect(result.status == 1, "pipebench \(arguments[0]): status \(result.status), \(result.stderr)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines.first?.contains("SamplingFrequency") == true, "\(result.stderr)")
+        }
+    }
+
+    @Test("numbers read from files convert checked: NaN, infinities and values out of range are typed errors")
+    func checkedConversions() throws {
+        #expect(try 48_000.4.checkedInteger("rate", in: 0...Int(UInt32.max)) == 48_000)
+        #expect(try (-0.4).checkedInteger("x", in: Int64(0)...Int64.max) == 0)
+        for value in [Double.nan, .infinity, -.infinity, 1e300, -1, Double(Int64.max)] {
+            #expect(throws: MediaError.self) {
+                _ = try value.checkedInteger("SamplingFrequency", in: 0...Int(UInt32.max))
+            }
+        }
+        #expect(throws: MediaError.self) { _ = try FrameRate.nearest(toStepNanoseconds: 0) }
+        #expect(try FrameRate.nearest(toStepNanoseconds: 1e9 / 30) == (30, 1))
+    }
+
     /// WebM files as the tools people use write them, from the odd-size Y4M and speech samples.
     private static func toolFiles(in folder: TemporaryFolder) throws -> [String: String] {
         var files: [String: String] = [:]

@@ -108,7 +108,9 @@ public final class WebMReader {
             }
             self.tracks = tracks
             timestampScaleNanoseconds = scale
-            durationNanoseconds = durationTicks.map { Int64(($0 * Double(scale)).rounded()) }
+            durationNanoseconds = try durationTicks.map {
+                try ($0 * Double(scale)).checkedInteger("Info: Duration × TimestampScale, in ns,", in: 0...Int64.max)
+            }
             for (index, track) in tracks.enumerated() { trackIndexByNumber[track.number] = index }
         } catch let error as MediaError {
             throw error.attributed(to: path)
@@ -585,7 +587,9 @@ public final class WebMReader {
                         "\(entry.label): Opus track \(track.number) has no OpusHead and \(track.channelCount) channels")
                 }
                 head = OpusHead(
-                    channelCount: track.channelCount, preSkip: 0, inputSampleRate: Int(track.samplingFrequency))
+                    channelCount: track.channelCount, preSkip: 0,
+                    inputSampleRate: try track.samplingFrequency.checkedInteger(
+                        "\(entry.label): Opus track \(track.number): SamplingFrequency", in: 0...Int(UInt32.max)))
             } else {
                 do {
                     head = try OpusHead.parse(track.codecPrivate)

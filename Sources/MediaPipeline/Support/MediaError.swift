@@ -69,3 +69,18 @@ extension MediaError {
         MediaError(.unsupported, message, file: file)
     }
 }
+
+extension Double {
+    /// This value, read from a file or a packet, as an integer of type `T` within `range`
+    /// (rounded to the nearest): a typed error naming `what` when it is NaN, infinite or out of
+    /// range, where a plain conversion would stop the process.
+    func checkedInteger<T: FixedWidthInteger>(
+        _ what: @autoclosure () -> String, in range: ClosedRange<T> = T.min...T.max
+    ) throws -> T {
+        guard isFinite, let value = T(exactly: rounded()), range.contains(value) else {
+            throw MediaError.invalidFormat(
+                "\(what()) \(self) is not a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+}

@@ -65,12 +65,12 @@ final class VideoFileSource {
         {
             (frameRateNumerator, frameRateDenominator) = (ivf.header.timebaseDenominator, ivf.header.timebaseNumerator)
         } else if let declaredStep {
-            (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: Double(declaredStep))
+            (frameRateNumerator, frameRateDenominator) = try FrameRate.nearest(toStepNanoseconds: Double(declaredStep))
         } else if lookahead.count > 1, lookahead.last!.time > lookahead.first!.time {
             let step =
                 Double(lookahead.last!.time - lookahead.first!.time) / Double(lookahead.count - 1)
                 * Double(tickNumerator) * 1e9 / Double(tickDenominator)
-            (frameRateNumerator, frameRateDenominator) = FrameRate.nearest(toStepNanoseconds: step)
+            (frameRateNumerator, frameRateDenominator) = try FrameRate.nearest(toStepNanoseconds: step)
         }
         lookahead.reverse()  // returned from the end
     }
@@ -140,7 +140,12 @@ enum FrameRate {
     /// The rate whose frame step is `step` nanoseconds: a common rate when within 0.5 % of
     /// one (millisecond timestamps round 30 fps steps to 33 and 34 ms), otherwise the rate in
     /// thousandths.
-    static func nearest(toStepNanoseconds step: Double) -> (Int, Int) {
+    /// A step that is not a positive, finite duration (a DefaultDuration of 0, a time base of 0)
+    /// is a typed error.
+    static func nearest(toStepNanoseconds step: Double) throws -> (Int, Int) {
+        guard step.isFinite, step >= 1 else {
+            throw MediaError.invalidFormat("a frame step of \(step) ns gives no frame rate")
+        }
         let rate = 1e9 / step
         if let match = common.min(by: {
             abs(Double($0.0) / Double($0.1) - rate) < abs(Double($1.0) / Double($1.1) - rate)
