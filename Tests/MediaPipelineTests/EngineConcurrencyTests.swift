@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import MediaPipeline
@@ -124,6 +125,49 @@ struct EngineConcurrencyTests {
             #expect(believed == sent, "round \(round): the viewer believes \(believed), the host sends \(sent)")
             if believed != sent { break }
         }
+    }
+
+    @Test("a user's stream totals read on one thread while another pulls playout: every read whole and never behind")
+    func totalsWhilePlaying() throws {
+        let session = TestSession()
+        let engine = try session.user()
+        let remote = try session.user()
+        try remote.join("a", uid: 10)
+        let channel = try engine.channel("a")
+        try channel.join(uid: 1, options: .subscribeOnly)
+        let media = try remoteMedia()
+        let local = engine.engine
+        let sender = remote.engine
+        let clock = session.clock
+        let ticks = 1_000
+        let reads = Mutex<[RemoteStreamTotals]>([])
+        runOnThreads(2) { role in
+            if role == 0 {  // packets and playout
+                var playout = [Int16](repeating: 0, count: local.playoutFrameSampleCount)
+                for index in 0..<ticks {
+                    if index % 2 == 0 {
+                        sender.pushEncodedFrame(
+                            media.opus[(index / 2) % media.opus.count].restamped(Int64(index) * 10_000))
+                    }
+                    playout.withUnsafeMutableBufferPointer { local.pullPlayout(into: $0) }
+                    clock.advance(byMicroseconds: 10_000)
+                }
+            } else {  // totals, as an app's statistics timer reads them
+                for _ in 0..<ticks {
+                    if let totals = channel.remoteStreamTotals(10) { reads.withLock { $0.append(totals) } }
+                }
+            }
+        }
+        let seen = reads.withLock { $0 }
+        #expect(seen.count > 100, "\(seen.count) reads")
+        // Counters only grow, and each read is one tick's whole set: decoded never above ticks.
+        for (earlier, later) in zip(seen, seen.dropFirst()) {
+            #expect(
+                later.audioFrames >= earlier.audioFrames && later.audioPacketsDecoded >= earlier.audioPacketsDecoded)
+        }
+        #expect(seen.allSatisfy { $0.audioFramesConcealed <= $0.audioFrames })
+        let last = try #require(channel.remoteStreamTotals(10))
+        #expect(last.audioFrames >= Int64(ticks) - 20 && last.audioPacketsDecoded >= Int64(ticks / 2) - 20, "\(last)")
     }
 
     @Test("control calls, local media, playout, packet arrival, rendering and events on 6 threads at once")

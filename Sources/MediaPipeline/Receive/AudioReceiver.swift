@@ -297,8 +297,14 @@ final class AudioReceiver: @unchecked Sendable {
     private(set) var failed = false
     /// Why the last packet failed to decode.
     private(set) var failure: String?
-    /// What the playout did so far.
-    private(set) var counters = AudioPlayoutCounters()
+    /// What the playout did so far, counted by the playout round (which alone touches it) and
+    /// published at the end of each ``produce(now:concealUpToMicroseconds:)``.
+    private var playoutCounters = AudioPlayoutCounters()
+    /// The counters as of the last 10 ms produced, for readers on any thread (statistics,
+    /// totals): a copy under its own lock, never the playout round's working value.
+    private let publishedCounters = LockedValue(AudioPlayoutCounters())
+    /// What the playout did up to its last 10 ms.
+    var counters: AudioPlayoutCounters { publishedCounters.withLock { $0 } }
     /// The sender's RTP timestamp of ``frame``'s first sample (nil when it holds no audio).
     private(set) var frameRTPTimestamp: UInt32?
     /// The stream's recording, if one runs: every packet decoded goes to it. Set by the
@@ -394,6 +400,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// Decodes the next 10 ms at clock time `now`. Call from the playout round only.
     func produce(now: Int64, concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
+        defer { publishedCounters.withLock { $0 = playoutCounters } }
         frameRTPTimestamp = nil
         roundNow = now
         let needed = frame.count / channelCount
@@ -415,7 +422,7 @@ final class AudioReceiver: @unchecked Sendable {
             case .starved:
                 starved = true
                 starvedMicroseconds += 10_000
-                guard counters.packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds,
+                guard playoutCounters.packetsDecoded > 0, starvedMicroseconds <= concealUpToMicroseconds,
                     conceal(microseconds(frames: needed - bufferedFrames), decoder, waiting: true)
                 else {
                     // Silent from here: playout starts again when packets come back.
@@ -425,15 +432,15 @@ final class AudioReceiver: @unchecked Sendable {
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
                         inbox.forgetPosition()
                     }
-                    if counters.packetsDecoded > 0 { counters.silentTicks += 1 }
+                    if playoutCounters.packetsDecoded > 0 { playoutCounters.silentTicks += 1 }
                     return .none
                 }
                 concealed = true
             case .stopped:
                 // Waiting for packets after having played counts as starving.
-                if counters.packetsDecoded > 0 {
+                if playoutCounters.packetsDecoded > 0 {
                     if !starved { starvedMicroseconds += 10_000 }
-                    counters.silentTicks += 1
+                    playoutCounters.silentTicks += 1
                 }
                 return .none
             }
@@ -451,12 +458,12 @@ final class AudioReceiver: @unchecked Sendable {
         }
         for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
         decodedStart += frame.count
-        counters.ticks += 1
+        playoutCounters.ticks += 1
         if concealed {
-            counters.concealedTicks += 1
-            if isSilent(frame) { counters.silentConcealedTicks += 1 }
+            playoutCounters.concealedTicks += 1
+            if isSilent(frame) { playoutCounters.silentConcealedTicks += 1 }
         }
-        if comfortNoise && !concealed { counters.comfortNoiseTicks += 1 }
+        if comfortNoise && !concealed { playoutCounters.comfortNoiseTicks += 1 }
         return concealed ? .concealed : comfortNoise ? .comfortNoise : .audio
     }
 
@@ -482,8 +489,8 @@ final class AudioReceiver: @unchecked Sendable {
             do {
                 let count = try packet.frame.withUnsafeBytes { try decoder.decode($0, into: room) }
                 decodedEnd += count * channelCount
-                counters.packetsDecoded += 1
-                if packet.isRedundantCopy { counters.packetsRecovered += 1 }
+                playoutCounters.packetsDecoded += 1
+                if packet.isRedundantCopy { playoutCounters.packetsRecovered += 1 }
                 if let recording = recorder.withLock({ $0 }) {
                     recording.record(packet.frame, kind: .audio, now: roundNow)
                 }
@@ -502,7 +509,7 @@ final class AudioReceiver: @unchecked Sendable {
             }
             guard let count else { return conceal(missing, decoder) ? .decoded : .stopped }
             decodedEnd += count * channelCount
-            counters.packetsRecovered += 1
+            playoutCounters.packetsRecovered += 1
             let recovered = microseconds(frames: count)
             inbox.withLock { $0.decodedUntil = $0.decodedUntil.map { $0 + recovered } }
             return .decoded
@@ -544,8 +551,8 @@ final class AudioReceiver: @unchecked Sendable {
             return (position.flatMap { inbox.delay(position: $0, now: now) }, inbox.delays.targetDelayMicroseconds)
         }
         guard let delay else { return }
-        counters.delaySumMicroseconds += delay
-        counters.delayTicks += 1
+        playoutCounters.delaySumMicroseconds += delay
+        playoutCounters.delayTicks += 1
         guard delay > target + 20_000 || delay < target else { return }
         let needed = TimeStretcher.framesNeeded(sampleRate: sampleRate)
         // Decode ahead when the next packet continues the audio (never conceal for this).
@@ -561,7 +568,7 @@ final class AudioReceiver: @unchecked Sendable {
                 sampleRate: sampleRate, minimumCorrelation: correlation)
             if removed > 0 {
                 decodedEnd -= removed * channelCount
-                counters.accelerations += 1
+                playoutCounters.accelerations += 1
             }
         } else {
             let added = TimeStretcher.lengthen(
@@ -569,7 +576,7 @@ final class AudioReceiver: @unchecked Sendable {
                 sampleRate: sampleRate, minimumCorrelation: correlation)
             if added > 0 {
                 decodedEnd += added * channelCount
-                counters.expansions += 1
+                playoutCounters.expansions += 1
             }
         }
     }
