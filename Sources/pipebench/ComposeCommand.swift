@@ -20,7 +20,7 @@ struct ComposeCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "VPX speed (cpu-used), -16...16 (default -8).") var speed: Int?
     @Option(help: "Threads for decoding the inputs and for the encoder (default 2).") var threads = 2
     @Flag(help: "Print the summary as JSON.") var json = false
-    @Flag(help: "Print no progress bar.") var quiet = false
+    @Flag(help: "Print no progress bar and no summary line (--md5 and --json still print).") var quiet = false
 
     func run() throws {
         guard files.count >= 2 else { throw ValidationError("name at least one input and the output") }
@@ -54,6 +54,7 @@ struct ComposeCommand: ParsableCommand {
                 ]))
             return
         }
+        guard !quiet else { return }
         print(
             String(
                 format: "composed %d inputs → %@: %lld pictures %@ at %d fps (%.3f s), %d audio inputs mixed; "

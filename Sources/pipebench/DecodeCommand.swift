@@ -19,7 +19,7 @@ struct DecodeCommand: ParsableCommand {
     @Flag(help: "Print per-frame MD5s of the decoded pictures.") var md5 = false
     @Option(help: "Audio output rate in Hz: 8000, 12000, 16000, 24000 or 48000 (default 48000).") var rate: Int?
     @Flag(help: "Print the summary as JSON.") var json = false
-    @Flag(help: "Print no progress bar.") var quiet = false
+    @Flag(help: "Print no progress bar and no summary line (--md5 and --json still print).") var quiet = false
 
     func run() throws {
         let kind = try MediaFileKind.detect(path: input)
@@ -71,6 +71,7 @@ struct DecodeCommand: ParsableCommand {
         for (index, sum) in summary.frameMD5s.enumerated() {
             print("\(sum)  frame-\(String(format: "%04d", index + 1)).i420")
         }
+        guard !quiet else { return }
         print(Report.summaryLine("decoded", summary, elapsedSeconds: elapsed))
     }
 }

@@ -45,7 +45,7 @@ struct EncodeCommand: ParsableCommand {
     @Option(help: "VPX encoder threads (default 1).") var threads: Int?
     @Flag(name: .customLong("error-resilient"), help: "VPX error-resilient mode.") var errorResilient = false
     @Flag(help: "Print the summary as JSON.") var json = false
-    @Flag(help: "Print no progress bar.") var quiet = false
+    @Flag(help: "Print no progress bar and no summary line (--md5 and --json still print).") var quiet = false
 
     func run() throws {
         let kind = try MediaFileKind.detect(path: input)
@@ -94,6 +94,7 @@ struct EncodeCommand: ParsableCommand {
             throw MediaError.unsupportedInput(input, kind, "encode takes WAV or Y4M")
         }
         Terminal.clearProgress()
+        guard !quiet || json else { return }
         print(
             json
                 ? Report.json(Report.summaryObject("encode", summary, elapsedSeconds: elapsed))

@@ -38,7 +38,10 @@ struct ReceiveCommand: ParsableCommand {
         do {
             text = try String(contentsOfFile: files[0], encoding: .utf8)
         } catch {
-            throw MediaError(.io, "cannot read the SDP file", file: files[0])
+            let reason =
+                FileManager.default.fileExists(atPath: files[0])
+                ? "not readable as UTF-8 text (\(error.localizedDescription))" : "no such file"
+            throw MediaError(.io, "cannot read the SDP file: \(reason)", file: files[0])
         }
         let sdp: SessionDescription
         do {

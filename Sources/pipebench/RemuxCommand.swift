@@ -15,7 +15,7 @@ struct RemuxCommand: ParsableCommand {
     @Argument(help: "Input files (IVF, Ogg Opus, WebM), then the output (.webm, .ivf, .opus or .ogg).")
     var files: [String]
     @Flag(help: "Print the summary as JSON.") var json = false
-    @Flag(help: "Print no progress bar.") var quiet = false
+    @Flag(help: "Print no progress bar and no summary line (--md5 and --json still print).") var quiet = false
 
     func run() throws {
         guard files.count >= 2 else { throw ValidationError("name at least one input and the output") }
@@ -38,7 +38,9 @@ struct RemuxCommand: ParsableCommand {
                 ]))
             return
         }
+        // Tracks left out are said even with --quiet (on standard error): data not written.
+        for skipped in summary.skippedTracks { printError("not written (codec not held here): \(skipped)") }
+        guard !quiet else { return }
         print("remuxed \(inputs.joined(separator: " + ")) → \(output): \(tracks.joined(separator: ", "))")
-        for skipped in summary.skippedTracks { print("  not written (codec not held here): \(skipped)") }
     }
 }

@@ -21,7 +21,8 @@ struct SendCommand: ParsableCommand {
     @Option(name: .customLong("start-delay"), help: "Seconds to wait after writing the SDP.") var startDelay = 0.0
     @Option(name: .customLong("local-port"), help: "The first local port (0: any free ports).") var localPort = 0
     @Option(help: "Seconds to stay after the last frame, answering NACKs.") var linger = 0.5
-    @Option(help: "Video bitrate in bits per second, for Y4M input.") var bitrate = 1_000_000
+    @Option(help: "Video bitrate for Y4M input; k and M suffixes accepted (default 1M).") var bitrate = Bitrate(
+        argument: "1M")!
     @Flag(help: "Send as fast as possible instead of at the media's pace.") var noPacing = false
     @Flag(help: "No statistics lines on standard error.") var quiet = false
     @Flag(help: "Print the summary as JSON.") var json = false
@@ -36,7 +37,7 @@ struct SendCommand: ParsableCommand {
         var host = String(destination[destination.index(destination.startIndex, offsetBy: 6)..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var configuration = EngineConfiguration()
-        configuration.videoBitrateBitsPerSecond = bitrate
+        configuration.videoBitrateBitsPerSecond = bitrate.bitsPerSecond
         configuration.videoKeyframeIntervalFrames = 300
         Interruption.catchSignals()
         let summary = try RTPFileSender.send(

@@ -271,6 +271,56 @@ struct SimulateCommandTests {
         }
     }
 
+    @Test(
+        "receive: no sender, a missing SDP and two files for one stream are one-line errors that say so; nothing is written"
+    )
+    func receiveMistakes() throws {
+        let folder = TemporaryFolder()
+        // A UDP port the kernel gives, then frees: nobody sends to it.
+        let port = try UDPSocket(address: "127.0.0.1", port: 0).port  // closed when dropped
+        let sdp = folder.file("peer.sdp")
+        try
+            "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio \(port) RTP/AVP 111\r\na=rtpmap:111 opus/48000/2\r\n"
+            .write(toFile: sdp, atomically: true, encoding: .utf8)
+        let silent = try pipebench([
+            "receive", sdp, folder.file("out.wav"), folder.file("out.opus"), "--wait", "0.5", "--quiet",
+        ])
+        #expect(silent.status == 1)
+        #expect(
+            silent.stderr.split(separator: "\n").count == 1 && silent.stderr.contains("no RTP packet arrived"),
+            "\(silent.stderr)")
+        #expect(silent.stderr.contains("audio \(port)"), "\(silent.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.file("out.wav")))
+        #expect(!FileManager.default.fileExists(atPath: folder.file("out.opus")))
+        let missing = try pipebench(["receive", folder.file("none.sdp"), folder.file("out.wav")])
+        #expect(
+            missing.status == 1 && missing.stderr.contains("none.sdp: cannot read the SDP file: no such file"),
+            "\(missing.stderr)")
+        let twice = try pipebench(["receive", sdp, folder.file("a.opus"), folder.file("b.webm"), "--wait", "0.5"])
+        #expect(twice.status == 1 && twice.stderr.split(separator: "\n").count == 1, "\(twice.stderr)")
+        #expect(
+            twice.stderr.contains("a.opus and ") && twice.stderr.contains("b.webm would both hold the audio"),
+            "\(twice.stderr)")
+    }
+
+    @Test("--quiet leaves only what was asked for on standard output; send takes k and M bitrates")
+    func quietAndBitrates() throws {
+        let folder = TemporaryFolder()
+        let ivf = Fixtures.motionIVF
+        let quiet = try pipebench(["decode", ivf, folder.file("out.y4m"), "--quiet"])
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty, "\(quiet.stdout)")
+        let md5 = try pipebench(["decode", ivf, "--md5", "--quiet"])
+        let lines = md5.stdout.split(separator: "\n")
+        #expect(
+            md5.status == 0 && !lines.isEmpty && lines.allSatisfy { $0.contains(".i420") }, "\(md5.stdout.suffix(200))")
+        let loud = try pipebench(["decode", ivf, folder.file("out2.y4m")])
+        #expect(loud.stdout.contains("decoded"), "\(loud.stdout)")
+        let help = try pipebench(["send", "--help"])
+        #expect(help.stdout.contains("k and M suffixes"))
+        let wrong = try pipebench(["send", "--bitrate", "fast", folder.file("x.sdp"), ivf])
+        #expect(wrong.status != 0 && wrong.stderr.contains("--bitrate"), "\(wrong.stderr)")
+    }
+
     @Test("bad settings fail in one line")
     func badSettings() throws {
         let folder = TemporaryFolder()

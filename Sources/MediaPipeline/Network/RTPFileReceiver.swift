@@ -114,6 +114,15 @@ public enum RTPFileReceiver {
                         + "or one .y4m (the pictures decoded)")
             }
         }
+        for (index, later) in recorded.enumerated() {
+            for earlier in recorded[..<index] where !earlier.media.intersection(later.media).isEmpty {
+                let shared = earlier.media.intersection(later.media).contains(.audio) ? "audio" : "video"
+                throw MediaError.invalidArgument(
+                    "\(earlier.path) and \(later.path) would both hold the \(shared) as received: each stream goes "
+                        + "into one file (a .webm holds audio and video; .wav and .y4m, the decoded media, may be added)"
+                )
+            }
+        }
         for (path, media) in recorded where !received.isSuperset(of: media) {
             throw MediaError.invalidArgument(
                 "\(path): the SDP has no \(media.contains(.video) ? "video" : "audio") stream in Opus, VP8 or VP9")
@@ -227,6 +236,19 @@ public enum RTPFileReceiver {
             if idle && drainUntil == nil { break }
         }
         renderer?.stop()
+        guard lastPacketAt != nil else {
+            // Nothing came: no output is written, and the error says so rather than what the
+            // empty outputs would lack.
+            for recording in recordings { _ = try? engine.stopRecording(recording) }
+            engine.setVideoFrameObserver(nil)
+            let ports = session.transport.streams.filter(\.receives).map { "\($0.kind.rawValue) \($0.localPort)" }
+            throw MediaError(
+                .truncated,
+                String(
+                    format: "no RTP packet arrived in %.1f s (%@) on the SDP's ports (%@): is the sender running, "
+                        + "and sending there?", Double(clock.nowMicroseconds - start) / 1e6, endedBy,
+                    ports.joined(separator: ", ")))
+        }
         var streamsReceived = summarize(session, session.transport.statistics)
         if let lastHeard, let a = streamsReceived.firstIndex(where: { $0.kind == .audio }) {
             (streamsReceived[a].frames, streamsReceived[a].framesConcealed, streamsReceived[a].framesConcealedSilent) =
