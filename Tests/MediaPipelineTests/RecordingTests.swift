@@ -85,8 +85,9 @@ struct RecordingTests {
             missing.isEmpty,
             "shown pictures not in the recording, in order: \(missing.prefix(5)) of \(room.shown.count)")
         #expect(room.shown.count > 50)
-        // The audio decodes (libopus through ffmpeg) to as many 20 ms packets as were decoded live.
-        #expect(try ffmpegAudio(path, libopus: true).count == Int(written.audio) * 960 * 2)
+        // The audio decodes (libopus through ffmpeg) to as many 20 ms packets as were decoded live,
+        // less the 312 samples of encoder delay the file declares (CodecDelay) and ffmpeg trims.
+        #expect(try ffmpegAudio(path, libopus: true).count == (Int(written.audio) * 960 - 312) * 2)
 
         let events = room.viewer.logs["a"]!.events
         #expect(events.contains(.recordingStarted(uid: 1, path: path)))
@@ -186,9 +187,63 @@ struct RecordingTests {
         let written = try engine.stopRecording(audioOnly)
         #expect(written.audio > 40 && written.video == 0, "\(written)")
         #expect(throws: EngineError.self) { try engine.stopRecording(audioOnly) }
-        // The Ogg Opus recording decodes in opusdec to as many samples as packets were written.
+        // The Ogg Opus recording decodes in opusdec to as many samples as packets were written,
+        // less the declared pre-skip (libopus's 312), in the sender's channels (stereo, from the
+        // packets' TOC).
         let wav = folder.file("x.wav")
         try reference("opusdec", ["--quiet", folder.file("x.opus"), wav])
-        #expect(try wavSamples(wav).count == Int(written.audio) * 960 * 2)
+        #expect(try wavSamples(wav).count == (Int(written.audio) * 960 - 312) * 2)
+        let head = try OggOpusReader(path: folder.file("x.opus")).head
+        #expect(head.channelCount == 2 && head.preSkip == 312, "\(head)")
+    }
+}
+
+@Suite("Stream recorder: the file's header from the stream")
+struct StreamRecorderHeaderTests {
+    @Test(
+        "an Ogg recording of a mono sender says one channel and libopus's pre-skip; its time starts at the first packet"
+    )
+    func monoOgg() throws {
+        let folder = TemporaryFolder()
+        var settings = OpusEncoderConfiguration()
+        settings.channelCount = 1
+        let encoder = try OpusEncoder(configuration: settings)
+        let tone = testTone(samplesPerChannel: 960 * 50, channels: 1)
+        let path = folder.file("mono.opus")
+        // Recording asked for 2 s before the first packet: nothing of that wait is in the file.
+        let recorder = try StreamRecorder(
+            path: path, key: StreamKey(channelId: "a", uid: 1), media: .audio, now: 0)
+        for index in 0..<50 {
+            let frame = try encoder.encode(
+                AudioFrame(
+                    samples: Array(tone[(index * 960)..<((index + 1) * 960)]), sampleRate: 48000, channelCount: 1,
+                    timestampSamples: Int64(index * 960)))
+            recorder.record(frame, kind: .audio, now: 2_000_000 + Int64(index) * 20_000)
+        }
+        _ = try recorder.finish()
+        let head = try OggOpusReader(path: path).head
+        #expect(head.channelCount == 1 && head.preSkip == 312, "\(head)")
+        let wav = folder.file("mono.wav")
+        try reference("opusdec", ["--quiet", path, wav])
+        #expect(try wavSamples(wav).count == 50 * 960 - 312)
+        let webm = folder.file("mono.webm")
+        let track = try StreamRecorder(path: webm, key: StreamKey(channelId: "a", uid: 1), media: .audio, now: 0)
+        let again = try OpusEncoder(configuration: settings)
+        for index in 0..<50 {
+            let frame = try again.encode(
+                AudioFrame(
+                    samples: Array(tone[(index * 960)..<((index + 1) * 960)]), sampleRate: 48000, channelCount: 1,
+                    timestampSamples: Int64(index * 960)))
+            track.record(frame, kind: .audio, now: 2_000_000 + Int64(index) * 20_000)
+        }
+        _ = try track.finish()
+        let probe = try reference(
+            "ffprobe",
+            ["-v", "error", "-show_entries", "stream=channels,start_time:format=duration", "-of", "csv=p=0", webm])
+        let numbers = probe.split(whereSeparator: { $0 == "\n" || $0 == "," }).compactMap { Double($0) }
+        // channels 1, the first packet at 0 (ffprobe shows the pre-skip as a start of -0.0065 s),
+        // and the file lasts the packets' 1 s, not the 2 s waited before them.
+        #expect(numbers.first == 1, "\(probe)")
+        #expect(numbers.last.map { $0 < 1.1 } == true, "\(probe)")
     }
 }

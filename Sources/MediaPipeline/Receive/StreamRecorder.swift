@@ -8,7 +8,7 @@
 /// threads; the recorder's own lock orders them. The file starts at the first video keyframe
 /// (or, without video, the first audio frame): what came before cannot be decoded on its own.
 /// Times keep each stream's own spacing (its RTP timestamps), each placed at the engine clock
-/// time its first frame was recorded.
+/// time its first frame was recorded, counted from the file's first frame.
 final class StreamRecorder: @unchecked Sendable {
     let path: String
     let key: StreamKey
@@ -83,6 +83,9 @@ final class StreamRecorder: @unchecked Sendable {
                     // video is recorded.
                     guard kind == .video ? frame.isKeyframe : !media.contains(.video) else { return }
                     try open(&state, frame: frame, kind: kind, width: pictureWidth, height: pictureHeight)
+                    // The file's time starts with its first frame, not when recording was asked
+                    // for (a sender that starts later would leave silence or a still at the front).
+                    state.startedAt = now
                 }
                 if state.firstMedia[k] == nil {
                     state.firstMedia[k] = frame.timestampMicroseconds
@@ -113,7 +116,12 @@ final class StreamRecorder: @unchecked Sendable {
     }
 
     private func open(_ state: inout State, frame: EncodedFrame, kind: MediaKind, width: Int, height: Int) throws {
-        let opusHead = OpusHead(channelCount: 2, preSkip: 0, inputSampleRate: 48_000)
+        // Audio alone opens at its first packet, whose TOC says mono or stereo; with video the
+        // file opens at a keyframe, before any audio, and says stereo (a mono stream decodes to
+        // both channels). The sender's encoder delay is not on the wire: libopus's 312 samples
+        // (6.5 ms) at 48 kHz, what browsers, ffmpeg and GStreamer senders have.
+        let stereo = kind == .audio ? frame.withUnsafeBytes { $0.first.map { $0 & 0x04 != 0 } ?? true } : true
+        let opusHead = OpusHead(channelCount: stereo ? 2 : 1, preSkip: 312, inputSampleRate: 48_000)
         if MediaFileKind.forOutput(path: path) == .oggOpus {
             state.ogg = try OggOpusWriter(path: path, head: opusHead)
             return
@@ -142,7 +150,7 @@ final class StreamRecorder: @unchecked Sendable {
             state.finished = true
             if let failure = state.failure { throw MediaError(.io, "recording failed: \(failure)", file: path) }
             if let ogg = state.ogg {
-                try ogg.finish(playableSamples48k: ogg.packetSamples48k)
+                try ogg.finish(playableSamples48k: max(0, ogg.packetSamples48k - Int64(ogg.head.preSkip)))
             } else if let webm = state.webm {
                 try webm.finish()
             } else if let ivf = state.ivf {
