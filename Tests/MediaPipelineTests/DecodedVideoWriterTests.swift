@@ -17,7 +17,11 @@ struct DecodedVideoWriterTests {
 
     @Test("the frame rate comes from the first two RTP timestamps; other streams are not written")
     func frameRate() throws {
-        for (ticks, rate) in [(3000, (30, 1)), (3003, (30000, 1001)), (3600, (25, 1)), (0, (30, 1))] {
+        // A sender rounding each frame to the tick steps 2,999 or 3,001 at 30 fps: still 30 fps.
+        for (ticks, rate) in [
+            (3000, (30, 1)), (2999, (30, 1)), (3001, (30, 1)), (3003, (30000, 1001)), (3600, (25, 1)), (0, (30, 1)),
+            (3800, (5921, 250)),
+        ] {
             let folder = TemporaryFolder()
             let writer = DecodedVideoWriter(path: folder.file("out.y4m"), computeMD5: true, stream: key)
             let pictures = try (0..<3).map { try picture(161, 91, luma: UInt8(16 + 60 * $0)) }

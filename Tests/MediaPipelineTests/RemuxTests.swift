@@ -121,3 +121,42 @@ private struct IVFFrames {
         return frames
     }
 }
+
+@Suite("IVF's length field: frames for libvpx, time units for ffmpeg")
+struct IVFLengthTests {
+    @Test(
+        "an IVF remuxed from a 1/1000 WebM lasts its content in ffprobe; ffmpeg's own such IVF reads whole; a short one is truncated"
+    )
+    func lengthField() throws {
+        let folder = TemporaryFolder()
+        let webm = folder.file("motion.webm")
+        let ours = folder.file("ours.ivf")
+        #expect(try pipebench(["remux", Fixtures.motionIVF, webm, "--quiet"]).status == 0)
+        #expect(try pipebench(["remux", webm, ours, "--quiet"]).status == 0)
+        let duration = try reference(
+            "ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", ours])
+        #expect(
+            abs((Double(duration.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - 3.0) < 0.05, "\(duration)")
+        // ffmpeg writes the duration in 1/1000 units there (3000 for 90 frames): read whole.
+        let theirs = folder.file("theirs.ivf")
+        _ = try reference("ffmpeg", ["-nostdin", "-v", "error", "-i", webm, "-c", "copy", theirs])
+        let reader = try IVFReader(path: theirs)
+        #expect(reader.header.frameCount == 3000 && reader.header.timebaseDenominator == 1000)
+        var frames = 0
+        while try reader.readFrame() != nil { frames += 1 }
+        #expect(frames == 90)
+        // vpxenc's convention (a frame a unit) still tells a file cut short.
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.motionIVF)))
+        var end = 32  // after the header, then 45 whole frames
+        for _ in 0..<45 { end += 12 + Int(bytes[end]) | Int(bytes[end + 1]) << 8 | Int(bytes[end + 2]) << 16 }
+        let cut = folder.file("cut.ivf")
+        try Data(bytes.prefix(end)).write(to: URL(fileURLWithPath: cut))
+        let short = try IVFReader(path: cut)
+        do {
+            while try short.readFrame() != nil {}
+            Issue.record("45 of 90 frames read as whole")
+        } catch let error as MediaError {
+            #expect(error.code == .truncated && error.message.contains("declares 90"), "\(error)")
+        }
+    }
+}

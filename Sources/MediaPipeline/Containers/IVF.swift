@@ -6,7 +6,9 @@ public struct IVFHeader: Sendable, Equatable {
     public var width: Int, height: Int
     /// Time base: timestamps count units of `timebaseNumerator / timebaseDenominator` seconds.
     public var timebaseNumerator: Int, timebaseDenominator: Int
-    /// Frames in the file, as declared (writers that cannot seek leave 0).
+    /// The header's length field (bytes 24–27), as declared: libvpx's tools write the frame
+    /// count, ffmpeg the duration in time-base units; with one unit per frame (vpxenc's time
+    /// base) the two agree. Writers that cannot seek leave 0.
     public var frameCount: Int
 
     /// A header for `codec` at `width` × `height`, one timestamp unit per frame at `framesPerSecond`.
@@ -22,7 +24,7 @@ public struct IVFHeader: Sendable, Equatable {
         self.frameCount = frameCount
     }
 
-    func serialized() -> [UInt8] {
+    func serialized(lengthField: Int? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendASCII("DKIF")
         bytes.appendLE16(0)
@@ -32,7 +34,7 @@ public struct IVFHeader: Sendable, Equatable {
         bytes.appendLE16(UInt16(height))
         bytes.appendLE32(UInt32(timebaseDenominator))  // "rate"
         bytes.appendLE32(UInt32(timebaseNumerator))  // "scale"
-        bytes.appendLE32(UInt32(frameCount))
+        bytes.appendLE32(UInt32(clamping: lengthField ?? frameCount))
         bytes.appendLE32(0)
         return bytes
     }
@@ -84,6 +86,9 @@ public final class IVFReader {
     private let file: FileByteReader
     /// Frames read so far.
     public private(set) var framesRead = 0
+    /// The first and last timestamps read.
+    private var firstTimestamp: Int64?
+    private var lastTimestamp: Int64 = 0
     /// The largest frame accepted, in bytes.
     public static let maximumFrameBytes = 64 << 20
 
@@ -108,11 +113,16 @@ public final class IVFReader {
         do {
             guard !(try file.atEnd()) else {
                 // 0 and 0xFFFFFFFF mean "unknown" (writers that cannot seek back).
+                // The length is a frame count (libvpx) or a duration in units (ffmpeg): the file
+                // is short when it has fewer frames and covers less time than declared.
                 let declared = header.frameCount
-                if declared != 0, declared != 0xFFFF_FFFF, framesRead < declared {
+                let covered = IVFTiming.durationUnits(
+                    first: firstTimestamp ?? 0, last: lastTimestamp, frames: framesRead)
+                if declared != 0, declared != 0xFFFF_FFFF, framesRead < declared, covered < declared {
                     throw MediaError(
                         .truncated,
-                        "file ends after \(framesRead) frames; the header declares \(declared) (truncated file)")
+                        "file ends after \(framesRead) frames (\(covered) time units); the header declares "
+                            + "\(declared) (truncated file)")
                 }
                 return nil
             }
@@ -130,7 +140,10 @@ public final class IVFReader {
             }
             let bytes = try file.readBytes(size, what: "frame \(framesRead) data")
             framesRead += 1
-            return IVFFrame(bytes: bytes, timestamp: Int64(bitPattern: frameHeader.le64(4)))
+            let timestamp = Int64(bitPattern: frameHeader.le64(4))
+            if firstTimestamp == nil { firstTimestamp = timestamp }
+            lastTimestamp = timestamp
+            return IVFFrame(bytes: bytes, timestamp: timestamp)
         } catch let error as MediaError {
             throw error.attributed(to: path)
         }
@@ -147,6 +160,8 @@ public final class IVFWriter {
     private var frameHeader = [UInt8]()
     /// Bytes of compressed frames written (without headers).
     public private(set) var payloadBytes: Int64 = 0
+    private var firstTimestamp: Int64?
+    private var lastTimestamp: Int64 = 0
 
     /// Starts a file with `header`.
     public init(path: String, header: IVFHeader) throws {
@@ -171,12 +186,18 @@ public final class IVFWriter {
         try output.write(frame)
         header.frameCount += 1
         payloadBytes += Int64(frame.count)
+        if firstTimestamp == nil { firstTimestamp = timestamp }
+        lastTimestamp = timestamp
     }
 
-    /// Writes the frame count and moves the file into place.
+    /// Writes the header's length and moves the file into place. The length is the duration in
+    /// time-base units (the last frame's step counted), which ffmpeg reads as the duration and
+    /// which is the frame count when each frame takes one unit, as libvpx's tools write it.
     public func finish() throws {
         try output.seek(to: 0)
-        try output.write(header.serialized())
+        let units = IVFTiming.durationUnits(
+            first: firstTimestamp ?? 0, last: lastTimestamp, frames: header.frameCount)
+        try output.write(header.serialized(lengthField: Int(clamping: max(units, Int64(header.frameCount)))))
         try output.commit()
     }
 }

@@ -71,16 +71,18 @@ final class DecodedVideoWriter: VideoFrameObserver, @unchecked Sendable {
     }
 
     /// The Y4M header for pictures of `first`'s size whose first two RTP timestamps are `a`
-    /// and `b`: 90,000 / (b - a) frames per second, reduced; 30 fps when they are equal or more
-    /// than a second apart.
+    /// and `b`: the common rate within 0.5 % of 90,000 / (b - a) frames per second (senders
+    /// round each frame's time to the tick, so a 30 fps stream steps 2,999 or 3,001 ticks at
+    /// times), else that rate in thousandths; 30 fps when they are equal or more than a second
+    /// apart.
     static func header(_ first: I420Buffer, _ a: UInt32, _ b: UInt32) -> Y4MHeader {
         let ticks = Int(b &- a)
-        guard ticks > 0, ticks <= 90_000 else { return Y4MHeader(width: first.width, height: first.height) }
-        var (x, y) = (90_000, ticks)
-        while y != 0 { (x, y) = (y, x % y) }
+        guard ticks > 0, ticks <= 90_000,
+            let (numerator, denominator) = try? FrameRate.nearest(toStepNanoseconds: Double(ticks) * 1e9 / 90_000)
+        else { return Y4MHeader(width: first.width, height: first.height) }
         return Y4MHeader(
-            width: first.width, height: first.height, frameRateNumerator: 90_000 / x,
-            frameRateDenominator: ticks / x)
+            width: first.width, height: first.height, frameRateNumerator: numerator,
+            frameRateDenominator: denominator)
     }
 
     /// Completes the file and returns the pictures seen and their MD5s (empty without
