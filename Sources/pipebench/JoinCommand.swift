@@ -18,7 +18,7 @@ struct JoinCommand: ParsableCommand {
             "URL is the Janus API (http://127.0.0.1:8088/janus; scripts/janus.sh starts a local one). Publishes the "
             + "bundled samples in real time (--variant picks a user's own picture and voice) in the --publish "
             + "channel; every joined channel's remote users are subscribed to, mixed and rendered. Writes into "
-            + "--output channel-CHANNEL.webm per channel (its grid of remote users and its mix, as `simulate` "
+            + "--output CHANNEL.webm per channel (its grid of remote users and its mix, as `simulate` "
             + "does). Prints each channel event as it comes (with --events-json, one JSON object a line on "
             + "standard output) and the statistics every 2 s on standard error. Ends after --duration or on "
             + "Ctrl-C, leaving every channel; the files are written whole.")
@@ -144,7 +144,7 @@ struct JoinCommand: ParsableCommand {
             // Recordings start once their channel is joined (the join is answered asynchronously).
             for channelId in channels where !recordings.contains(where: { $0.channelId == channelId }) {
                 if let recording = try? engine.startChannelRecording(
-                    channelId: channelId, path: "\(output)/channel-\(channelId).webm", width: 640, height: 360,
+                    channelId: channelId, path: "\(output)/\(channelId).webm", width: 640, height: 360,
                     framesPerSecond: sampleMedia.videoFrameRate)
                 {
                     recordings.append(recording)

@@ -13,7 +13,7 @@ struct SimulateCommand: ParsableCommand {
         commandName: "simulate",
         abstract: "Run a multi-channel session: remote users replay sample media; the local user publishes in one "
             + "channel, subscribes everywhere, mixes audio and renders every remote user into a canvas.",
-        discussion: "Writes into --output: channel-CHANNEL.webm per channel (its grid of remote users in VP8 and its "
+        discussion: "Writes into --output: CHANNEL.webm per channel (its grid of remote users in VP8 and its "
             + "mix in Opus, playable in ffplay and browsers), playout.wav (the mix of every channel), "
             + "canvas-CHANNEL-UID.y4m per remote user, and grid-CHANNEL.png per channel (the last picture). Prints each channel's statistics reports as they come (every 2 s: "
             + "loss, delays, frame rates, freezes, recovery) and sums them at the end, with a summary per channel. "
@@ -90,7 +90,7 @@ struct SimulateCommand: ParsableCommand {
             for channel in simulator.channels {
                 composites.append(
                     try simulator.local.startChannelRecording(
-                        channelId: channel.channelId, path: "\(output)/channel-\(channel.channelId).webm",
+                        channelId: channel.channelId, path: "\(output)/\(channel.channelId).webm",
                         width: gridSize[0], height: gridSize[1], framesPerSecond: media.videoFrameRate,
                         videoSettings: videoSettings))
             }

@@ -192,7 +192,7 @@ struct SimulateCommandTests {
                 [
                     "-v", "warning", "-count_frames", "-show_entries",
                     "stream=codec_name,width,height,nb_read_frames:format=duration", "-of", "csv=p=0",
-                    folder.file("channel-\(channel).webm"),
+                    folder.file("\(channel).webm"),
                 ])
             #expect(probe.status == 0 && probe.stderr.isEmpty, "\(probe.stderr)")
             #expect(
@@ -208,7 +208,7 @@ struct SimulateCommandTests {
         let found = try runTool(
             Fixtures.pipebench, ["simulate", "--duration", "1", "--json", "--output", "out"], in: folder.path)
         #expect(found.status == 0, "\(found.stderr)")
-        #expect(FileManager.default.fileExists(atPath: folder.file("out/channel-channel-1.webm")))
+        #expect(FileManager.default.fileExists(atPath: folder.file("out/channel-1.webm")))
         // A copy of the executable with no samples near it, and a --samples folder without them:
         // one line naming where it looked, and a usage exit status.
         try FileManager.default.createDirectory(atPath: folder.file("bin"), withIntermediateDirectories: true)

@@ -534,7 +534,7 @@ struct JanusChannelTests {
 /// The mix of `channel` in `run`'s channel WebM (`pipebench join` writes one per joined
 /// channel), decoded by ffmpeg to mono 48 kHz.
 private func channelMix(_ run: JoinRun, _ channel: String) throws -> [Int16] {
-    let webm = run.folder.file("channel-\(channel).webm")
+    let webm = run.folder.file("\(channel).webm")
     let pcm = run.folder.file("mix-\(channel).pcm")
     try reference(
         "ffmpeg",
