@@ -101,5 +101,15 @@ struct ComposeTests {
             #expect(error.file == cut, "\(error)")
         }
         #expect(folder.contents == ["cut.ivf"])
+        // Audio alone: refused in words (it wrote black pictures).
+        let opus = folder.file("speech.opus")
+        try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
+        do {
+            try FileCompositor.compose(inputs: [opus], output: folder.file("audio.webm"))
+            Issue.record("an audio-only composition was written")
+        } catch let error as MediaError {
+            #expect(error.code == .invalidArgument && error.message.contains("no input has video"), "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.file("audio.webm")))
     }
 }

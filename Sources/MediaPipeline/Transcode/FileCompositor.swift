@@ -42,6 +42,11 @@ public enum FileCompositor {
         }
         let sources = try inputs.map(CompositionInput.init(path:))
         let tiles = sources.filter { $0.video != nil }
+        guard !tiles.isEmpty else {
+            throw MediaError.invalidArgument(
+                "compose: no input has video (\(inputs.joined(separator: ", "))): the grid needs at least one; "
+                    + "audio alone is re-encoded by `encode` or copied by `remux`")
+        }
         let layout = GridLayout(count: tiles.count, width: width, height: height)
         for (index, tile) in tiles.enumerated() {
             let cell = layout.cell(index)
