@@ -2,8 +2,8 @@ import MediaPipeline
 
 /// A channel's statistics reports summed up: over one 2 s interval (what `pipebench simulate`
 /// prints as it goes) or over a whole session (its closing table). Rates and delays are means
-/// over the reports (and remote users); counts since subscribing are the last report's, summed
-/// over users.
+/// over the reports (and remote users); counts are summed over users: since subscribing in a
+/// session's summary, within the interval in an interval's (``StatisticsIntervals``).
 public struct ChannelStatisticsSummary: Sendable, Equatable {
     /// The channel.
     public var channelId: String
@@ -27,6 +27,27 @@ public struct ChannelStatisticsSummary: Sendable, Equatable {
     public var nacksSent: Int64 = 0, keyframeRequestsSent: Int64 = 0
     /// Video, mean over reports: frames rendered per second per user.
     public var renderedFramesPerSecond = 0.0
+    /// Remote users reported on (audio or video).
+    public var users = 0
+
+    /// Audio and video frozen time per user (the sums divided by ``users``).
+    public var audioFrozenMsPerUser: Int64 { audioFrozenMs / Int64(max(users, 1)) }
+    public var videoFrozenMsPerUser: Int64 { videoFrozenMs / Int64(max(users, 1)) }
+
+    /// This summary's counts less `earlier`'s (both counted since subscribing): what happened
+    /// between the two. Means and rates stay this summary's.
+    public func since(_ earlier: ChannelStatisticsSummary) -> ChannelStatisticsSummary {
+        var interval = self
+        interval.audioFrames -= earlier.audioFrames
+        interval.audioFramesConcealed -= earlier.audioFramesConcealed
+        interval.audioPacketsRecovered -= earlier.audioPacketsRecovered
+        interval.audioFrozenMs -= earlier.audioFrozenMs
+        interval.videoFramesDecoded -= earlier.videoFramesDecoded
+        interval.videoFrozenMs -= earlier.videoFrozenMs
+        interval.nacksSent -= earlier.nacksSent
+        interval.keyframeRequestsSent -= earlier.keyframeRequestsSent
+        return interval
+    }
 
     /// Sums `records` per channel, in the order channels first reported.
     public static func summarize(_ records: some Sequence<StatisticsRecord>) -> [ChannelStatisticsSummary] {
@@ -72,15 +93,18 @@ public struct ChannelStatisticsSummary: Sendable, Equatable {
                 summary.keyframeRequestsSent += last.keyframeRequestsSent
             }
             summary.renderedFramesPerSecond = mean(videoReports.flatMap { $0.map(\.rendererOutputFrameRate) })
+            summary.users = Set((audio[id] ?? [:]).keys).union((video[id] ?? [:]).keys).count
             return summary
         }
     }
 }
 
 /// Cuts statistics reports into intervals as they come: a channel's reports up to its channel
-/// report (each interval's last) make one interval.
+/// report (each interval's last) make one interval, whose counts are what happened in it.
 public struct StatisticsIntervals {
     private var pending: [String: [StatisticsRecord]] = [:]
+    /// Each channel's counts since subscribing at its last interval.
+    private var previous: [String: ChannelStatisticsSummary] = [:]
 
     public init() {}
 
@@ -88,8 +112,9 @@ public struct StatisticsIntervals {
     public mutating func add(_ record: StatisticsRecord) -> (sessionMs: Int64, summary: ChannelStatisticsSummary)? {
         pending[record.channelId, default: []].append(record)
         guard case .channel = record.kind, let records = pending.removeValue(forKey: record.channelId),
-            let summary = ChannelStatisticsSummary.summarize(records).first
+            let cumulative = ChannelStatisticsSummary.summarize(records).first
         else { return nil }
-        return (record.sessionMs, summary)
+        defer { previous[record.channelId] = cumulative }
+        return (record.sessionMs, previous[record.channelId].map { cumulative.since($0) } ?? cumulative)
     }
 }

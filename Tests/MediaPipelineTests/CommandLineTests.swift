@@ -255,8 +255,18 @@ struct SimulateCommandTests {
                 #expect(loss > 2 && loss < 20, "\(loss) %")
             }
             let session = try #require(statistics["session"] as? [String: Any])
-            // The session's counts are the last interval's (counted since subscribing).
-            #expect(session["nacksSent"] as? Int == intervals.last?["nacksSent"] as? Int)
+            // An interval counts what happened in it; the session, since subscribing: the
+            // intervals' NACKs add up to at most the session's (it ends after the last one), and
+            // no interval holds more frozen time per user than its 2 s.
+            let nacks = intervals.compactMap { $0["nacksSent"] as? Int }
+            #expect(nacks.count == 2 && nacks.reduce(0, +) <= session["nacksSent"] as? Int ?? 0, "\(nacks)")
+            for interval in intervals {
+                let users = try #require(interval["users"] as? Int)
+                #expect(users == 2)
+                for key in ["audioFrozenMs", "videoFrozenMs"] {
+                    #expect((interval[key] as? Int ?? -1) >= 0 && (interval[key] as? Int ?? 0) <= 2000 * users)
+                }
+            }
             #expect((session["nacksSent"] as? Int ?? 0) > 0)
             #expect((session["audioPacketsRecovered"] as? Int ?? 0) > 0)
             #expect((session["audioFrames"] as? Int ?? 0) > 2 * 300)
