@@ -50,7 +50,8 @@ struct ChannelConformanceTests {
     /// The scenarios, as each reports itself done (``ConformanceRoom/done(_:)``): the driver
     /// expects every one of them from the child.
     static let scenarios = [
-        "joins", "connectionStates", "roles", "publishingRule", "localMutes", "remoteMutes", "relay",
+        "joins", "connectionStates", "roles", "publishingRule", "localMutes", "remoteMutes", "silentBroadcaster",
+        "relay",
     ]
 
     /// How long one condition may take to come true. Janus needs about a second from a join to
@@ -187,6 +188,21 @@ struct ChannelConformanceTests {
                 ])
             // Still receiving as audience.
             #expect(try viewer.channel("channel-2").remoteState(310, .audio) == .decoding)
+            // Another user's role is not the host's connection.
+            let hostConnections = try host.log("channel-2").connections
+            withKnownIssue(
+                """
+                On Janus a publisher that unpublishes stays listed for JanusTransport's 1.5 s grace \
+                (to tell becoming audience from leaving) while its subscription is already closed: the \
+                health check (every 250 ms) counts it as a missing connection and reports the \
+                subscriber's channel RECONNECTING (interrupted), then CONNECTED once the grace ends \
+                with userOffline becomeAudience.
+                """
+            ) {
+                #expect(hostConnections == ["connecting/connecting", "connected/joinSuccess"])
+            } when: {
+                transport.isJanus
+            }
             room.done("roles")
         }
     }
@@ -299,6 +315,24 @@ struct ChannelConformanceTests {
             try channel.muteRemoteVideoStream(610, mute: true)
             #expect(log.states(610, .video).last == "stopped/localMuted")
             #expect(viewer.engine.statistics.liveVideoDecoders == 0)
+            // Both muted: the host's packets stop coming to the viewer at all (Agora stops
+            // receiving them; the transport contract: an unsubscribed stream is not forwarded).
+            // Packets already on their way get 20 ticks (200 ms); then 50 ticks must bring none.
+            _ = await room.loudTicks(of: viewer, from: viewer.ticks, over: 20)
+            let arrived = try viewer.packetsArriving("channel-1", from: 610)
+            _ = await room.loudTicks(of: viewer, from: viewer.ticks, over: 50)
+            let arrivedLater = try viewer.packetsArriving("channel-1", from: 610)
+            withKnownIssue(
+                """
+                JanusTransport mutes a remote stream locally (its subscription's packet mapper drops the \
+                packets): Janus goes on forwarding it, so the bandwidth is still spent. A Janus \
+                subscriber would 'configure' the subscription's stream with send: false instead.
+                """
+            ) {
+                #expect(arrivedLater == arrived, "\(arrivedLater - arrived) packets of muted streams arrived")
+            } when: {
+                transport.isJanus
+            }
 
             try channel.muteRemoteAudioStream(610, mute: false)
             try channel.muteRemoteVideoStream(610, mute: false)
@@ -319,6 +353,51 @@ struct ChannelConformanceTests {
                     "subscribing→subscribed",
                 ])
             room.done("remoteMutes")
+        }
+    }
+
+    /// What Janus does differently with a broadcaster that publishes nothing.
+    static let silentBroadcasterOnJanus: Comment = """
+        Agora announces every broadcaster (onUserJoined), publishing or not, and LocalHub does; \
+        JanusTransport sees only the room's publishers, so a broadcaster whose channel publishes nothing \
+        (publish options off, or another channel publishing) is invisible on Janus until it publishes: \
+        then it is announced as it joined, and its first stream starts with reason INTERNAL, not \
+        REMOTE_UNMUTED.
+        """
+
+    @Test(
+        "a broadcaster that publishes nothing is a user: present at join, its first stream starts later",
+        .timeLimit(.minutes(1)), arguments: ConformanceTransport.all)
+    func silentBroadcaster(transport: ConformanceTransport) async throws {
+        try await ConformanceRoom.run(transport) { room in
+            let host = try room.user(frequency: 500)
+            let viewer = try room.user()
+            try host.join(
+                "channel-1", uid: 810, options: ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false))
+            try await room.waitFor("the host joined") { try host.channel("channel-1").isJoined }
+            #expect(try host.channel("channel-1").publishedMedia.isEmpty)
+            // The broadcasters present are announced before the join's answer: no wait needed.
+            try viewer.join("channel-1", uid: 820, options: .subscribeOnly, role: .audience)
+            try await room.waitFor("the viewer joined") { try viewer.channel("channel-1").isJoined }
+            let log = try viewer.log("channel-1")
+            withKnownIssue(Self.silentBroadcasterOnJanus) {
+                #expect(log.membership == ["joinSuccess(820)", "userJoined(810)"])
+            } when: {
+                transport.isJanus
+            }
+            try host.channel("channel-1").muteLocalAudioStream(false)
+            try await room.waitFor("the viewer decodes the host's audio") {
+                try viewer.channel("channel-1").remoteState(810, .audio) == .decoding
+            }
+            #expect(log.membership == ["joinSuccess(820)", "userJoined(810)"])
+            withKnownIssue(Self.silentBroadcasterOnJanus) {
+                // A present user's stream that starts is an unmute, as for any remote mute.
+                #expect(log.states(810, .audio) == ["starting/remoteUnmuted", "decoding/remoteUnmuted"])
+            } when: {
+                transport.isJanus
+            }
+            #expect(log.states(810, .video).isEmpty)
+            room.done("silentBroadcaster")
         }
     }
 
@@ -407,6 +486,11 @@ extension ChannelConformanceTests {
                 return String(line.dropFirst(ConformanceRoom.doneMarker.count + 7))
             })
         #expect(done == Set(Self.scenarios), "Janus scenarios done: \(done.sorted())\n\(report)")
+        // The child's verdicts, known issues (Janus's differences) included, for the log.
+        let verdicts = (stdout + stderr).split(separator: "\n").filter {
+            ($0.hasPrefix("✔ Test") || $0.hasPrefix("━ Test") || $0.hasPrefix("✘ Test")) && $0.contains(" after ")
+        }
+        print(verdicts.map { "ChannelConformance over Janus: \($0)" }.joined(separator: "\n"))
         print("ChannelConformance: the Janus variants took \(String(format: "%.1f", elapsed)) s in the child")
         server.stop()
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
@@ -433,7 +517,7 @@ final class ConformanceRoom: @unchecked Sendable {
     let transport: ConformanceTransport
     let clock = WallClock()
     private let hub: LocalHub?
-    private let members = Mutex<[ConformanceUser]>([])
+    fileprivate let members = Mutex<[ConformanceUser]>([])
     private let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     /// The first error of a push, which the scenario fails on.
@@ -453,6 +537,26 @@ final class ConformanceRoom: @unchecked Sendable {
         let room = ConformanceRoom(transport)
         do {
             try await body(room)
+            // With a server that stays up, no channel ever reconnects: the connection state is
+            // the local user's link to the server, whatever other users do.
+            withKnownIssue(
+                """
+                Janus announces a new publisher (a join, an audience member becoming broadcaster, a \
+                relay, an unmute of a broadcaster that published nothing) before its feed can be \
+                subscribed to: a subscriber that asks at once gets VideoRoom error 428 "No such feed", \
+                and JanusTransport's health check then reports the subscriber's own channel \
+                RECONNECTING (interrupted, "missing: user N") until the subscription is made anew \
+                on a later tick (CONNECTED again). Seen in some runs only: it depends on who asks first.
+                """, isIntermittent: true
+            ) {
+                for (index, user) in room.members.withLock({ $0 }).enumerated() {
+                    for (id, log) in user.logs where log.connections.contains(where: { $0.hasPrefix("reconnecting") }) {
+                        Issue.record("user \(index) in \(id): \(log.connections)\n\(room.summary)")
+                    }
+                }
+            } when: {
+                transport.isJanus
+            }
         } catch {
             await room.close()
             throw error
@@ -582,6 +686,9 @@ final class ConformanceUser: @unchecked Sendable {
     /// The events of channel `id`.
     func log(_ id: String) throws -> EventLog { try entry(id).1 }
 
+    /// The event logs of every channel, by id.
+    var logs: [String: EventLog] { channels.withLock { $0.mapValues(\.1) } }
+
     private func entry(_ id: String) throws -> (MediaChannel, EventLog) {
         try channels.withLock { channels in
             if let entry = channels[id] { return entry }
@@ -597,6 +704,18 @@ final class ConformanceUser: @unchecked Sendable {
         let channel = try self.channel(id)
         try channel.setClientRole(role)
         try channel.join(uid: uid, options: options)
+    }
+
+    /// The RTP packets from `uid` in channel `id` that reached this user so far: on LocalHub
+    /// what the hub delivered to the engine (the hub is the server and the link in one), on
+    /// Janus what arrived on the subscription's connection (before anything on this side
+    /// filters it).
+    func packetsArriving(_ id: String, from uid: UInt32) throws -> Int64 {
+        if let janus {
+            return janus.statistics.filter { $0.channelId == id && $0.publisher == uid }.map(\.rtpReceived).reduce(0, +)
+        }
+        // One remote user in the scenarios that ask: the channel's count is that user's.
+        return try channel(id).statistics.rxPackets
     }
 
     /// Playout ticks so far.
