@@ -472,11 +472,19 @@ extension ChannelConformanceTests {
         let stdout = (try? String(contentsOfFile: folder.file("stdout"), encoding: .utf8)) ?? ""
         let stderr = (try? String(contentsOfFile: folder.file("stderr"), encoding: .utf8)) ?? ""
         // The failing tests and issues, then the end of the output.
-        let failures = stdout.split(separator: "\n").filter { $0.contains("✘") || $0.contains("recorded an issue") }
+        // swift-testing writes its results to standard error; the scenarios' markers go to
+        // standard output. The failing tests and issues first (each issue's details follow its
+        // line), then the end of both.
+        let lines = stderr.split(separator: "\n")
+        var failures: [Substring] = []
+        for (index, line) in lines.enumerated() where line.hasPrefix("✘") {
+            failures.append(line)
+            failures += lines[(index + 1)...].prefix { $0.hasPrefix(" ") || $0.hasPrefix("↳") }.prefix(30)
+        }
         let report =
             "child: \(timedOut ? "killed after \(Int(Self.childBoundSeconds)) s" : "exit \(child.terminationStatus)")"
             + " after \(String(format: "%.1f", elapsed)) s\n"
-            + failures.joined(separator: "\n") + "\n--- stdout (end) ---\n" + String(stdout.suffix(6000))
+            + failures.joined(separator: "\n") + "\n--- stdout (end) ---\n" + String(stdout.suffix(2000))
             + "\n--- stderr (end) ---\n" + String(stderr.suffix(3000))
         #expect(!timedOut && child.terminationReason == .exit && child.terminationStatus == 0, "\(report)")
         // Every Janus scenario ran to its end: a child that ran nothing cannot pass.
