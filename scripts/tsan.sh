@@ -11,9 +11,9 @@ bash scripts/install-deps.sh
 # processes, and the ThreadSanitizer build of pipebench dies at start (signal 11) when a test
 # spawns it. keyframeIsPaced times packets in milliseconds, which ThreadSanitizer's slowness
 # distorts (an unpaced keyframe takes 36 ms to send under it); it runs in the normal suite.
-# ChannelConformanceTests is left out too: its Janus variants run this test binary as a child
-# process (the same death at start), and its LocalHub variants run media in real time, which
-# ThreadSanitizer's slowdown would turn into timeouts.
+# ChannelConformanceTests is left out too: its Janus variants run the test binary as a child
+# process inside a namespace (not tried under ThreadSanitizer), and its LocalHub variants run
+# media in real time, which ThreadSanitizer's slowdown would distort as it does keyframeIsPaced.
 # The WebRTC transport's suites (ICE agent, DTLS-SRTP, connections, garbage) and Janus signalling
 # (a real Janus in a network namespace: root) run too; the C libraries (libnice, GLib, OpenSSL,
 # libsrtp2) are not instrumented, so only the Swift side and the CWebRTC glue are checked.
