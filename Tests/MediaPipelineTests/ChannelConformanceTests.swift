@@ -562,7 +562,8 @@ final class ConformanceRoom: @unchecked Sendable {
                 subscribed to: a subscriber that asks at once gets VideoRoom error 428 "No such feed", \
                 and JanusTransport's health check then reports the subscriber's own channel \
                 RECONNECTING (interrupted, "missing: user N") until the subscription is made anew \
-                on a later tick (CONNECTED again). Seen in some runs only: it depends on who asks first.
+                on a later tick (CONNECTED again); it depends on who asks first. And a publisher that \
+                unpublishes (becomes audience) does the same to its subscribers for 1.5 s (see roles).
                 """, isIntermittent: true
             ) {
                 for (index, user) in room.members.withLock({ $0 }).enumerated() {
