@@ -122,6 +122,10 @@ public struct ImpairmentResult: Sendable {
     public var packetsLostByLinks: Int64, packetsOffered: Int64
     /// Virtual seconds simulated, and the wall time it took.
     public var durationSeconds: Double, elapsedSeconds: Double
+    /// Time from the impaired viewer's join to each remote stream's first decoded audio and
+    /// picture (`firstRemoteAudioFrame` / `firstRemoteVideoFrame`), the slowest stream's, in ms
+    /// (-1 when a stream never showed one).
+    public var firstAudioMsMax: Int64 = -1, firstVideoMsMax: Int64 = -1
 }
 
 /// Runs the impairment matrix: per cell, a session of `channels` × `usersPerChannel` remote
@@ -185,6 +189,8 @@ public final class ImpairmentRunner {
         /// The clock time of each video tick, in milliseconds.
         var videoTickTimes: [Int64] = []
         var audioReports: [StreamKey: [RemoteAudioStats]] = [:]
+        /// Each stream's first decoded audio and picture, in ms after the join.
+        var firstAudioMs: [StreamKey: Int64] = [:], firstVideoMs: [StreamKey: Int64] = [:]
         var videoStats: [StreamKey: RemoteVideoStats] = [:]
         var bytesRetransmitted: Int64 = 0
         var keyframeRequests: Int64 = 0
@@ -490,16 +496,34 @@ public final class ImpairmentRunner {
             keyframeRequests: capture.keyframeRequests, keyframeRequestsPerStreamMax: keyframesMax,
             nacksSent: nacks, bytesRetransmitted: capture.bytesRetransmitted,
             packetsLostByLinks: capture.packetsLost, packetsOffered: capture.packetsOffered,
-            durationSeconds: durationSeconds, elapsedSeconds: elapsed)
+            durationSeconds: durationSeconds, elapsedSeconds: elapsed,
+            firstAudioMsMax: capture.slowestFirst(\.firstAudioMs), firstVideoMsMax: capture.slowestFirst(\.firstVideoMs)
+        )
     }
 }
 
 extension ImpairmentRunner.Capture {
+    /// The slowest stream's first frame (ms after the join) among every stream seen; -1 when a
+    /// stream with media never had one.
+    func slowestFirst(_ firsts: KeyPath<ImpairmentRunner.Capture, [StreamKey: Int64]>) -> Int64 {
+        let seen = self[keyPath: firsts]
+        guard !streams.isEmpty, streams.keys.allSatisfy({ seen[$0] != nil }) else { return -1 }
+        return seen.values.max() ?? -1
+    }
+
     /// Keeps each remote user's audio statistics reports, in order.
     func record(_ event: ChannelEvent, channelId: String) {
-        guard case .remoteAudioStats(let stats) = event else { return }
-        lock.withLock {
-            audioReports[StreamKey(channelId: channelId, uid: stats.uid), default: []].append(stats)
+        switch event {
+        case .remoteAudioStats(let stats):
+            lock.withLock {
+                audioReports[StreamKey(channelId: channelId, uid: stats.uid), default: []].append(stats)
+            }
+        case .firstRemoteAudioFrame(let uid, let elapsedMs, _):
+            lock.withLock { firstAudioMs[StreamKey(channelId: channelId, uid: uid)] = elapsedMs }
+        case .firstRemoteVideoFrame(let uid, _, _, let elapsedMs, _):
+            lock.withLock { firstVideoMs[StreamKey(channelId: channelId, uid: uid)] = elapsedMs }
+        default:
+            break
         }
     }
 }

@@ -79,8 +79,8 @@ struct MatrixCommand: ParsableCommand {
     static let header =
         "| loss % | burst | jitter ms | reorder % | RTT ms | audio concealed % (audible) | audio delay ms (jitter p95) | audio SNR dB "
         + "| FEC | video frozen % | wrong pictures | video PSNR dB | keyframe req. (max/stream) | NACKs "
-        + "| KB resent | link loss % |\n"
-        + "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        + "| KB resent | link loss % | first audio / picture ms |\n"
+        + "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 
     static func row(_ result: ImpairmentResult) -> String {
         let cell = result.cell
@@ -88,13 +88,14 @@ struct MatrixCommand: ParsableCommand {
             result.packetsOffered > 0 ? Double(result.packetsLostByLinks) * 100 / Double(result.packetsOffered) : 0
         return String(
             format:
-                "| %.0f | %@ | %.0f | %.0f | %.0f | %.2f (%.2f) | %.0f (%.0f) | %.1f | %lld | %.2f | %d | %.1f | %lld (%lld) | %lld | %.0f | %.1f |",
+                "| %.0f | %@ | %.0f | %.0f | %.0f | %.2f (%.2f) | %.0f (%.0f) | %.1f | %lld | %.2f | %d | %.1f | %lld (%lld) | %lld | %.0f | %.1f | %lld / %lld |",
             cell.lossPercent, cell.lossPercent > 0 && cell.meanBurstLength > 1 ? "\(Int(cell.meanBurstLength))" : "1",
             cell.jitterMs, cell.reorderPercent, cell.roundTripMs, result.audioConcealedPercent,
             result.audioAudibleConcealedPercent, result.audioMeanDelayMs,
             cell.jitterP95Ms, result.audioSNRdB, result.audioPacketsRecoveredByFEC, result.videoFrozenPercent,
             result.videoWrongPictures, result.videoPSNRdB, result.keyframeRequests,
-            result.keyframeRequestsPerStreamMax, result.nacksSent, Double(result.bytesRetransmitted) / 1000, linkLoss)
+            result.keyframeRequestsPerStreamMax, result.nacksSent, Double(result.bytesRetransmitted) / 1000, linkLoss,
+            result.firstAudioMsMax, result.firstVideoMsMax)
     }
 
     static func table(_ results: [ImpairmentResult], channels: Int, users: Int, duration: Double, seed: UInt64)
@@ -119,6 +120,7 @@ struct MatrixCommand: ParsableCommand {
             "audioMeanDelayMs": result.audioMeanDelayMs,
             "audioSNRdB": result.audioSNRdB, "audioPacketsRecoveredByFEC": result.audioPacketsRecoveredByFEC,
             "videoFrozenPercent": result.videoFrozenPercent, "videoWrongPictures": result.videoWrongPictures,
+            "firstAudioMsMax": result.firstAudioMsMax, "firstVideoMsMax": result.firstVideoMsMax,
             "videoPSNRdB": result.videoPSNRdB, "keyframeRequests": result.keyframeRequests,
             "keyframeRequestsPerStreamMax": result.keyframeRequestsPerStreamMax, "nacksSent": result.nacksSent,
             "bytesRetransmitted": result.bytesRetransmitted, "packetsLostByLinks": result.packetsLostByLinks,

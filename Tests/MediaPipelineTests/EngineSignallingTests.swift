@@ -6,6 +6,46 @@ import Testing
 
 @Suite("Engine: asynchronous signalling and connection states")
 struct EngineSignallingTests {
+    @Test(
+        "first remote frames: each stream's first decoded audio and picture are reported once, after the join and after the subscribe"
+    )
+    func firstRemoteFrames() throws {
+        let session = TestSession()
+        let (host, viewer) = try session.hostAndViewer()
+        try session.run(ticks: 100, video: true)
+        func firsts() -> (audio: [(Int64, Int64)], video: [(Int, Int, Int64, Int64)]) {
+            var audio: [(Int64, Int64)] = []
+            var video: [(Int, Int, Int64, Int64)] = []
+            for event in viewer.logs["a"]!.events {
+                if case .firstRemoteAudioFrame(1, let elapsed, let since) = event { audio.append((elapsed, since)) }
+                if case .firstRemoteVideoFrame(1, let width, let height, let elapsed, let since) = event {
+                    video.append((width, height, elapsed, since))
+                }
+            }
+            return (audio, video)
+        }
+        var (audio, video) = firsts()
+        #expect(audio.count == 1 && video.count == 1, "\(audio) \(video)")
+        // Both joined at the session's start: since-subscribe at most elapsed, within the 1 s run
+        // (a picture can decode in the tick it was sent: the hub here has no delay; audio waits
+        // for the jitter buffer's start delay).
+        if let first = audio.first { #expect(first.0 > 0 && first.0 < 1000 && first.1 <= first.0) }
+        if let first = video.first {
+            #expect(first.0 == 160 && first.1 == 90 && first.2 >= 0 && first.2 < 1000 && first.3 <= first.2, "\(first)")
+        }
+        // Unsubscribed and subscribed again 1 s later: a second first picture, counted from the
+        // new subscribe (well under the time since the join).
+        let channel = try viewer.channel("a")
+        try channel.muteRemoteVideoStream(1, mute: true)
+        try session.run(ticks: 100, video: true)
+        try channel.muteRemoteVideoStream(1, mute: false)
+        try session.run(ticks: 100, video: true)
+        (audio, video) = firsts()
+        #expect(audio.count == 1 && video.count == 2, "\(audio) \(video)")
+        if video.count == 2 { #expect(video[1].2 >= 2000 && video[1].3 < 1000, "\(video[1])") }
+        _ = host
+    }
+
     /// A host (uid 1, on the hub directly) publishing in "a", and a user whose transport is scripted.
     private func room() throws -> (TestSession, ScriptedTransport, host: TestUser, user: TestUser) {
         let session = TestSession()

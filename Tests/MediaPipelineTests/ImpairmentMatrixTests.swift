@@ -22,6 +22,10 @@ struct ImpairmentMatrixTests {
         #expect(result.audioSNRdB >= 40, "\(result.audioSNRdB) dB")
         #expect(result.videoWrongPictures == 0 && result.videoFrozenPercent == 0)
         #expect(result.videoPSNRdB >= 35, "\(result.videoPSNRdB) dB")
+        // Every stream's first audio and picture after the join, within the jitter buffers'
+        // start and a keyframe's trip (the publishers' first frames are keyframes).
+        #expect(result.firstAudioMsMax > 0 && result.firstAudioMsMax <= 1000, "\(result.firstAudioMsMax) ms")
+        #expect(result.firstVideoMsMax >= 0 && result.firstVideoMsMax <= 1000, "\(result.firstVideoMsMax) ms")
     }
 
     @Test("10 % loss, 20 ms jitter, RTT 50 ms: audio concealed ≤ 1.5 %, video frozen ≤ 2 %, PSNR ≥ 35 dB")

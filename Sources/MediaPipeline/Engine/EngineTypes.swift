@@ -263,6 +263,15 @@ public enum ChannelEvent: Sendable, Equatable {
         uid: UInt32, state: RemoteStreamState, reason: RemoteStreamStateReason, elapsedMs: Int64)
     /// A remote user's decoded video has a new size.
     case videoSizeChanged(uid: UInt32, width: Int, height: Int)
+    /// The first 10 ms of a remote user's audio was decoded since it was subscribed to:
+    /// `elapsedMs` after the local user's join (Agora's `firstRemoteAudioFrame`), and
+    /// `sinceSubscribeMs` after its receiver started (the join, a remote unmute, the user's
+    /// first audio).
+    case firstRemoteAudioFrame(uid: UInt32, elapsedMs: Int64, sinceSubscribeMs: Int64)
+    /// The first picture of a remote user's video was decoded since it was subscribed to, of
+    /// `width` × `height`: `elapsedMs` after the local user's join (Agora's
+    /// `firstRemoteVideoFrame`), `sinceSubscribeMs` after its receiver started.
+    case firstRemoteVideoFrame(uid: UInt32, width: Int, height: Int, elapsedMs: Int64, sinceSubscribeMs: Int64)
     /// The loudest remote speakers over the last interval (at most 3), and the mix's level.
     case audioVolumeIndication(speakers: [AudioVolumeInfo], totalVolume: Int)
     /// The media relay changed state.

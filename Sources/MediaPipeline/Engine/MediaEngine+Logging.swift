@@ -46,6 +46,14 @@ extension MediaEngine {
             logger.debug("subscription to user \(uid) \(kind) \(old) -> \(new)", metadata: metadata)
         case .videoSizeChanged(let uid, let width, let height):
             logger.debug("user \(uid) video \(width)x\(height)", metadata: metadata)
+        case .firstRemoteAudioFrame(let uid, let elapsedMs, let sinceSubscribeMs):
+            logger.debug(
+                "user \(uid) first audio \(elapsedMs) ms after the join, \(sinceSubscribeMs) ms after subscribing",
+                metadata: metadata)
+        case .firstRemoteVideoFrame(let uid, let width, let height, let elapsedMs, let sinceSubscribeMs):
+            logger.debug(
+                "user \(uid) first picture (\(width)x\(height)) \(elapsedMs) ms after the join, \(sinceSubscribeMs) ms after subscribing",
+                metadata: metadata)
         case .recordingStarted(let uid, let path):
             logger.info("recording user \(uid) to \(path)", metadata: metadata)
         case .recordingStopped(let uid, let path, let audioFrames, let videoFrames):

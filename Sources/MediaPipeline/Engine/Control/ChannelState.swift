@@ -49,6 +49,9 @@ struct RemoteUser {
     var lastKeyframeRequest: Int64?
     /// Clock time of the last decoded video frame (microseconds).
     var lastDecodedAt: Int64?
+    /// Per kind: when its receiver started (the subscribe), until its first frame is reported
+    /// (`firstRemoteAudioFrame` / `firstRemoteVideoFrame`), then nil.
+    var awaitingFirstFrameSince = PerMedia<Int64?>(nil)
     /// The round trip to the user, from its answers to our reference times (RTCP XR), if measured.
     var roundTripMicroseconds: Int64?
     /// What its statistics count, and the last ones reported.

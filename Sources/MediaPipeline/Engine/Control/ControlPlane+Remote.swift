@@ -121,6 +121,7 @@ extension ControlPlane {
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil
         }
+        channels[c].users[u].awaitingFirstFrameSince[kind] = now
         setSubscribe(c, u, kind, .subscribing)
     }
 

@@ -43,6 +43,14 @@ extension ControlPlane {
         case .audio:
             channels[c].stats.audioFramesDecoded += 1
             reportDecoding(c, u, .audio)
+            if let since = channels[c].users[u].awaitingFirstFrameSince.audio {
+                channels[c].users[u].awaitingFirstFrameSince.audio = nil
+                emit(
+                    c,
+                    .firstRemoteAudioFrame(
+                        uid: channels[c].users[u].uid, elapsedMs: channels[c].elapsedMs(now),
+                        sinceSubscribeMs: (now - since) / 1000))
+            }
             return true
         case .concealed, .comfortNoise:
             return true
@@ -77,6 +85,14 @@ extension ControlPlane {
             channels[c].users[u].lastDecodedAt = now
             if !awaitingKeyframe { reportDecoding(c, u, .video) }
             let (width, height) = (receiver.width, receiver.height)
+            if let since = channels[c].users[u].awaitingFirstFrameSince.video {
+                channels[c].users[u].awaitingFirstFrameSince.video = nil
+                emit(
+                    c,
+                    .firstRemoteVideoFrame(
+                        uid: uid, width: width, height: height, elapsedMs: channels[c].elapsedMs(now),
+                        sinceSubscribeMs: (now - since) / 1000))
+            }
             if width != channels[c].users[u].reportedWidth || height != channels[c].users[u].reportedHeight {
                 channels[c].users[u].reportedWidth = width
                 channels[c].users[u].reportedHeight = height
