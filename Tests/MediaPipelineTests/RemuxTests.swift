@@ -158,5 +158,15 @@ struct IVFLengthTests {
         } catch let error as MediaError {
             #expect(error.code == .truncated && error.message.contains("declares 90"), "\(error)")
         }
+        // A container fuzzer's find: frame timestamps near Int64's ends (the span overflowed).
+        let seed = try [UInt8](
+            Data(
+                contentsOf: URL(
+                    fileURLWithPath: Fixtures.packageRoot + "/Fuzz/Seeds/containers/ivf-regression-huge-timestamps")))
+        let huge = folder.file("huge.ivf")
+        try Data(seed.dropFirst()).write(to: URL(fileURLWithPath: huge))
+        do {
+            _ = try VideoFileDecoder.decode(input: huge, output: .none, computeMD5: true)
+        } catch is MediaError {}  // an error is fine; a trap is not
     }
 }

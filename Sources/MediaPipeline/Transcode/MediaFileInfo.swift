@@ -186,9 +186,12 @@ extension MediaFileInfo {
 /// IVF timestamps count time-base units; most files step one unit per frame, but some writers
 /// use a millisecond time base. The duration adds one average frame step to the span.
 enum IVFTiming {
+    /// Saturating: timestamps read from a file may be anything.
     static func durationUnits(first: Int64, last: Int64, frames: Int) -> Int64 {
         guard frames > 1, last > first else { return Int64(max(frames, 1)) }
-        let span = last - first
-        return span + span / Int64(frames - 1)
+        let (span, overflow) = last.subtractingReportingOverflow(first)
+        guard !overflow else { return .max }
+        let (units, beyond) = span.addingReportingOverflow(span / Int64(frames - 1))
+        return beyond ? .max : units
     }
 }
