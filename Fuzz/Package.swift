@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// libFuzzer harnesses for MediaPipeline's file parsers and its RTP/RTCP readers (see ../README.md, "Fuzzing").
+// libFuzzer harnesses for MediaPipeline's file parsers and its RTP/RTCP readers (see ../docs/testing.md, "Fuzzing").
 // Build: swift build --package-path Fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
 import Foundation
 import PackageDescription

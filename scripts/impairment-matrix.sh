@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the impairment matrix (README, "Loss, jitter and recovery"): every cell of loss ×
+# Regenerates the impairment matrix (docs/impairment-matrix.md, shown in docs/loss-and-recovery.md): every cell of loss ×
 # jitter × reordering × round trip, 2 channels × 4 remote users for 30 s each, measured against a
 # lossless twin viewer. Runs two processes (one per core) and takes about half an hour here.
 #   scripts/impairment-matrix.sh                 the whole matrix into docs/impairment-matrix.md
@@ -19,13 +19,4 @@ mkdir -p docs
     paste -d '\n' <(tail -n +4 "$out/0.md") <(tail -n +4 "$out/1.md") | sed '/^$/d'
 } > docs/impairment-matrix.md.partial
 mv docs/impairment-matrix.md.partial docs/impairment-matrix.md
-# The README carries the table between its markers.
-python3 - <<'PY'
-import re
-table = open("docs/impairment-matrix.md").read().strip()
-readme = open("README.md").read()
-readme = re.sub(r"<!-- matrix:start -->.*<!-- matrix:end -->",
-                "<!-- matrix:start -->\n" + table + "\n<!-- matrix:end -->", readme, flags=re.S)
-open("README.md", "w").write(readme)
-PY
-echo "docs/impairment-matrix.md and README.md updated"
+echo "docs/impairment-matrix.md updated"

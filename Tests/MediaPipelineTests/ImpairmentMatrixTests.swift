@@ -2,7 +2,7 @@ import MediaPipeline
 import MediaPipelineTesting
 import Testing
 
-/// The impairment matrix's measures on short sessions (the README's table runs 2 channels × 4
+/// The impairment matrix's measures on short sessions (docs/impairment-matrix.md runs 2 channels × 4
 /// users for 30 s per cell: `pipebench matrix`).
 @Suite("Impairment matrix (short sessions)")
 struct ImpairmentMatrixTests {
