@@ -54,7 +54,10 @@ struct InfoCommand: ParsableCommand {
                     description = text
                 case nil:
                     fields.merge(["frames": track.frames, "durationSeconds": track.durationSeconds]) { $1 }
-                    description = String(format: "%@, not decoded here, %d frames", track.codecID ?? "", track.frames)
+                    if let reason = track.notDecodedReason { fields["notDecoded"] = reason }
+                    description = String(
+                        format: "%@, not decoded here%@, %d frames", track.codecID ?? "",
+                        track.notDecodedReason.map { " (\($0))" } ?? "", track.frames)
                 }
                 tracks.append(fields)
                 lines.append("  track \(track.trackNumber ?? 0): " + description)

@@ -11,7 +11,8 @@ struct MatrixCommand: ParsableCommand {
             + "round trip, against a lossless run of the same session.",
         discussion: "Each cell is a session of --channels × --users remote broadcasters encoding their own speech "
             + "and picture live, received by one local user. Prints one row per cell as it finishes and, with "
-            + "--markdown, writes the table (docs/impairment-matrix.md) to a file. --targets runs the cells the targets name.")
+            + "--markdown, writes the table (docs/impairment-matrix.md) to a file. --targets runs the cells the targets name."
+    )
 
     @Option(help: "Channels.") var channels = 2
     @Option(help: "Remote broadcasters per channel.") var users = 4

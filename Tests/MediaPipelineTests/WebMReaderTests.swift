@@ -71,6 +71,40 @@ struct WebMReaderTests {
         }
     }
 
+    @Test(
+        "a WebM whose audio is 5.1 Opus (multistream, as ffmpeg writes it): the track is listed and skipped, the video decodes"
+    )
+    func surroundOpusSkipped() throws {
+        let folder = TemporaryFolder()
+        let path = folder.file("surround.webm")
+        _ = try reference(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=64x36:rate=10:duration=1", "-f", "lavfi",
+                "-i", "sine=duration=1", "-ac", "6", "-c:v", "libvpx", "-c:a", "libopus", "-mapping_family", "1",
+                "-shortest", path,
+            ])
+        let reader = try WebMReader(path: path)
+        let audio = try #require(reader.tracks.first { $0.codecID == "A_OPUS" })
+        #expect(audio.codec == nil && audio.unsupportedReason?.contains("multistream, 6 channels") == true)
+        let info = try pipebench(["info", path])
+        #expect(info.status == 0 && info.stdout.contains("not decoded here (") && info.stdout.contains("VP8 64x36"))
+        let y4m = folder.file("video.y4m")
+        let decoded = try pipebench(["decode", path, y4m, "--md5", "--quiet"])
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        // The pictures are ffmpeg's own decode of the track, frame for frame.
+        let ours = decoded.stdout.split(separator: "\n").map { String($0.prefix(32)) }
+        let theirs = try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-f", "framemd5", "-pix_fmt", "yuv420p", "-"]
+        ).split(separator: "\n").filter { !$0.hasPrefix("#") }.map {
+            String($0.split(separator: ",").last!.trimmingCharacters(in: .whitespaces))
+        }
+        #expect(ours.count == 10 && ours == theirs, "\(ours) \(theirs)")
+        let wav = try pipebench(["decode", path, folder.file("audio.wav")])
+        #expect(wav.status == 1 && wav.stderr.contains("Opus track 2 is not decoded here"), "\(wav.stderr)")
+    }
+
     @Test("numbers read from files convert checked: NaN, infinities and values out of range are typed errors")
     func checkedConversions() throws {
         #expect(try 48_000.4.checkedInteger("rate", in: 0...Int(UInt32.max)) == 48_000)

@@ -593,6 +593,12 @@ public final class WebMReader {
             } else {
                 do {
                     head = try OpusHead.parse(track.codecPrivate)
+                } catch let error as MediaError where error.code == .unsupported {
+                    // A variant not handled here (multistream Opus): the track is listed and
+                    // skipped, the rest of the file read.
+                    track.codec = nil
+                    track.unsupportedReason = error.message
+                    return track
                 } catch let error as MediaError {
                     throw MediaError(error.code, "\(entry.label): CodecPrivate: \(error.message)")
                 }

@@ -25,6 +25,9 @@ public struct WebMTrackInfo: Sendable, Equatable {
     /// Opus: the identification header (from the CodecPrivate, or built from the channel
     /// count), its pre-skip taken from CodecDelay when the track has one.
     public var opusHead: OpusHead?
+    /// Why a track of a codec MediaPipeline knows is not decoded here (an Opus track of more
+    /// than two channels, multistream): ``codec`` is then nil, and commands skip the track.
+    public var unsupportedReason: String?
 
     /// True for a video track (type 1).
     public var isVideo: Bool { type == 1 }

@@ -37,6 +37,10 @@ public enum AudioFileDecoder {
         guard let track = reader.tracks.firstIndex(where: { $0.codec == .opus }),
             let head = reader.tracks[track].opusHead
         else {
+            if let skipped = reader.tracks.first(where: { $0.unsupportedReason != nil }) {
+                throw MediaError.unsupported(
+                    "Opus track \(skipped.number) is not decoded here: \(skipped.unsupportedReason!)", file: input)
+            }
             throw MediaError.unsupported(
                 "has no Opus track (tracks: \(reader.tracks.map(\.codecID).joined(separator: ", ")))", file: input)
         }

@@ -38,6 +38,8 @@ public struct MediaFileInfo: Sendable, Equatable {
     public var trackNumber: Int?
     /// See ``trackNumber``.
     public var codecID: String?
+    /// WebM: why a track of a known codec is not decoded here (``WebMTrackInfo/unsupportedReason``).
+    public var notDecodedReason: String?
     /// Average compressed bitrate in bits per second (0 for raw formats).
     public var bitrateBitsPerSecond: Double { durationSeconds > 0 ? Double(compressedBytes) * 8 / durationSeconds : 0 }
 
@@ -121,9 +123,11 @@ extension MediaFileInfo {
             var info = MediaFileInfo(path: path, kind: .webm, codec: track.codec, durationSeconds: 0)
             info.trackNumber = track.number
             info.codecID = track.codecID
+            info.notDecodedReason = track.unsupportedReason
             info.width = track.width
             info.height = track.height
-            info.sampleRate = Int(track.samplingFrequency)
+            // Any value for a track not decoded here: one no integer holds reads as unknown (0).
+            info.sampleRate = (try? track.samplingFrequency.checkedInteger("", in: 0...Int(UInt32.max))) ?? 0
             info.channelCount = track.channelCount
             if let head = track.opusHead {
                 info.preSkip = head.preSkip
