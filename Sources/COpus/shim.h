@@ -2,6 +2,7 @@
 #define COPUS_SHIM_H
 
 #include <opus/opus.h>
+#include <opus/opus_multistream.h>
 
 // opus_encoder_ctl / opus_decoder_ctl are variadic and their request macros are function-like:
 // Swift can call neither, so each request gets one prefixed wrapper here. No logic.
@@ -27,5 +28,6 @@ static inline int copus_decoder_set_gain(OpusDecoder *st, opus_int32 v) { return
 static inline int copus_decoder_get_gain(OpusDecoder *st, opus_int32 *v) { return opus_decoder_ctl(st, OPUS_GET_GAIN(v)); }
 static inline int copus_decoder_get_last_packet_duration(OpusDecoder *st, opus_int32 *v) { return opus_decoder_ctl(st, OPUS_GET_LAST_PACKET_DURATION(v)); }
 static inline int copus_decoder_reset_state(OpusDecoder *st) { return opus_decoder_ctl(st, OPUS_RESET_STATE); }
+static inline int copus_ms_decoder_set_gain(OpusMSDecoder *st, opus_int32 v) { return opus_multistream_decoder_ctl(st, OPUS_SET_GAIN(v)); }
 
 #endif

@@ -154,8 +154,13 @@ struct MalformedInputTests {
             $0[28 + 9] = 0
             fixCRC(&$0, page: 0)
         }
-        try expectRejected(files.opus, f, "mapping family 1", code: .unsupported) {
+        // Family 1 needs its channel mapping table after the 19 bytes; family 2 is not read here.
+        try expectRejected(files.opus, f, "23 needed for its channel mapping") {
             $0[28 + 18] = 1
+            fixCRC(&$0, page: 0)
+        }
+        try expectRejected(files.opus, f, "mapping family 2", code: .unsupported) {
+            $0[28 + 18] = 2
             fixCRC(&$0, page: 0)
         }
         try expectRejected(files.opus, f, "not an opus identification header") {

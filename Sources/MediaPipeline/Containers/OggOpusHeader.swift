@@ -10,8 +10,17 @@ public struct OpusHead: Sendable, Equatable {
     public var inputSampleRate: Int
     /// Gain to apply to the decoded output, in 1/256 dB.
     public var outputGainQ8dB: Int = 0
-    /// Channel mapping family: 0 for mono/stereo in one stream.
+    /// Channel mapping family: 0 for mono/stereo in one stream, 1 for up to 8 channels in
+    /// Vorbis order over several streams (RFC 7845 §5.1.1).
     public var mappingFamily: UInt8 = 0
+    /// Family 1: the Opus streams in each packet, how many of them are stereo (coupled), and
+    /// for each output channel the decoded channel it takes (255: silence).
+    public var streamCount = 1, coupledStreamCount = 0
+    public var channelMapping: [UInt8] = []
+
+    /// The channels MediaPipeline decodes the stream to: its own, or stereo (folded down) for
+    /// more than two.
+    public var decodedChannelCount: Int { min(2, channelCount) }
 
     /// A header for a single-stream mono or stereo file.
     public init(channelCount: Int, preSkip: Int, inputSampleRate: Int, outputGainQ8dB: Int = 0) {
@@ -30,6 +39,11 @@ public struct OpusHead: Sendable, Equatable {
         bytes.appendLE32(UInt32(inputSampleRate))
         bytes.appendLE16(UInt16(bitPattern: Int16(outputGainQ8dB)))
         bytes.append(mappingFamily)
+        if mappingFamily != 0 {
+            bytes.append(UInt8(streamCount))
+            bytes.append(UInt8(coupledStreamCount))
+            bytes.append(contentsOf: channelMapping)
+        }
         return bytes
     }
 
@@ -52,9 +66,32 @@ public struct OpusHead: Sendable, Equatable {
             outputGainQ8dB: Int(Int16(bitPattern: packet.le16(16))))
         head.version = packet[8]
         head.mappingFamily = packet[18]
+        if head.mappingFamily == 1 {
+            // Vorbis channel order, 1 to 8 channels, each from one of the streams' channels.
+            guard channels <= 8 else {
+                throw MediaError.invalidFormat("OpusHead mapping family 1 with \(channels) channels; 1...8 allowed")
+            }
+            guard packet.count >= 21 + channels else {
+                throw MediaError.invalidFormat(
+                    "OpusHead of family 1 is \(packet.count) bytes; \(21 + channels) needed for its channel mapping")
+            }
+            head.streamCount = Int(packet[19])
+            head.coupledStreamCount = Int(packet[20])
+            head.channelMapping = Array(packet[21..<(21 + channels)])
+            let decoded = head.streamCount + head.coupledStreamCount
+            guard head.streamCount > 0, head.coupledStreamCount <= head.streamCount, decoded <= 255 else {
+                throw MediaError.invalidFormat(
+                    "OpusHead: \(head.streamCount) streams of which \(head.coupledStreamCount) coupled")
+            }
+            if let bad = head.channelMapping.first(where: { $0 != 255 && Int($0) >= decoded }) {
+                throw MediaError.invalidFormat(
+                    "OpusHead channel mapping names decoded channel \(bad) of \(decoded)")
+            }
+            return head
+        }
         guard head.mappingFamily == 0 else {
             throw MediaError.unsupported(
-                "Ogg Opus channel mapping family \(head.mappingFamily) (multistream, \(channels) channels) is not supported; family 0 only"
+                "Ogg Opus channel mapping family \(head.mappingFamily) (\(channels) channels) is not supported; families 0 and 1 only"
             )
         }
         guard channels <= 2 else {

@@ -52,7 +52,7 @@ public final class OggOpusReader {
     }
 
     /// Decodes the whole stream at `sampleRate`, calling `body` with each block of interleaved
-    /// samples (``OpusHead/channelCount`` channels) after trimming. Returns the samples per
+    /// samples (``OpusHead/decodedChannelCount`` channels) after trimming. Returns the samples per
     /// channel delivered: `(final granule − pre-skip) × sampleRate / 48000`.
     ///
     /// The header's output gain is applied.

@@ -179,6 +179,13 @@ private struct SendInput {
         switch try MediaFileKind.detect(path: path) {
         case .ivf, .oggOpus, .webm:
             let source = try PacketSource(path: path)
+            if let head = source.tracks.first(where: { $0.codec == .opus })?.opusHead, head.mappingFamily != 0 {
+                // RTP carries one Opus stream (RFC 7587), mono or stereo.
+                throw MediaError(
+                    .unsupported,
+                    "its Opus is \(head.channelCount) channels in \(head.streamCount) streams (family \(head.mappingFamily)); "
+                        + "RTP carries one stream of 1 or 2 channels", file: path)
+            }
             reader = .packets(source)
             codecs = source.tracks.map(\.codec)
             audioChannels = source.tracks.first { $0.codec == .opus }?.opusHead?.channelCount ?? 2

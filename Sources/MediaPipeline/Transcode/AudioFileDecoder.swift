@@ -12,7 +12,7 @@ public enum AudioFileDecoder {
             return try decodeWebM(input: input, output: output, sampleRate: sampleRate, progress: progress)
         }
         let reader = try OggOpusReader(path: input)
-        let writer = try WAVWriter(path: output, sampleRate: sampleRate, channelCount: reader.head.channelCount)
+        let writer = try WAVWriter(path: output, sampleRate: sampleRate, channelCount: reader.head.decodedChannelCount)
         var lastReport = 0
         let frames = try reader.decode(sampleRate: sampleRate) { block in
             try writer.write(block)
@@ -26,7 +26,7 @@ public enum AudioFileDecoder {
         return TranscodeSummary(
             kind: .audio, codec: .opus, input: input, output: output,
             durationSeconds: Double(frames) / Double(sampleRate),
-            frames: frames, sampleRate: sampleRate, channelCount: reader.head.channelCount,
+            frames: frames, sampleRate: sampleRate, channelCount: reader.head.decodedChannelCount,
             compressedBytes: reader.packetBytesRead)
     }
 
@@ -45,7 +45,7 @@ public enum AudioFileDecoder {
                 "has no Opus track (tracks: \(reader.tracks.map(\.codecID).joined(separator: ", ")))", file: input)
         }
         var stream = try OpusStreamDecoder(head: head, sampleRate: sampleRate)
-        let writer = try WAVWriter(path: output, sampleRate: sampleRate, channelCount: head.channelCount)
+        let writer = try WAVWriter(path: output, sampleRate: sampleRate, channelCount: head.decodedChannelCount)
         var compressedBytes: Int64 = 0
         while let frame = try reader.readFrame() {
             guard frame.track == track else { continue }
@@ -68,6 +68,6 @@ public enum AudioFileDecoder {
         return TranscodeSummary(
             kind: .audio, codec: .opus, input: input, output: output,
             durationSeconds: Double(stream.delivered) / Double(sampleRate), frames: stream.delivered,
-            sampleRate: sampleRate, channelCount: head.channelCount, compressedBytes: compressedBytes)
+            sampleRate: sampleRate, channelCount: head.decodedChannelCount, compressedBytes: compressedBytes)
     }
 }

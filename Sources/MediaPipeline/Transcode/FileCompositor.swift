@@ -222,7 +222,8 @@ private final class CompositionAudio {
             }
             keep = reader
         }
-        head.channelCount = 2  // libopus decodes mono streams to stereo as well
+        // libopus decodes a mono stream to stereo as well; a multistream one is folded to stereo.
+        if head.mappingFamily == 0 { head.channelCount = 2 }
         stream = try OpusStreamDecoder(head: head, sampleRate: 48_000)
     }
 

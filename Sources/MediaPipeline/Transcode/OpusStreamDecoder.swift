@@ -2,11 +2,17 @@
 /// container's trimming applied, so the output has exactly the encoded source's length:
 /// the pre-skip dropped at the start, and at the end either an absolute limit (Ogg's final
 /// granule position) or a count of padding samples (WebM's DiscardPadding). The header's
-/// output gain is applied.
+/// output gain is applied. A multistream stream (channel mapping family 1) of more than two
+/// channels comes out folded down to stereo.
 struct OpusStreamDecoder {
+    /// Output channels: the stream's, or 2 for more than two.
     let channelCount: Int
     let sampleRate: Int
-    private let decoder: OpusDecoder
+    private let decoder: OpusDecoder?
+    private let multistream: OpusMultistreamDecoder?
+    /// Family 1 of more than two channels: the decoded channels, and their stereo weights.
+    private var wide: [Int16] = []
+    private let weights: [(left: Float, right: Float)]
     private let preSkip48k: Int64
     /// 48 kHz samples per output sample.
     private let factor: Int64
@@ -24,13 +30,49 @@ struct OpusStreamDecoder {
             throw MediaError.invalidArgument(
                 "Opus decode rate \(sampleRate) Hz is not one of \(OpusEncoderConfiguration.supportedSampleRates)")
         }
-        decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: head.channelCount)
-        try decoder.setGain(q8dB: head.outputGainQ8dB)
-        channelCount = head.channelCount
+        let maximum = sampleRate * 120 / 1000
+        if head.mappingFamily == 1 {
+            let multistream = try OpusMultistreamDecoder(head: head, sampleRate: sampleRate)
+            self.multistream = multistream
+            decoder = nil
+            channelCount = min(2, head.channelCount)
+            weights = head.channelCount > 2 ? OpusMultistreamDecoder.stereoWeights(channels: head.channelCount) : []
+            if head.channelCount > 2 { wide = [Int16](repeating: 0, count: maximum * head.channelCount) }
+        } else {
+            let single = try OpusDecoder(sampleRate: sampleRate, channelCount: head.channelCount)
+            try single.setGain(q8dB: head.outputGainQ8dB)
+            decoder = single
+            multistream = nil
+            channelCount = head.channelCount
+            weights = []
+        }
         self.sampleRate = sampleRate
         preSkip48k = Int64(head.preSkip)
         factor = Int64(48000 / sampleRate)
-        pcm = [Int16](repeating: 0, count: decoder.maximumSamplesPerPacket * head.channelCount)
+        pcm = [Int16](repeating: 0, count: maximum * channelCount)
+    }
+
+    /// Decodes `packet` into ``pcm`` (folded down to stereo when wider); the samples per channel.
+    private mutating func decodeIntoBuffer(_ packet: UnsafeRawBufferPointer) throws -> Int {
+        if let decoder { return try pcm.withUnsafeMutableBufferPointer { try decoder.decode(packet, into: $0) } }
+        guard let multistream else { return 0 }
+        guard !weights.isEmpty else {
+            return try pcm.withUnsafeMutableBufferPointer { try multistream.decode(packet, into: $0) }
+        }
+        let count = try wide.withUnsafeMutableBufferPointer { try multistream.decode(packet, into: $0) }
+        let channels = weights.count
+        for frame in 0..<count {
+            var left: Float = 0
+            var right: Float = 0
+            for channel in 0..<channels {
+                let sample = Float(wide[frame * channels + channel])
+                left += sample * weights[channel].left
+                right += sample * weights[channel].right
+            }
+            pcm[2 * frame] = Int16(max(-32768, min(32767, left.rounded())))
+            pcm[2 * frame + 1] = Int16(max(-32768, min(32767, right.rounded())))
+        }
+        return count
     }
 
     /// Decodes `packet` and calls `body` with its samples after trimming (none when all of
@@ -45,7 +87,7 @@ struct OpusStreamDecoder {
     ) throws {
         let count: Int
         do {
-            count = try pcm.withUnsafeMutableBufferPointer { try decoder.decode(packet, into: $0) }
+            count = try decodeIntoBuffer(packet)
         } catch let error as MediaError {
             throw MediaError(error.code, "audio packet \(packets): \(error.message)", codecStatus: error.codecStatus)
         }
