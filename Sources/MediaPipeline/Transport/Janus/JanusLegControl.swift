@@ -29,12 +29,21 @@ actor JanusLegControl {
     /// The connection's health: see JanusLegControl+Health.swift.
     var health = JanusLegHealth()
     /// Publishers that unpublished and have not left (yet), with the serial of their timer.
-    private var unpublished: [UInt32: Int] = [:]
+    var unpublished: [UInt32: Int] = [:]
     /// When each remote publisher's media was last heard, kept across its subscriptions (a
     /// subscription made anew starts with nothing heard): a publisher that left after a long
     /// silence dropped.
     var lastHeard: [UInt32: ContinuousClock.Instant] = [:]
     private var timerSerial = 0
+    /// Publishers whose subscription Janus refused with "No such feed" (428), with the attempts
+    /// made: Janus announces a publisher when it has its offer, but takes subscriptions only
+    /// once the publisher's connection is up. Asked again shortly; not a fault of this side's
+    /// connection meanwhile.
+    var feedNotReady: [UInt32: Int] = [:]
+    /// How often, and how soon after each other, a subscription refused with 428 is asked again;
+    /// after the last attempt the feed counts as gone until Janus announces it again.
+    static let feedRetryAttempts = 8
+    static let feedRetryDelay = Duration.milliseconds(150)
 
     /// The stream description an engine gives a stream it does not send (a local mute), so the
     /// room's other participants learn of it; "live" when it sends again.
@@ -141,6 +150,9 @@ actor JanusLegControl {
             case .tick: await checkHealth(leg: leg)
             case .probed(let answered, let client): probed(answered, client)
             case .hangup(let publisher, let handleId): await hungUp(publisher, handleId: handleId, leg: leg)
+            case .resubscribe(let uid):
+                if feedNotReady[uid] != nil && receivesMedia { await subscribe(uid, leg: leg) }
+            case .command(.wanted(let publisher)): await tellWanted(publisher, leg: leg)
             case .command(.leave):
                 leaving = true
                 input.finish()
@@ -192,6 +204,8 @@ actor JanusLegControl {
         case hangup(UInt32?, handleId: UInt64)
         /// Whether Janus answered a keepalive on the session of the client given.
         case probed(Bool, JanusSignalling)
+        /// Time to ask again for a subscription Janus refused with "No such feed".
+        case resubscribe(UInt32)
     }
 
     /// A room event on the publisher handle.
@@ -207,8 +221,10 @@ actor JanusLegControl {
             let known = publishers[uid] != nil
             // Published again within the grace period: the subscription it lost comes back.
             let resumed = unpublished.removeValue(forKey: uid) != nil
+            // Listed again: a feed Janus had refused may be ready now.
+            let refused = feedNotReady.removeValue(forKey: uid) != nil
             announce(publisher)
-            if (!known || resumed) && receivesMedia { await subscribe(uid, leg: leg) }
+            if (!known || resumed || refused) && receivesMedia { await subscribe(uid, leg: leg) }
         }
         if let id = JanusID(data["unpublished"]) {
             // Stopped publishing: its media ends now; whether it left or became audience, its
@@ -232,7 +248,7 @@ actor JanusLegControl {
             // A publisher silent for a while before Janus saw it go (its session timed out)
             // dropped; one that left as its media flowed quit.
             noteHeard(uid, leg: leg)
-            let silence = lastHeard[uid].map { ContinuousClock.now - $0 } ?? .zero
+            let silence = wantsNothing(of: uid) ? .zero : lastHeard[uid].map { ContinuousClock.now - $0 } ?? .zero
             await gone(
                 uid,
                 reason: silence > .microseconds(Self.droppedSilenceMicroseconds) || key == "kicked" ? .dropped : .quit,
@@ -263,6 +279,7 @@ actor JanusLegControl {
     func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
+        feedNotReady[uid] = nil
         lastHeard[uid] = nil
         await closeSubscription(uid, leg: leg)
         endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
@@ -296,8 +313,16 @@ actor JanusLegControl {
                     if case .hangup = event { input?.yield(.hangup(uid, handleId: handle.id)) }
                 }
             }
-            let reply = try await handle.joinAsSubscriber(
-                room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: pin)
+            let reply: JanusReply
+            do {
+                reply = try await handle.joinAsSubscriber(
+                    room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: pin)
+            } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.noSuchFeed {
+                Task { try? await handle.detach() }
+                feedNotReady(uid, error)
+                return
+            }
+            feedNotReady[uid] = nil
             guard let offer = reply.jsep, offer.type == "offer" else {
                 throw JanusError.badResponse("no offer in the subscription's answer")
             }
@@ -319,11 +344,14 @@ actor JanusLegControl {
             let answer = JanusSDP.subscriberAnswer(to: remote, transport: local)
             let negotiation = try WebRTCNegotiation(local: answer, remote: remote)
             mapper.payloadTypes = JanusSDP.receiveMap(negotiation)
-            leg.subscriptions.withLock {
-                $0[uid] = JanusSubscription(handle: handle, connection: connection, mapper: mapper)
-            }
+            var mids: [MediaKind: String] = [:]
+            for stream in negotiation.streams where stream.receives { mids[stream.kind] = stream.mid }
+            let subscription = JanusSubscription(handle: handle, connection: connection, mapper: mapper, mids: mids)
+            leg.subscriptions.withLock { $0[uid] = subscription }
             transport.logger.debug(
                 "subscription to \(uid) in '\(channelId)' on handle \(handle.id): \(local.candidates)")
+            // What the engine does not want (remote mutes) Janus does not send, from the start.
+            await tellWanted(uid, leg: leg)
             try await handle.start(answer: JanusJSEP(type: "answer", sdp: answer.text))
             try connection.start(
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
@@ -331,6 +359,47 @@ actor JanusLegControl {
                 remoteFingerprint: try JanusSDP.fingerprintText(negotiation.remoteFingerprint))
         } catch {
             transport.log("subscribing to \(uid) in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// Janus refused to subscribe to `uid`: the publisher's feed is not started (its connection
+    /// is still being set up) or is gone. Asked again shortly, a few times; then left until
+    /// Janus lists the publisher again (or tells it left).
+    private func feedNotReady(_ uid: UInt32, _ error: JanusError) {
+        let attempts = (feedNotReady[uid] ?? 0) + 1
+        feedNotReady[uid] = attempts
+        guard attempts < Self.feedRetryAttempts else {
+            transport.log("subscribing to \(uid) in '\(channelId)': no such feed after \(attempts) attempts (\(error))")
+            return
+        }
+        transport.logger.debug("subscribing to \(uid) in '\(channelId)': \(error), asked again")
+        let input = self.input
+        Task {
+            try? await Task.sleep(for: Self.feedRetryDelay)
+            input?.yield(.resubscribe(uid))
+        }
+    }
+
+    /// Tells Janus which of `uid`'s streams to send on its subscription: those the engine wants
+    /// (`configure` with `streams: [{mid, send}]`; Janus answers `configured: ok`, and asks the
+    /// publisher for a keyframe when video resumes). Only what changed since it was last told.
+    func tellWanted(_ uid: UInt32, leg: JanusChannelLeg) async {
+        guard let subscription = leg.subscriptions.withLock({ $0[uid] }) else { return }
+        let unwanted = self.unwanted.withLock { $0[uid] ?? [] }.filter { subscription.mids[$0] != nil }
+        let told = subscription.toldUnwanted.withLock { $0 }
+        guard told != unwanted, !(told == nil && unwanted.isEmpty) else { return }
+        var streams: [JSONValue] = []
+        for kind in MediaKind.allCases {
+            guard let mid = subscription.mids[kind], (told ?? []).contains(kind) != unwanted.contains(kind) else {
+                continue
+            }
+            streams.append(.object(["mid": .string(mid), "send": .bool(!unwanted.contains(kind))]))
+        }
+        do {
+            _ = try await subscription.handle.configure(extra: ["streams": .array(streams)])
+            subscription.toldUnwanted.withLock { $0 = unwanted }
+        } catch {
+            transport.log("telling Janus which streams of \(uid) to send in '\(channelId)' failed: \(error)")
         }
     }
 
@@ -430,6 +499,15 @@ actor JanusLegControl {
             try? await handle.detach()
         }
         handle = nil
+    }
+
+    /// Whether the engine wants none of what `uid` publishes (it muted all of it remotely): Janus
+    /// sends none of it, so its silence says nothing.
+    func wantsNothing(of uid: UInt32) -> Bool {
+        let media = publishers[uid] ?? []
+        let notWanted = unwanted.withLock { $0[uid] ?? [] }
+        return !media.isEmpty && (!media.contains(.audio) || notWanted.contains(.audio))
+            && (!media.contains(.video) || notWanted.contains(.video))
     }
 
     /// Remembers which kinds the engine wants of `publisher` (any thread), for subscriptions
