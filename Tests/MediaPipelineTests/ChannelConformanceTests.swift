@@ -343,15 +343,6 @@ struct ChannelConformanceTests {
         }
     }
 
-    /// What Janus does differently with a broadcaster that publishes nothing.
-    static let silentBroadcasterOnJanus: Comment = """
-        Agora announces every broadcaster (onUserJoined), publishing or not, and LocalHub does; \
-        JanusTransport sees only the room's publishers, so a broadcaster whose channel publishes nothing \
-        (publish options off, or another channel publishing) is invisible on Janus until it publishes: \
-        then it is announced as it joined, and its first stream starts with reason INTERNAL, not \
-        REMOTE_UNMUTED.
-        """
-
     @Test(
         "a broadcaster that publishes nothing is a user: present at join, its first stream starts later",
         .timeLimit(.minutes(1)), arguments: ConformanceTransport.all)
@@ -368,24 +359,35 @@ struct ChannelConformanceTests {
             try await room.waitFor("the viewer joined") { try viewer.log("channel-1").joined }
             let log = try viewer.log("channel-1")
             // The channel's state (updated before the join's events are delivered) holds it.
-            let present = try viewer.channel("channel-1").remoteUsers
-            withKnownIssue(Self.silentBroadcasterOnJanus) {
-                #expect(present == [810])
-            } when: {
-                transport.isJanus
-            }
+            // (On Janus, where only publishers are announced, the broadcaster's display says it is
+            // one: listed by listparticipants at the join, told to the room when it changes.)
+            #expect(try viewer.channel("channel-1").remoteUsers == [810])
             try host.channel("channel-1").muteLocalAudioStream(false)
             try await room.waitFor("the viewer decodes the host's audio") {
                 try viewer.log("channel-1").decoding(810, .audio)
             }
             #expect(log.membership == ["joinSuccess(820)", "userJoined(810)"])
-            withKnownIssue(Self.silentBroadcasterOnJanus) {
-                // A present user's stream that starts is an unmute, as for any remote mute.
-                #expect(log.states(810, .audio) == ["starting/remoteUnmuted", "decoding/remoteUnmuted"])
-            } when: {
-                transport.isJanus
-            }
+            // A present user's stream that starts is an unmute, as for any remote mute.
+            #expect(log.states(810, .audio) == ["starting/remoteUnmuted", "decoding/remoteUnmuted"])
             #expect(log.states(810, .video).isEmpty)
+
+            // One that joins later without publishing is announced as it joins, and is offline
+            // (become audience) when it becomes audience.
+            let late = try room.user(frequency: 600)
+            try late.join(
+                "channel-1", uid: 830, options: ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false))
+            try await room.waitFor("the viewer sees the late broadcaster") {
+                log.membership.contains("userJoined(830)")
+            }
+            try late.channel("channel-1").setClientRole(.audience)
+            try await room.waitFor("the viewer is told the late broadcaster became audience") {
+                log.membership.contains("userOffline(830, becomeAudience)")
+            }
+            #expect(
+                log.membership == [
+                    "joinSuccess(820)", "userJoined(810)", "userJoined(830)", "userOffline(830, becomeAudience)",
+                ])
+            #expect(log.states(830, .audio).isEmpty && log.states(830, .video).isEmpty)
             room.done("silentBroadcaster")
         }
     }

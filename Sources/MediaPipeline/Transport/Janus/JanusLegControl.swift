@@ -44,6 +44,11 @@ actor JanusLegControl {
     /// after the last attempt the feed counts as gone until Janus announces it again.
     static let feedRetryAttempts = 8
     static let feedRetryDelay = Duration.milliseconds(150)
+    /// Remote participants whose display marks them broadcasters (``JanusTransport/broadcasterMark``):
+    /// present even when they publish nothing.
+    var markedBroadcasters: Set<UInt32> = []
+    /// Whether this side's display marks it a broadcaster (as Janus last accepted it).
+    var displayedBroadcaster = false
 
     /// The stream description an engine gives a stream it does not send (a local mute), so the
     /// room's other participants learn of it; "live" when it sends again.
@@ -104,8 +109,7 @@ actor JanusLegControl {
             let wanted = uid != 0 ? uid : UInt32.random(in: 100_000...999_999_999)
             do {
                 joined = try await handle.joinAsPublisher(
-                    room: room, id: participantId(wanted), display: transport.configuration.display,
-                    pin: pin)
+                    room: room, id: participantId(wanted), display: displayText(broadcaster: false), pin: pin)
                 uid = wanted
                 break
             } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.idExists {
@@ -114,9 +118,81 @@ actor JanusLegControl {
         }
         guard let joined else { throw JanusError.badResponse("no 'joined' answer") }
         privateID = joined.privateID
+        displayedBroadcaster = false
         publishersAtJoin = Set(joined.publishers.map { Self.uid(of: $0.id) })
         for publisher in joined.publishers { announce(publisher) }
+        // Broadcasters that publish nothing: the VideoRoom lists them as participants only.
+        do {
+            for participant in try await handle.listParticipants(room: room)
+            where !participant.publisher && Self.isBroadcaster(participant.display) {
+                let uid = Self.uid(of: participant.id)
+                publishersAtJoin.insert(uid)
+                markBroadcaster(participant.id, display: participant.display)
+            }
+        } catch {
+            transport.log("listing the participants of '\(channelId)' failed: \(error)")
+        }
+        // A broadcaster that will publish nothing is announced now; one that publishes is
+        // announced by its publication (with its media).
+        if role == .broadcaster && media.isEmpty { await updateDisplay(leg: leg) }
         return uid
+    }
+
+    /// The display this side has in the room: the configured name, ending with the
+    /// broadcaster's mark when `broadcaster` (never nil: the VideoRoom tells others of a display
+    /// change only when there was one).
+    private nonisolated func displayText(broadcaster: Bool) -> String {
+        let name = transport.configuration.display ?? ""
+        guard broadcaster else { return name }
+        return name.isEmpty ? JanusTransport.broadcasterMark : name + " " + JanusTransport.broadcasterMark
+    }
+
+    /// Whether `display` marks a broadcaster.
+    nonisolated static func isBroadcaster(_ display: String?) -> Bool {
+        display?.hasSuffix(JanusTransport.broadcasterMark) ?? false
+    }
+
+    /// Makes this side's display say what the room would not know otherwise (`configure` with
+    /// `display`; Janus answers `configured: ok` and tells the room's other participants, in
+    /// an event with `id` and `display`): marked while a broadcaster publishes nothing (the
+    /// VideoRoom announces publishers only), kept marked while it stays broadcaster, unmarked
+    /// when it becomes audience. A broadcaster that publishes from the start is announced by
+    /// its publication (with its media, before any mark could reach the others) and is never
+    /// marked.
+    func updateDisplay(leg: JanusChannelLeg) async {
+        let publishing = leg.publication.withLock { $0 } != nil
+        let broadcaster = role == .broadcaster && (displayedBroadcaster || !publishing)
+        guard broadcaster != displayedBroadcaster, let handle else { return }
+        do {
+            _ = try await handle.configure(extra: ["display": .string(displayText(broadcaster: broadcaster))])
+            displayedBroadcaster = broadcaster
+        } catch {
+            transport.log("announcing the role in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// A remote participant whose display marks it a broadcaster: present (with no media when it
+    /// publishes nothing).
+    private func markBroadcaster(_ id: JanusID, display: String?) {
+        let uid = Self.uid(of: id)
+        guard uid != self.uid else { return }
+        markedBroadcasters.insert(uid)
+        guard publishers[uid] == nil else { return }
+        remoteIds[uid] = id
+        publishers[uid] = []
+        endpoint?.transportUserJoined(channelId: channelId, uid: uid, media: [])
+    }
+
+    /// A remote participant's display changed (or it joined, in a room that tells joins).
+    private func displayChanged(_ id: JanusID, display: String?, leg: JanusChannelLeg) async {
+        let uid = Self.uid(of: id)
+        if Self.isBroadcaster(display) {
+            markBroadcaster(id, display: display)
+        } else if markedBroadcasters.remove(uid) != nil {
+            // A broadcaster no more: audience now (it unpublishes, if it published, next).
+            unpublished[uid] = nil
+            await gone(uid, reason: .becomeAudience, leg: leg)
+        }
     }
 
     /// Serves the channel: subscribes and publishes as asked, then takes the room's events and
@@ -145,7 +221,15 @@ actor JanusLegControl {
                 // Unpublished and still in the room after the grace period: audience now.
                 if unpublished[uid] == serial {
                     unpublished[uid] = nil
-                    await gone(uid, reason: .becomeAudience, leg: leg)
+                    if markedBroadcasters.contains(uid) {
+                        // Still a broadcaster: it publishes nothing now.
+                        if publishers[uid] != nil && publishers[uid] != [] {
+                            publishers[uid] = []
+                            endpoint?.transportMediaChanged(channelId: channelId, uid: uid, media: [])
+                        }
+                    } else {
+                        await gone(uid, reason: .becomeAudience, leg: leg)
+                    }
                 }
             case .tick: await checkHealth(leg: leg)
             case .probed(let answered, let client): probed(answered, client)
@@ -224,7 +308,15 @@ actor JanusLegControl {
             // Listed again: a feed Janus had refused may be ready now.
             let refused = feedNotReady.removeValue(forKey: uid) != nil
             announce(publisher)
-            if (!known || resumed || refused) && receivesMedia { await subscribe(uid, leg: leg) }
+            // A known broadcaster that publishes now (it published nothing) is subscribed too.
+            let unsubscribed = leg.subscriptions.withLock { $0[uid] } == nil
+            if (!known || resumed || refused || unsubscribed) && receivesMedia { await subscribe(uid, leg: leg) }
+        }
+        if data["publishers"] == nil, let id = JanusID(data["id"]), let display = data["display"]?.stringValue {
+            await displayChanged(id, display: display, leg: leg)
+        }
+        if let joining = data["joining"], let id = JanusID(joining["id"]) {
+            await displayChanged(id, display: joining["display"]?.stringValue, leg: leg)
         }
         if let id = JanusID(data["unpublished"]) {
             // Stopped publishing: its media ends now; whether it left or became audience, its
@@ -266,6 +358,7 @@ actor JanusLegControl {
             if stream.type == "video" { media.insert(.video) }
         }
         remoteIds[uid] = publisher.id
+        if Self.isBroadcaster(publisher.display) { markedBroadcasters.insert(uid) }
         let before = publishers[uid]
         publishers[uid] = media
         if before == nil {
@@ -280,6 +373,7 @@ actor JanusLegControl {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
         feedNotReady[uid] = nil
+        markedBroadcasters.remove(uid)
         lastHeard[uid] = nil
         await closeSubscription(uid, leg: leg)
         endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
@@ -405,7 +499,12 @@ actor JanusLegControl {
 
     /// Publishes or unpublishes as the role and media now ask. A broadcaster that mutes both
     /// streams stays published (sending neither); becoming audience unpublishes.
+    ///
+    /// The display tells the role where publishing does not (``updateDisplay(leg:)``): a
+    /// broadcaster that publishes nothing is marked, an audience member unmarked before it
+    /// unpublishes (others learn it became audience, not that it stopped publishing).
     private func updatePublication(leg: JanusChannelLeg) async {
+        if role != .broadcaster { await updateDisplay(leg: leg) }
         let publishing = leg.publication.withLock { $0 } != nil
         if role == .broadcaster && !media.isEmpty && !publishing {
             await publish(leg: leg)
@@ -419,6 +518,7 @@ actor JanusLegControl {
         } else if publishing {
             await announceSending()
         }
+        if role == .broadcaster { await updateDisplay(leg: leg) }
     }
 
     /// Tells Janus which of this side's streams it sends (it forwards only those), and the room
