@@ -192,20 +192,9 @@ struct ChannelConformanceTests {
             // Still receiving as audience.
             #expect(try viewer.log("channel-2").decoding(310, .audio))
             // Another user's role is not the host's connection.
-            let hostConnections = try host.log("channel-2").connections
-            withKnownIssue(
-                """
-                On Janus a publisher that unpublishes stays listed for JanusTransport's 1.5 s grace \
-                (to tell becoming audience from leaving) while its subscription is already closed: the \
-                health check (every 250 ms) counts it as a missing connection and reports the \
-                subscriber's channel RECONNECTING (interrupted), then CONNECTED once the grace ends \
-                with userOffline becomeAudience.
-                """
-            ) {
-                #expect(hostConnections == ["connecting/connecting", "connected/joinSuccess"])
-            } when: {
-                transport.isJanus
-            }
+            // (On Janus the publisher that unpublished stays listed for a grace period, without a
+            // subscription: that is not a connection missing.)
+            #expect(try host.log("channel-2").connections == ["connecting/connecting", "connected/joinSuccess"])
             room.done("roles")
         }
     }
@@ -329,17 +318,8 @@ struct ChannelConformanceTests {
             let arrived = try viewer.packetsArriving("channel-1", from: 610)
             _ = await room.loudTicks(of: viewer, from: viewer.ticks, over: 50)
             let arrivedLater = try viewer.packetsArriving("channel-1", from: 610)
-            withKnownIssue(
-                """
-                JanusTransport mutes a remote stream locally (its subscription's packet mapper drops the \
-                packets): Janus goes on forwarding it, so the bandwidth is still spent. A Janus \
-                subscriber would 'configure' the subscription's stream with send: false instead.
-                """
-            ) {
-                #expect(arrivedLater == arrived, "\(arrivedLater - arrived) packets of muted streams arrived")
-            } when: {
-                transport.isJanus
-            }
+            // On Janus: the subscription's streams are configured with send: false.
+            #expect(arrivedLater == arrived, "\(arrivedLater - arrived) packets of muted streams arrived")
 
             try channel.muteRemoteAudioStream(610, mute: false)
             try channel.muteRemoteVideoStream(610, mute: false)
@@ -363,15 +343,6 @@ struct ChannelConformanceTests {
         }
     }
 
-    /// What Janus does differently with a broadcaster that publishes nothing.
-    static let silentBroadcasterOnJanus: Comment = """
-        Agora announces every broadcaster (onUserJoined), publishing or not, and LocalHub does; \
-        JanusTransport sees only the room's publishers, so a broadcaster whose channel publishes nothing \
-        (publish options off, or another channel publishing) is invisible on Janus until it publishes: \
-        then it is announced as it joined, and its first stream starts with reason INTERNAL, not \
-        REMOTE_UNMUTED.
-        """
-
     @Test(
         "a broadcaster that publishes nothing is a user: present at join, its first stream starts later",
         .timeLimit(.minutes(1)), arguments: ConformanceTransport.all)
@@ -388,24 +359,35 @@ struct ChannelConformanceTests {
             try await room.waitFor("the viewer joined") { try viewer.log("channel-1").joined }
             let log = try viewer.log("channel-1")
             // The channel's state (updated before the join's events are delivered) holds it.
-            let present = try viewer.channel("channel-1").remoteUsers
-            withKnownIssue(Self.silentBroadcasterOnJanus) {
-                #expect(present == [810])
-            } when: {
-                transport.isJanus
-            }
+            // (On Janus, where only publishers are announced, the broadcaster's display says it is
+            // one: listed by listparticipants at the join, told to the room when it changes.)
+            #expect(try viewer.channel("channel-1").remoteUsers == [810])
             try host.channel("channel-1").muteLocalAudioStream(false)
             try await room.waitFor("the viewer decodes the host's audio") {
                 try viewer.log("channel-1").decoding(810, .audio)
             }
             #expect(log.membership == ["joinSuccess(820)", "userJoined(810)"])
-            withKnownIssue(Self.silentBroadcasterOnJanus) {
-                // A present user's stream that starts is an unmute, as for any remote mute.
-                #expect(log.states(810, .audio) == ["starting/remoteUnmuted", "decoding/remoteUnmuted"])
-            } when: {
-                transport.isJanus
-            }
+            // A present user's stream that starts is an unmute, as for any remote mute.
+            #expect(log.states(810, .audio) == ["starting/remoteUnmuted", "decoding/remoteUnmuted"])
             #expect(log.states(810, .video).isEmpty)
+
+            // One that joins later without publishing is announced as it joins, and is offline
+            // (become audience) when it becomes audience.
+            let late = try room.user(frequency: 600)
+            try late.join(
+                "channel-1", uid: 830, options: ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false))
+            try await room.waitFor("the viewer sees the late broadcaster") {
+                log.membership.contains("userJoined(830)")
+            }
+            try late.channel("channel-1").setClientRole(.audience)
+            try await room.waitFor("the viewer is told the late broadcaster became audience") {
+                log.membership.contains("userOffline(830, becomeAudience)")
+            }
+            #expect(
+                log.membership == [
+                    "joinSuccess(820)", "userJoined(810)", "userJoined(830)", "userOffline(830, becomeAudience)",
+                ])
+            #expect(log.states(830, .audio).isEmpty && log.states(830, .video).isEmpty)
             room.done("silentBroadcaster")
         }
     }
@@ -554,25 +536,13 @@ final class ConformanceRoom: @unchecked Sendable {
         do {
             try await body(room)
             // With a server that stays up, no channel ever reconnects: the connection state is
-            // the local user's link to the server, whatever other users do.
-            withKnownIssue(
-                """
-                Janus announces a new publisher (a join, an audience member becoming broadcaster, a \
-                relay, an unmute of a broadcaster that published nothing) before its feed can be \
-                subscribed to: a subscriber that asks at once gets VideoRoom error 428 "No such feed", \
-                and JanusTransport's health check then reports the subscriber's own channel \
-                RECONNECTING (interrupted, "missing: user N") until the subscription is made anew \
-                on a later tick (CONNECTED again); it depends on who asks first. And a publisher that \
-                unpublishes (becomes audience) does the same to its subscribers for 1.5 s (see roles).
-                """, isIntermittent: true
-            ) {
-                for (index, user) in room.members.withLock({ $0 }).enumerated() {
-                    for (id, log) in user.logs where log.connections.contains(where: { $0.hasPrefix("reconnecting") }) {
-                        Issue.record("user \(index) in \(id): \(log.connections)\n\(room.summary)")
-                    }
+            // the local user's link to the server, whatever other users do. (On Janus a feed
+            // announced before it can be subscribed to, error 428 "No such feed", is asked for
+            // again shortly; it is not a connection missing.)
+            for (index, user) in room.members.withLock({ $0 }).enumerated() {
+                for (id, log) in user.logs where log.connections.contains(where: { $0.hasPrefix("reconnecting") }) {
+                    Issue.record("user \(index) in \(id): \(log.connections)\n\(room.summary)")
                 }
-            } when: {
-                transport.isJanus
             }
         } catch {
             await room.close()

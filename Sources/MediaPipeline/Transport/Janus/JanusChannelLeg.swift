@@ -12,6 +12,9 @@ final class JanusChannelLeg: Sendable {
         case role(ClientRole)
         case media(PublishedMedia)
         case leave
+        /// The engine changed which kinds of `publisher` it wants: Janus is told to send only
+        /// those on the subscription.
+        case wanted(publisher: UInt32)
         /// What happened to the session of `signalling`.
         case session(JanusSessionEvent, JanusSignalling)
     }
@@ -183,10 +186,13 @@ final class JanusChannelLeg: Sendable {
         block.storeBytes(of: (delay > 66 ? delay - 66 : 0).bigEndian, toByteOffset: 20, as: UInt32.self)
     }
 
-    /// Hands on or drops `publisher`'s `kind` (remote mutes, auto-subscribe).
+    /// Hands on or drops `publisher`'s `kind` (remote mutes, auto-subscribe): at once here (the
+    /// packets already on their way are dropped), and Janus is asked to stop (or resume) sending
+    /// it on the subscription.
     func setSubscribed(_ subscribed: Bool, publisher: UInt32, kind: MediaKind) {
         control.setSubscribedNow(subscribed, publisher: publisher, kind: kind)
         subscriptions.withLock { $0[publisher] }?.mapper.setSubscribed(subscribed, kind)
+        commands.yield(.wanted(publisher: publisher))
     }
 
     /// What crossed the channel's connections.
@@ -240,16 +246,22 @@ final class JanusPublication: Sendable {
     }
 }
 
-/// One remote publisher's subscription: its handle, its connection and its packet mapper.
+/// One remote publisher's subscription: its handle, its connection, its packet mapper, and the
+/// mids Janus gave its streams.
 final class JanusSubscription: Sendable {
     let handle: JanusHandle
     let connection: WebRTCConnection
     let mapper: ReceivedPacketMapper
+    /// The subscription's mid of each kind received (Janus's offer).
+    let mids: [MediaKind: String]
+    /// The kinds Janus was last told not to send (nil: nothing told yet, it sends everything).
+    let toldUnwanted = LockedValue<Set<MediaKind>?>(nil)
 
-    init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper) {
+    init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper, mids: [MediaKind: String]) {
         self.handle = handle
         self.connection = connection
         self.mapper = mapper
+        self.mids = mids
     }
 
     func statistics(channelId: String, publisher: UInt32) -> JanusConnectionStatistics {

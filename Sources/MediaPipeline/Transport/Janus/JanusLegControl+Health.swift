@@ -138,25 +138,34 @@ extension JanusLegControl {
 
     /// The connections that should be there and are not: a subscription to each publisher
     /// that sends something (when this side receives media), the publication of a
-    /// broadcaster with media.
+    /// broadcaster with media. Other users' doings are not this side's connection: a publisher
+    /// that unpublished (in its grace period, before it counts as left or audience) has no
+    /// subscription to miss, nor has one whose feed Janus said does not exist (not started
+    /// yet, or gone: asked again, or settled by the room's events).
     func missingConnections(_ leg: JanusChannelLeg) -> [JanusConnectionKey] {
         var missing: [JanusConnectionKey] = []
         if role == .broadcaster, !media.isEmpty, leg.publication.withLock({ $0 }) == nil { missing.append(nil) }
         guard receivesMedia else { return missing }
         let subscribed = leg.subscriptions.withLock { Set($0.keys) }
-        for (uid, sends) in publishers where !sends.isEmpty && !subscribed.contains(uid) { missing.append(uid) }
+        for (uid, sends) in publishers
+        where !sends.isEmpty && !subscribed.contains(uid) && unpublished[uid] == nil && feedNotReady[uid] == nil {
+            missing.append(uid)
+        }
         return missing
     }
 
     /// The subscriptions silent for longer than `microseconds` (counted from their making when
     /// nothing came yet). A subscription to a publisher that sends nothing (both streams muted)
-    /// is left out, and so is the publication: Janus sends a publisher no regular reports (it
+    /// is left out, as is one whose streams the engine muted remotely (Janus sends none of
+    /// them), and so is the publication: Janus sends a publisher no regular reports (it
     /// asks for keyframes and caps the bitrate now and then), so its silence says nothing; its
     /// failure shows as ICE or DTLS failing, a hangup, or Janus not answering the probes.
     func silentConnections(_ leg: JanusChannelLeg, longerThan microseconds: Int64) -> [JanusConnectionKey] {
         var silent: [JanusConnectionKey] = []
         for (uid, subscription) in leg.subscriptions.withLock({ $0 })
-        where !(publishers[uid] ?? []).isEmpty && subscription.connection.microsecondsSinceLastReceive > microseconds {
+        where !(publishers[uid] ?? []).isEmpty && !wantsNothing(of: uid)
+            && subscription.connection.microsecondsSinceLastReceive > microseconds
+        {
             silent.append(uid)
         }
         return silent

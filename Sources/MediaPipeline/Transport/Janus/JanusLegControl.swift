@@ -29,12 +29,26 @@ actor JanusLegControl {
     /// The connection's health: see JanusLegControl+Health.swift.
     var health = JanusLegHealth()
     /// Publishers that unpublished and have not left (yet), with the serial of their timer.
-    private var unpublished: [UInt32: Int] = [:]
+    var unpublished: [UInt32: Int] = [:]
     /// When each remote publisher's media was last heard, kept across its subscriptions (a
     /// subscription made anew starts with nothing heard): a publisher that left after a long
     /// silence dropped.
     var lastHeard: [UInt32: ContinuousClock.Instant] = [:]
     private var timerSerial = 0
+    /// Publishers whose subscription Janus refused with "No such feed" (428), with the attempts
+    /// made: Janus announces a publisher when it has its offer, but takes subscriptions only
+    /// once the publisher's connection is up. Asked again shortly; not a fault of this side's
+    /// connection meanwhile.
+    var feedNotReady: [UInt32: Int] = [:]
+    /// How often, and how soon after each other, a subscription refused with 428 is asked again;
+    /// after the last attempt the feed counts as gone until Janus announces it again.
+    static let feedRetryAttempts = 8
+    static let feedRetryDelay = Duration.milliseconds(150)
+    /// Remote participants whose display marks them broadcasters (``JanusTransport/broadcasterMark``):
+    /// present even when they publish nothing.
+    var markedBroadcasters: Set<UInt32> = []
+    /// Whether this side's display marks it a broadcaster (as Janus last accepted it).
+    var displayedBroadcaster = false
 
     /// The stream description an engine gives a stream it does not send (a local mute), so the
     /// room's other participants learn of it; "live" when it sends again.
@@ -95,8 +109,7 @@ actor JanusLegControl {
             let wanted = uid != 0 ? uid : UInt32.random(in: 100_000...999_999_999)
             do {
                 joined = try await handle.joinAsPublisher(
-                    room: room, id: participantId(wanted), display: transport.configuration.display,
-                    pin: pin)
+                    room: room, id: participantId(wanted), display: displayText(broadcaster: false), pin: pin)
                 uid = wanted
                 break
             } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.idExists {
@@ -105,9 +118,81 @@ actor JanusLegControl {
         }
         guard let joined else { throw JanusError.badResponse("no 'joined' answer") }
         privateID = joined.privateID
+        displayedBroadcaster = false
         publishersAtJoin = Set(joined.publishers.map { Self.uid(of: $0.id) })
         for publisher in joined.publishers { announce(publisher) }
+        // Broadcasters that publish nothing: the VideoRoom lists them as participants only.
+        do {
+            for participant in try await handle.listParticipants(room: room)
+            where !participant.publisher && Self.isBroadcaster(participant.display) {
+                let uid = Self.uid(of: participant.id)
+                publishersAtJoin.insert(uid)
+                markBroadcaster(participant.id, display: participant.display)
+            }
+        } catch {
+            transport.log("listing the participants of '\(channelId)' failed: \(error)")
+        }
+        // A broadcaster that will publish nothing is announced now; one that publishes is
+        // announced by its publication (with its media).
+        if role == .broadcaster && media.isEmpty { await updateDisplay(leg: leg) }
         return uid
+    }
+
+    /// The display this side has in the room: the configured name, ending with the
+    /// broadcaster's mark when `broadcaster` (never nil: the VideoRoom tells others of a display
+    /// change only when there was one).
+    private nonisolated func displayText(broadcaster: Bool) -> String {
+        let name = transport.configuration.display ?? ""
+        guard broadcaster else { return name }
+        return name.isEmpty ? JanusTransport.broadcasterMark : name + " " + JanusTransport.broadcasterMark
+    }
+
+    /// Whether `display` marks a broadcaster.
+    nonisolated static func isBroadcaster(_ display: String?) -> Bool {
+        display?.hasSuffix(JanusTransport.broadcasterMark) ?? false
+    }
+
+    /// Makes this side's display say what the room would not know otherwise (`configure` with
+    /// `display`; Janus answers `configured: ok` and tells the room's other participants, in
+    /// an event with `id` and `display`): marked while a broadcaster publishes nothing (the
+    /// VideoRoom announces publishers only), kept marked while it stays broadcaster, unmarked
+    /// when it becomes audience. A broadcaster that publishes from the start is announced by
+    /// its publication (with its media, before any mark could reach the others) and is never
+    /// marked.
+    func updateDisplay(leg: JanusChannelLeg) async {
+        let publishing = leg.publication.withLock { $0 } != nil
+        let broadcaster = role == .broadcaster && (displayedBroadcaster || !publishing)
+        guard broadcaster != displayedBroadcaster, let handle else { return }
+        do {
+            _ = try await handle.configure(extra: ["display": .string(displayText(broadcaster: broadcaster))])
+            displayedBroadcaster = broadcaster
+        } catch {
+            transport.log("announcing the role in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// A remote participant whose display marks it a broadcaster: present (with no media when it
+    /// publishes nothing).
+    private func markBroadcaster(_ id: JanusID, display: String?) {
+        let uid = Self.uid(of: id)
+        guard uid != self.uid else { return }
+        markedBroadcasters.insert(uid)
+        guard publishers[uid] == nil else { return }
+        remoteIds[uid] = id
+        publishers[uid] = []
+        endpoint?.transportUserJoined(channelId: channelId, uid: uid, media: [])
+    }
+
+    /// A remote participant's display changed (or it joined, in a room that tells joins).
+    private func displayChanged(_ id: JanusID, display: String?, leg: JanusChannelLeg) async {
+        let uid = Self.uid(of: id)
+        if Self.isBroadcaster(display) {
+            markBroadcaster(id, display: display)
+        } else if markedBroadcasters.remove(uid) != nil {
+            // A broadcaster no more: audience now (it unpublishes, if it published, next).
+            unpublished[uid] = nil
+            await gone(uid, reason: .becomeAudience, leg: leg)
+        }
     }
 
     /// Serves the channel: subscribes and publishes as asked, then takes the room's events and
@@ -136,11 +221,22 @@ actor JanusLegControl {
                 // Unpublished and still in the room after the grace period: audience now.
                 if unpublished[uid] == serial {
                     unpublished[uid] = nil
-                    await gone(uid, reason: .becomeAudience, leg: leg)
+                    if markedBroadcasters.contains(uid) {
+                        // Still a broadcaster: it publishes nothing now.
+                        if publishers[uid] != nil && publishers[uid] != [] {
+                            publishers[uid] = []
+                            endpoint?.transportMediaChanged(channelId: channelId, uid: uid, media: [])
+                        }
+                    } else {
+                        await gone(uid, reason: .becomeAudience, leg: leg)
+                    }
                 }
             case .tick: await checkHealth(leg: leg)
             case .probed(let answered, let client): probed(answered, client)
             case .hangup(let publisher, let handleId): await hungUp(publisher, handleId: handleId, leg: leg)
+            case .resubscribe(let uid):
+                if feedNotReady[uid] != nil && receivesMedia { await subscribe(uid, leg: leg) }
+            case .command(.wanted(let publisher)): await tellWanted(publisher, leg: leg)
             case .command(.leave):
                 leaving = true
                 input.finish()
@@ -192,6 +288,8 @@ actor JanusLegControl {
         case hangup(UInt32?, handleId: UInt64)
         /// Whether Janus answered a keepalive on the session of the client given.
         case probed(Bool, JanusSignalling)
+        /// Time to ask again for a subscription Janus refused with "No such feed".
+        case resubscribe(UInt32)
     }
 
     /// A room event on the publisher handle.
@@ -207,8 +305,18 @@ actor JanusLegControl {
             let known = publishers[uid] != nil
             // Published again within the grace period: the subscription it lost comes back.
             let resumed = unpublished.removeValue(forKey: uid) != nil
+            // Listed again: a feed Janus had refused may be ready now.
+            let refused = feedNotReady.removeValue(forKey: uid) != nil
             announce(publisher)
-            if (!known || resumed) && receivesMedia { await subscribe(uid, leg: leg) }
+            // A known broadcaster that publishes now (it published nothing) is subscribed too.
+            let unsubscribed = leg.subscriptions.withLock { $0[uid] } == nil
+            if (!known || resumed || refused || unsubscribed) && receivesMedia { await subscribe(uid, leg: leg) }
+        }
+        if data["publishers"] == nil, let id = JanusID(data["id"]), let display = data["display"]?.stringValue {
+            await displayChanged(id, display: display, leg: leg)
+        }
+        if let joining = data["joining"], let id = JanusID(joining["id"]) {
+            await displayChanged(id, display: joining["display"]?.stringValue, leg: leg)
         }
         if let id = JanusID(data["unpublished"]) {
             // Stopped publishing: its media ends now; whether it left or became audience, its
@@ -232,7 +340,7 @@ actor JanusLegControl {
             // A publisher silent for a while before Janus saw it go (its session timed out)
             // dropped; one that left as its media flowed quit.
             noteHeard(uid, leg: leg)
-            let silence = lastHeard[uid].map { ContinuousClock.now - $0 } ?? .zero
+            let silence = wantsNothing(of: uid) ? .zero : lastHeard[uid].map { ContinuousClock.now - $0 } ?? .zero
             await gone(
                 uid,
                 reason: silence > .microseconds(Self.droppedSilenceMicroseconds) || key == "kicked" ? .dropped : .quit,
@@ -250,6 +358,7 @@ actor JanusLegControl {
             if stream.type == "video" { media.insert(.video) }
         }
         remoteIds[uid] = publisher.id
+        if Self.isBroadcaster(publisher.display) { markedBroadcasters.insert(uid) }
         let before = publishers[uid]
         publishers[uid] = media
         if before == nil {
@@ -263,6 +372,8 @@ actor JanusLegControl {
     func gone(_ uid: UInt32, reason: UserOfflineReason, leg: JanusChannelLeg) async {
         guard publishers.removeValue(forKey: uid) != nil else { return }
         remoteIds[uid] = nil
+        feedNotReady[uid] = nil
+        markedBroadcasters.remove(uid)
         lastHeard[uid] = nil
         await closeSubscription(uid, leg: leg)
         endpoint?.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
@@ -296,8 +407,16 @@ actor JanusLegControl {
                     if case .hangup = event { input?.yield(.hangup(uid, handleId: handle.id)) }
                 }
             }
-            let reply = try await handle.joinAsSubscriber(
-                room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: pin)
+            let reply: JanusReply
+            do {
+                reply = try await handle.joinAsSubscriber(
+                    room: room, feeds: [VideoRoomFeed(id)], privateID: privateID, pin: pin)
+            } catch let error as JanusError where error.pluginCode == JanusError.VideoRoomCode.noSuchFeed {
+                Task { try? await handle.detach() }
+                feedNotReady(uid, error)
+                return
+            }
+            feedNotReady[uid] = nil
             guard let offer = reply.jsep, offer.type == "offer" else {
                 throw JanusError.badResponse("no offer in the subscription's answer")
             }
@@ -319,11 +438,14 @@ actor JanusLegControl {
             let answer = JanusSDP.subscriberAnswer(to: remote, transport: local)
             let negotiation = try WebRTCNegotiation(local: answer, remote: remote)
             mapper.payloadTypes = JanusSDP.receiveMap(negotiation)
-            leg.subscriptions.withLock {
-                $0[uid] = JanusSubscription(handle: handle, connection: connection, mapper: mapper)
-            }
+            var mids: [MediaKind: String] = [:]
+            for stream in negotiation.streams where stream.receives { mids[stream.kind] = stream.mid }
+            let subscription = JanusSubscription(handle: handle, connection: connection, mapper: mapper, mids: mids)
+            leg.subscriptions.withLock { $0[uid] = subscription }
             transport.logger.debug(
                 "subscription to \(uid) in '\(channelId)' on handle \(handle.id): \(local.candidates)")
+            // What the engine does not want (remote mutes) Janus does not send, from the start.
+            await tellWanted(uid, leg: leg)
             try await handle.start(answer: JanusJSEP(type: "answer", sdp: answer.text))
             try connection.start(
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
@@ -334,9 +456,55 @@ actor JanusLegControl {
         }
     }
 
+    /// Janus refused to subscribe to `uid`: the publisher's feed is not started (its connection
+    /// is still being set up) or is gone. Asked again shortly, a few times; then left until
+    /// Janus lists the publisher again (or tells it left).
+    private func feedNotReady(_ uid: UInt32, _ error: JanusError) {
+        let attempts = (feedNotReady[uid] ?? 0) + 1
+        feedNotReady[uid] = attempts
+        guard attempts < Self.feedRetryAttempts else {
+            transport.log("subscribing to \(uid) in '\(channelId)': no such feed after \(attempts) attempts (\(error))")
+            return
+        }
+        transport.logger.debug("subscribing to \(uid) in '\(channelId)': \(error), asked again")
+        let input = self.input
+        Task {
+            try? await Task.sleep(for: Self.feedRetryDelay)
+            input?.yield(.resubscribe(uid))
+        }
+    }
+
+    /// Tells Janus which of `uid`'s streams to send on its subscription: those the engine wants
+    /// (`configure` with `streams: [{mid, send}]`; Janus answers `configured: ok`, and asks the
+    /// publisher for a keyframe when video resumes). Only what changed since it was last told.
+    func tellWanted(_ uid: UInt32, leg: JanusChannelLeg) async {
+        guard let subscription = leg.subscriptions.withLock({ $0[uid] }) else { return }
+        let unwanted = self.unwanted.withLock { $0[uid] ?? [] }.filter { subscription.mids[$0] != nil }
+        let told = subscription.toldUnwanted.withLock { $0 }
+        guard told != unwanted, !(told == nil && unwanted.isEmpty) else { return }
+        var streams: [JSONValue] = []
+        for kind in MediaKind.allCases {
+            guard let mid = subscription.mids[kind], (told ?? []).contains(kind) != unwanted.contains(kind) else {
+                continue
+            }
+            streams.append(.object(["mid": .string(mid), "send": .bool(!unwanted.contains(kind))]))
+        }
+        do {
+            _ = try await subscription.handle.configure(extra: ["streams": .array(streams)])
+            subscription.toldUnwanted.withLock { $0 = unwanted }
+        } catch {
+            transport.log("telling Janus which streams of \(uid) to send in '\(channelId)' failed: \(error)")
+        }
+    }
+
     /// Publishes or unpublishes as the role and media now ask. A broadcaster that mutes both
     /// streams stays published (sending neither); becoming audience unpublishes.
+    ///
+    /// The display tells the role where publishing does not (``updateDisplay(leg:)``): a
+    /// broadcaster that publishes nothing is marked, an audience member unmarked before it
+    /// unpublishes (others learn it became audience, not that it stopped publishing).
     private func updatePublication(leg: JanusChannelLeg) async {
+        if role != .broadcaster { await updateDisplay(leg: leg) }
         let publishing = leg.publication.withLock { $0 } != nil
         if role == .broadcaster && !media.isEmpty && !publishing {
             await publish(leg: leg)
@@ -350,6 +518,7 @@ actor JanusLegControl {
         } else if publishing {
             await announceSending()
         }
+        if role == .broadcaster { await updateDisplay(leg: leg) }
     }
 
     /// Tells Janus which of this side's streams it sends (it forwards only those), and the room
@@ -430,6 +599,15 @@ actor JanusLegControl {
             try? await handle.detach()
         }
         handle = nil
+    }
+
+    /// Whether the engine wants none of what `uid` publishes (it muted all of it remotely): Janus
+    /// sends none of it, so its silence says nothing.
+    func wantsNothing(of uid: UInt32) -> Bool {
+        let media = publishers[uid] ?? []
+        let notWanted = unwanted.withLock { $0[uid] ?? [] }
+        return !media.isEmpty && (!media.contains(.audio) || notWanted.contains(.audio))
+            && (!media.contains(.video) || notWanted.contains(.video))
     }
 
     /// Remembers which kinds the engine wants of `publisher` (any thread), for subscriptions

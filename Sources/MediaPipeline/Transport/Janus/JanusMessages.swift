@@ -336,6 +336,21 @@ struct VideoRoomPublisher: Sendable, Equatable {
     }
 }
 
+/// A participant of a VideoRoom, as `listparticipants` lists them.
+struct VideoRoomParticipant: Sendable, Equatable {
+    var id: JanusID
+    var display: String?
+    /// Whether it publishes (its connection is up).
+    var publisher: Bool
+
+    init?(_ value: JSONValue) {
+        guard let id = JanusID(value["id"]) else { return nil }
+        self.id = id
+        display = value["display"]?.stringValue
+        publisher = value["publisher"]?.boolValue ?? false
+    }
+}
+
 /// A publisher's `joined` answer.
 struct VideoRoomJoined: Sendable, Equatable {
     var room: JanusID

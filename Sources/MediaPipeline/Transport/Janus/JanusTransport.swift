@@ -25,7 +25,9 @@ public struct JanusTransportConfiguration: Sendable {
     /// Janus's `session_timeout`, in seconds: an unreachable server has dropped our session
     /// after this long, and it is joined again.
     public var sessionTimeoutSeconds: Double = 60
-    /// The name other participants see.
+    /// The name other participants see. A broadcaster's display ends with " [broadcaster]"
+    /// (``JanusTransport/broadcasterMark``): that is how other engines learn of a broadcaster
+    /// that publishes nothing, which the VideoRoom does not announce.
     public var display: String?
     /// The loss the published audio is protected against (Opus in-band FEC), in percent: Janus
     /// reports the loss of the publisher's own leg only, never its subscribers', so without a
@@ -57,6 +59,12 @@ public final class JanusTransport: MediaTransport, Sendable {
     /// The uid the server's own feedback (receiver reports, NACK, PLI, REMB on what this side
     /// publishes) is reported from.
     public static let serverUid: UInt32 = 0
+
+    /// What ends the display of a broadcaster (the VideoRoom has no roles: a participant that
+    /// publishes nothing is not announced as a publisher). Engines set it with a `configure`
+    /// request, which the VideoRoom tells every participant of the room (an event with `id` and
+    /// `display`), and read it from `listparticipants` when they join.
+    public static let broadcasterMark = "[broadcaster]"
 
     /// The settings given.
     public let configuration: JanusTransportConfiguration

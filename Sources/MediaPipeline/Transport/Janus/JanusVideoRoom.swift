@@ -38,6 +38,13 @@ extension JanusHandle {
         try await message(.object(["request": .string("unpublish")]))
     }
 
+    /// Every participant of `room`, publishing or not, with its display (a synchronous request;
+    /// no pin needed).
+    func listParticipants(room: JanusID) async throws -> [VideoRoomParticipant] {
+        let reply = try await message(.object(["request": .string("listparticipants"), "room": room.json]))
+        return reply.data["participants"]?.arrayValue?.compactMap(VideoRoomParticipant.init) ?? []
+    }
+
     /// Leaves the room (a publisher's handle, or a subscription).
     @discardableResult
     func leave() async throws -> JanusReply {
