@@ -27,7 +27,9 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "Skip the session capacity search.") var noCapacity = false
     @Option(
         help:
-            "Run only these sections (comma-separated: codecs, srtp, mixer, fan-out, render, tick, control, capacity).")
+            ArgumentHelp(
+                "Run only these sections (comma-separated: codecs, srtp, webrtc, mixer, fan-out, render, tick, "
+                    + "control, capacity)."))
     var only: String?
     @Flag(help: "Print JSON.") var json = false
 
@@ -61,6 +63,10 @@ struct BenchCommand: ParsableCommand {
 
         if sections.contains("srtp") {
             rows += try BenchSRTP(repeats: repeats, progress: progress).rows()
+        }
+        // After the SRTP rows: their floor needs a process that has made no SRTP context yet.
+        if sections.contains("webrtc") {
+            rows.append(try BenchWebRTC(repeats: repeats, progress: progress).row())
         }
 
         progress("preparing sample media", 0)
@@ -146,9 +152,17 @@ struct BenchCommand: ParsableCommand {
             figures.append(
                 ("srtpStockAllocationsPerPacket", "allocations per packet, stock libsrtp2 (NSS)", stock, "(reference)"))
         }
-        if let allocations = rows.filter({ !["codecs", "srtp"].contains($0.section) }).map(\.allocationsPerUnit)
-            .max()
-        {
+        if let webrtc = rows.first(where: { $0.section == "webrtc" }) {
+            figures.append(
+                (
+                    "webrtcAllocationsPerPacket", "allocations per RTP packet sent and received over WebRTC",
+                    webrtc.allocationsPerUnit, "0"
+                ))
+        }
+        if let allocations = rows.filter({ !["codecs", "srtp", "webrtc"].contains($0.section) }).map(
+            \.allocationsPerUnit
+        )
+        .max() {
             figures.append(
                 ("engineAllocationsPerUnit", "allocations per tick or frame, engine paths", allocations, "0"))
         }
@@ -194,7 +208,9 @@ struct BenchCommand: ParsableCommand {
 
     /// The sections `--only` and `--no-capacity` leave.
     private func selectedSections() throws -> Set<String> {
-        let all: Set<String> = ["codecs", "srtp", "mixer", "fan-out", "render", "tick", "control", "capacity"]
+        let all: Set<String> = [
+            "codecs", "srtp", "webrtc", "mixer", "fan-out", "render", "tick", "control", "capacity",
+        ]
         var chosen = all
         if let only {
             chosen = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
