@@ -247,15 +247,8 @@ struct ChannelConformanceTests {
         .timeLimit(.minutes(1)), arguments: ConformanceTransport.all)
     func localMutes(transport: ConformanceTransport) async throws {
         try await ConformanceRoom.run(transport) { room in
-            let host = try room.user(frequency: 500)
-            let viewer = try room.user()
-            try host.join("channel-1", uid: 510)
-            try viewer.join("channel-1", uid: 520, options: .subscribeOnly, role: .audience)
+            let (host, viewer, log) = try await room.hostAndViewer(host: 510, viewer: 520)
             let channel = try viewer.channel("channel-1")
-            let log = try viewer.log("channel-1")
-            try await room.waitFor("the viewer decodes the host") {
-                log.decoding(510, .audio) && log.decoding(510, .video)
-            }
             for kind in MediaKind.allCases {
                 try host.channel("channel-1").mute(kind, true)
                 try await room.waitFor("the viewer sees the host's \(kind) muted") {
@@ -288,15 +281,8 @@ struct ChannelConformanceTests {
         .timeLimit(.minutes(1)), arguments: ConformanceTransport.all)
     func remoteMutes(transport: ConformanceTransport) async throws {
         try await ConformanceRoom.run(transport) { room in
-            let host = try room.user(frequency: 500)
-            let viewer = try room.user()
-            try host.join("channel-1", uid: 610)
-            try viewer.join("channel-1", uid: 620, options: .subscribeOnly, role: .audience)
+            let (host, viewer, log) = try await room.hostAndViewer(host: 610, viewer: 620)
             let channel = try viewer.channel("channel-1")
-            let log = try viewer.log("channel-1")
-            try await room.waitFor("the viewer decodes the host") {
-                log.decoding(610, .audio) && log.decoding(610, .video)
-            }
             // Events are delivered after the call by whichever thread carries out the engine's
             // actions (the pump's, at times): waited for, as the decoder's release.
             try channel.muteRemoteAudioStream(610, mute: true)
@@ -566,6 +552,22 @@ final class ConformanceRoom: @unchecked Sendable {
         }
         members.withLock { $0.append(user) }
         return user
+    }
+
+    /// A broadcaster `host` (500 Hz) and an audience member `viewer` in channel-1, once the
+    /// viewer decodes the host's audio and video; with the viewer's channel-1 log.
+    func hostAndViewer(host hostUid: UInt32, viewer viewerUid: UInt32) async throws -> (
+        host: ConformanceUser, viewer: ConformanceUser, log: EventLog
+    ) {
+        let host = try user(frequency: 500)
+        let viewer = try user()
+        try host.join("channel-1", uid: hostUid)
+        try viewer.join("channel-1", uid: viewerUid, options: .subscribeOnly, role: .audience)
+        let log = try viewer.log("channel-1")
+        try await waitFor("the viewer decodes the host") {
+            log.decoding(hostUid, .audio) && log.decoding(hostUid, .video)
+        }
+        return (host, viewer, log)
     }
 
     /// Polls `condition` every 20 ms until it holds; throws (describing every user's channels)

@@ -35,20 +35,9 @@ private struct ConnectedPair {
     let receivedByA = Received(), receivedByB = Received()
 
     init(bFingerprint: String? = nil) throws {
-        a = try WebRTCConnection(
-            controllingICE: true, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            handlers: receivedByA.handlers)
-        b = try WebRTCConnection(
-            controllingICE: false, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            dtlsRole: .server, handlers: receivedByB.handlers)
-        let candidatesA = try a.gatherCandidates()
-        let candidatesB = try b.gatherCandidates()
-        try b.start(
-            remoteCredentials: a.localCredentials, remoteCandidates: candidatesA,
-            remoteFingerprint: a.certificate.fingerprint)
-        try a.start(
-            remoteCredentials: b.localCredentials, remoteCandidates: candidatesB,
-            remoteFingerprint: bFingerprint ?? b.certificate.fingerprint)
+        let pair = try WebRTCConnection.LoopbackPair(
+            a: receivedByA.handlers, b: receivedByB.handlers, bFingerprint: bFingerprint)
+        (a, b) = (pair.a, pair.b)
     }
 }
 

@@ -247,26 +247,11 @@ struct WebRTCGarbageTests {
     func garbageWhileMediaFlows() throws {
         let receiver = GarbageReceiver()
         let sender = GarbageReceiver()
-        let a = try WebRTCConnection(
-            controllingICE: true, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            handlers: sender.handlers)
-        let b = try WebRTCConnection(
-            controllingICE: false, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            dtlsRole: .server, handlers: receiver.handlers)
-        defer {
-            a.close()
-            b.close()
-        }
-        let candidatesA = try a.gatherCandidates()
-        let candidatesB = try b.gatherCandidates()
-        let portA = try #require(candidatesA.first.flatMap(candidatePort))
-        let portB = try #require(candidatesB.first.flatMap(candidatePort))
-        try b.start(
-            remoteCredentials: a.localCredentials, remoteCandidates: candidatesA,
-            remoteFingerprint: a.certificate.fingerprint)
-        try a.start(
-            remoteCredentials: b.localCredentials, remoteCandidates: candidatesB,
-            remoteFingerprint: b.certificate.fingerprint)
+        let pair = try WebRTCConnection.LoopbackPair(a: sender.handlers, b: receiver.handlers)
+        let (a, b) = (pair.a, pair.b)
+        defer { pair.close() }
+        let portA = try #require(pair.candidatesA.first.flatMap(candidatePort))
+        let portB = try #require(pair.candidatesB.first.flatMap(candidatePort))
         try #require(within(10) { a.isConnected && b.isConnected })
 
         let steady = SteadySender()

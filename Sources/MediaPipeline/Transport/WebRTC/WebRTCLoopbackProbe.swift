@@ -33,24 +33,9 @@ package enum WebRTCLoopbackProbe {
         let handlers = WebRTCConnection.Handlers(
             rtp: { _ in received.wrappingAdd(1, ordering: .relaxed) }, rtcp: { _ in }, state: { _ in })
         let silent = WebRTCConnection.Handlers(rtp: { _ in }, rtcp: { _ in }, state: { _ in })
-        let sender = try WebRTCConnection(
-            controllingICE: true, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            handlers: silent)
-        let receiver = try WebRTCConnection(
-            controllingICE: false, certificate: try DTLSCertificate.generate(), localAddresses: ["127.0.0.1"],
-            dtlsRole: .server, handlers: handlers)
-        defer {
-            sender.close()
-            receiver.close()
-        }
-        let senderCandidates = try sender.gatherCandidates()
-        let receiverCandidates = try receiver.gatherCandidates()
-        try receiver.start(
-            remoteCredentials: sender.localCredentials, remoteCandidates: senderCandidates,
-            remoteFingerprint: sender.certificate.fingerprint)
-        try sender.start(
-            remoteCredentials: receiver.localCredentials, remoteCandidates: receiverCandidates,
-            remoteFingerprint: receiver.certificate.fingerprint)
+        let pair = try WebRTCConnection.LoopbackPair(a: silent, b: handlers)
+        let (sender, receiver) = (pair.a, pair.b)
+        defer { pair.close() }
         let connectBy = Date().addingTimeInterval(10)
         while !(sender.isConnected && receiver.isConnected) {
             guard Date() < connectBy else {
