@@ -167,7 +167,7 @@ struct LossRecoveryTests {
     )
     func repeatsAndAudioRequests() throws {
         var tracker = NackTracker()
-        tracker.minimumRetryMicroseconds = 203_000
+        tracker.repeatIgnoredMicroseconds = 200_000
         _ = tracker.received(10, now: 0)
         _ = tracker.received(12, now: 0)
         var batch: [UInt16] = []

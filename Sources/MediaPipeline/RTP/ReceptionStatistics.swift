@@ -22,6 +22,9 @@ struct ReceptionStatistics {
 
     init(clockRate: Int) { self.clockRate = Int64(clockRate) }
 
+    /// The interarrival jitter in microseconds.
+    var jitterMicroseconds: Int64 { Int64(jitter) * 1_000_000 / clockRate }
+
     /// Packets expected so far (from the first sequence number to the highest).
     var expected: Int64 { firstSequence.map { highestSequence - $0 + 1 } ?? 0 }
 

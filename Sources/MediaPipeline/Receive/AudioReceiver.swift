@@ -114,7 +114,7 @@ final class AudioReceiver: @unchecked Sendable {
             var frames = 0
             let sequence = assembler.insert(packet, now: now)
             if nack != nil {
-                nack!.jitterMicroseconds = Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.opus.rtpClockRate)
+                nack!.jitterMicroseconds = statistics.jitterMicroseconds
                 _ = nack!.received(sequence, now: now)
             }
             while let assembled = assembler.next(now: now) {

@@ -36,13 +36,15 @@ struct NackTracker {
     private var newest: Int64?
     /// The round trip to the publisher, which paces repeated requests.
     var roundTripMicroseconds = defaultRoundTripMicroseconds
-    /// The least time between two requests for a packet: a sender that ignores a repeat for a
-    /// while after answering (an SFU's de-duplication window, plus 3 ms) would waste a sooner one.
-    var minimumRetryMicroseconds: Int64 = 0
-    /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms (and
-    /// no sooner than ``minimumRetryMicroseconds``).
+    /// How long the sender ignores a repeated request for a packet it retransmitted (an SFU's
+    /// de-duplication window; 0 when it answers every request).
+    var repeatIgnoredMicroseconds: Int64 = 0
+    /// A request is repeated once its answer is overdue: a round trip, the jitter and 5 ms, and
+    /// no sooner than the sender's ``repeatIgnoredMicroseconds`` (plus 3 ms) are over, since a
+    /// sooner one would be ignored.
     private var retryInterval: Int64 {
-        max(minimumRetryMicroseconds, roundTripMicroseconds + jitterMicroseconds + 5_000)
+        let overdue = roundTripMicroseconds + jitterMicroseconds + 5_000
+        return repeatIgnoredMicroseconds > 0 ? max(repeatIgnoredMicroseconds + 3_000, overdue) : overdue
     }
     /// Numbers asked for (each request of each number counts).
     private(set) var requests: Int64 = 0

@@ -78,10 +78,7 @@ final class VideoReceiver: @unchecked Sendable {
             repeatedNackIgnoredMicroseconds: Int64 = 0
         ) {
             self.retransmission = retransmission
-            self.repeatedNackIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
-            if repeatedNackIgnoredMicroseconds > 0 {
-                nack.minimumRetryMicroseconds = repeatedNackIgnoredMicroseconds + 3_000
-            }
+            nack.repeatIgnoredMicroseconds = repeatedNackIgnoredMicroseconds
             self.reorderWaitMicroseconds = reorderWaitMicroseconds
             self.feedbackSSRC = feedbackSSRC
             assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: reorderWaitMicroseconds)
@@ -89,11 +86,7 @@ final class VideoReceiver: @unchecked Sendable {
         }
 
         /// The interarrival jitter (RFC 3550), in microseconds.
-        var jitterMicroseconds: Int64 { Int64(statistics.jitter) * 1_000_000 / Int64(MediaCodec.vp8.rtpClockRate) }
-
-        /// How long the sender ignores a repeated request for a packet it retransmitted (an
-        /// SFU's de-duplication; 0 when it answers every request).
-        let repeatedNackIgnoredMicroseconds: Int64
+        var jitterMicroseconds: Int64 { statistics.jitterMicroseconds }
 
         /// How long a missing packet may hold the frames behind it back: long enough for the
         /// rounds of requests the link's loss calls for (three at least: ``NackTracker/roundsNeeded``)
@@ -104,7 +97,7 @@ final class VideoReceiver: @unchecked Sendable {
         var retransmissionWaitMicroseconds: Int64 {
             guard retransmission else { return reorderWaitMicroseconds }
             let rounds = Int64(nack.roundsNeeded)
-            let round = max(nack.roundTripMicroseconds, repeatedNackIgnoredMicroseconds) + jitterMicroseconds
+            let round = max(nack.roundTripMicroseconds, nack.repeatIgnoredMicroseconds) + jitterMicroseconds
             let wait = rounds * round + 30_000
             return min(2_000_000, max(reorderWaitMicroseconds, wait))
         }
