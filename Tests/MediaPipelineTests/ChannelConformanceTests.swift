@@ -248,7 +248,6 @@ struct ChannelConformanceTests {
     func localMutes(transport: ConformanceTransport) async throws {
         try await ConformanceRoom.run(transport) { room in
             let (host, viewer, log) = try await room.hostAndViewer(host: 510, viewer: 520)
-            let channel = try viewer.channel("channel-1")
             for kind in MediaKind.allCases {
                 try host.channel("channel-1").mute(kind, true)
                 try await room.waitFor("the viewer sees the host's \(kind) muted") {
@@ -257,7 +256,7 @@ struct ChannelConformanceTests {
                 if kind == .audio {
                     // Nothing more is heard (the tick after the state change may hold the fade).
                     let silentFrom = viewer.ticks + 2
-                    let loud = await room.loudTicks(of: viewer, from: silentFrom, over: 50)
+                    let loud = try await room.loudTicks(of: viewer, from: silentFrom, over: 50)
                     #expect(loud == 0, "\(loud) loud playout ticks after the mute")
                 }
                 try host.channel("channel-1").mute(kind, false)
@@ -289,7 +288,7 @@ struct ChannelConformanceTests {
             try await room.waitFor("the audio stopped and its decoder released") {
                 log.states(610, .audio).last == "stopped/localMuted" && viewer.engine.statistics.liveAudioDecoders == 0
             }
-            let loud = await room.loudTicks(of: viewer, from: viewer.ticks + 2, over: 50)
+            let loud = try await room.loudTicks(of: viewer, from: viewer.ticks + 2, over: 50)
             #expect(loud == 0, "\(loud) loud playout ticks after muting the host's audio")
             // The video goes on meanwhile.
             #expect(channel.remoteState(610, .video) == .decoding)
@@ -300,9 +299,9 @@ struct ChannelConformanceTests {
             // Both muted: the host's packets stop coming to the viewer at all (Agora stops
             // receiving them; the transport contract: an unsubscribed stream is not forwarded).
             // Packets already on their way get 20 ticks (200 ms); then 50 ticks must bring none.
-            _ = await room.loudTicks(of: viewer, from: viewer.ticks, over: 20)
+            _ = try await room.loudTicks(of: viewer, from: viewer.ticks, over: 20)
             let arrived = try viewer.packetsArriving("channel-1", from: 610)
-            _ = await room.loudTicks(of: viewer, from: viewer.ticks, over: 50)
+            _ = try await room.loudTicks(of: viewer, from: viewer.ticks, over: 50)
             let arrivedLater = try viewer.packetsArriving("channel-1", from: 610)
             // On Janus: the subscription's streams are configured with send: false.
             #expect(arrivedLater == arrived, "\(arrivedLater - arrived) packets of muted streams arrived")
@@ -417,7 +416,7 @@ struct ChannelConformanceTests {
 // MARK: - The driver of the Janus variants
 
 extension ChannelConformanceTests {
-    /// How long the child may run: seven scenarios of a few seconds each, and the binary's start.
+    /// How long the child may run: eight scenarios of a few seconds each, and the binary's start.
     static let childBoundSeconds = 180.0
 
     @Test(
@@ -584,12 +583,10 @@ final class ConformanceRoom: @unchecked Sendable {
     }
 
     /// The playout ticks of `user` that were loud, among the `count` ticks from tick `first`
-    /// (waited for as they come).
-    func loudTicks(of user: ConformanceUser, from first: Int, over count: Int) async -> Int {
-        let deadline = ContinuousClock.now + .seconds(ChannelConformanceTests.bound)
-        while user.ticks < first + count && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+    /// (waited for as they come); throws when they do not come within the bound (a stalled
+    /// pump would otherwise count as silence).
+    func loudTicks(of user: ConformanceUser, from first: Int, over count: Int) async throws -> Int {
+        try await waitFor("\(count) playout ticks from tick \(first)") { user.ticks >= first + count }
         return user.loudTicks(from: first, to: first + count)
     }
 

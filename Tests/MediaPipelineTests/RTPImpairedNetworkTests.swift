@@ -195,8 +195,7 @@ struct RTPImpairedNetworkTests {
         #expect(frames > 1000, "\(report)")
         if webRTCStyle {
             #expect(videoStream["retransmissionsReceived"] as? Int ?? 0 > 0, "\(report)")
-            let rebuilt = audioStream["packetsRecovered"] as? Int ?? 0
-            #expect(audioLost > 20 && rebuilt >= audioLost / 2, "\(rebuilt) rebuilt of \(audioLost) lost")
+            #expect(audioLost > 20, "\(audioLost) audio packets lost")
             let pairs = poissonQuantile(mean: Double(audioLost) * lossShare, probability: 0.999)
             #expect(
                 Double(concealed) <= 2 * Double(pairs) + 0.005 * Double(frames),

@@ -148,7 +148,11 @@ struct IVFLengthTests {
         // vpxenc's convention (a frame a unit) still tells a file cut short.
         let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Fixtures.motionIVF)))
         var end = 32  // after the header, then 45 whole frames
-        for _ in 0..<45 { end += 12 + Int(bytes[end]) | Int(bytes[end + 1]) << 8 | Int(bytes[end + 2]) << 16 }
+        for _ in 0..<45 {
+            end +=
+                12
+                + (Int(bytes[end]) | Int(bytes[end + 1]) << 8 | Int(bytes[end + 2]) << 16 | Int(bytes[end + 3]) << 24)
+        }
         let cut = folder.file("cut.ivf")
         try Data(bytes.prefix(end)).write(to: URL(fileURLWithPath: cut))
         let short = try IVFReader(path: cut)

@@ -104,13 +104,18 @@ struct WebMReaderTests {
         }
         #expect(ours.count == 10 && ours == theirs, "\(ours) \(theirs)")
         // The audio: stereo, against ffmpeg's libopus decode of the six channels (its order
-        // FL FR FC LFE BL BR) folded with the same weights.
+        // FL FR FC LFE BL BR) folded with the weights the fold-down is meant to use, written
+        // here: fronts to their side, centre and LFE at -3 dB to both, surrounds at -3 dB to
+        // their side, each side's sum scaled to 1.
         let wav = folder.file("audio.wav")
         #expect(try pipebench(["decode", path, wav, "--quiet"]).status == 0)
         let stereo = try wavSamples(wav)
         let six = try ffmpegAudio(path, libopus: true)
-        let vorbis = OpusMultistreamDecoder.stereoWeights(channels: 6)  // FL C FR RL RR LFE
-        let weights = [vorbis[0], vorbis[2], vorbis[1], vorbis[5], vorbis[3], vorbis[4]]
+        let c = 0.7071
+        let side = 1 + 3 * c
+        let weights: [(left: Double, right: Double)] = [
+            (1 / side, 0), (0, 1 / side), (c / side, c / side), (c / side, c / side), (c / side, 0), (0, c / side),
+        ]
         let frames = min(stereo.count / 2, six.count / 6)
         #expect(frames >= 47_000, "\(stereo.count / 2) and \(six.count / 6) frames")
         var signal = 0.0
@@ -119,8 +124,8 @@ struct WebMReaderTests {
             var left = 0.0
             var right = 0.0
             for channel in 0..<6 {
-                left += Double(six[6 * frame + channel]) * Double(weights[channel].left)
-                right += Double(six[6 * frame + channel]) * Double(weights[channel].right)
+                left += Double(six[6 * frame + channel]) * weights[channel].left
+                right += Double(six[6 * frame + channel]) * weights[channel].right
             }
             for (expected, got) in [(left, stereo[2 * frame]), (right, stereo[2 * frame + 1])] {
                 signal += expected * expected
