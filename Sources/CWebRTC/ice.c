@@ -1,5 +1,12 @@
 // ICE over libnice on a private GLib main context and a loop thread of the agent's own.
 //
+// Receive without allocation: libnice's receive callback reads its socket until the read
+// reports EAGAIN, and GLib allocates a GError for that read: once per wakeup of the loop, up
+// to one per packet. So after each datagram the callback asks the kernel whether another is
+// queued on the selected pair's socket (FIONREAD); when none is, it detaches itself, which
+// ends libnice's read loop before that read. A source of the highest priority attaches it
+// again before the loop's next poll.
+//
 // Threads: libnice emits its signals on whichever thread calls into it, so every call that can
 // change the agent runs on the loop thread (posted as a source, the caller waiting for it); only
 // nice_agent_send is called from other threads, behind a read lock that close takes for writing
@@ -13,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +60,9 @@ struct cwebrtc_ice_agent {
     ice_task *tasks;
     // Loop thread only:
     int gathering_started;
+    int receive_detached;    // the receive callback detached itself after a drained read
+    int selected_socket_fd;  // the selected pair's socket, -1 before one is selected
+    GSource *reattach;       // attaches the receive callback again before each poll
     cwebrtc_ice_callbacks callbacks;
 };
 
@@ -169,6 +180,9 @@ static void on_selected_pair(NiceAgent *nice, guint stream_id, guint component_i
     char local_text[64], remote_text[64];
     format_address(&local->addr, local_text, sizeof local_text);
     format_address(&remote->addr, remote_text, sizeof remote_text);
+    GSocket *socket = nice_agent_get_selected_socket(nice, stream_id, component_id);
+    agent->selected_socket_fd = socket != NULL ? g_socket_get_fd(socket) : -1;
+    if (socket != NULL) g_object_unref(socket); // the agent keeps it while the pair is selected
     pthread_mutex_lock(&agent->mutex);
     memcpy(agent->selected_local, local_text, sizeof local_text);
     memcpy(agent->selected_remote, remote_text, sizeof remote_text);
@@ -185,7 +199,36 @@ static void on_receive(NiceAgent *nice, guint stream_id, guint component_id, gui
     cwebrtc_ice_agent *agent = data;
     if (is_closed(agent) || agent->callbacks.on_receive == NULL) return;
     agent->callbacks.on_receive(agent->callbacks.context, (const uint8_t *)bytes, length);
+    // Nothing more queued: end libnice's read loop before the read that would find none.
+    int queued = 0;
+    if (agent->selected_socket_fd >= 0 && ioctl(agent->selected_socket_fd, FIONREAD, &queued) == 0 && queued == 0 &&
+        !is_closed(agent)) {
+        nice_agent_attach_recv(nice, stream_id, component_id, agent->context, NULL, NULL);
+        agent->receive_detached = 1;
+    }
 }
+
+static gboolean reattach_prepare(GSource *source, gint *timeout) {
+    cwebrtc_ice_agent *agent = *(cwebrtc_ice_agent **)(source + 1);
+    *timeout = -1;
+    if (agent->receive_detached && !is_closed(agent)) {
+        agent->receive_detached = 0;
+        nice_agent_attach_recv(agent->nice, agent->stream_id, 1, agent->context, on_receive, agent);
+    }
+    return FALSE;
+}
+
+static gboolean reattach_check(GSource *source) {
+    (void)source;
+    return FALSE;
+}
+
+static gboolean reattach_dispatch(GSource *source, GSourceFunc callback, gpointer data) {
+    (void)source, (void)callback, (void)data;
+    return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs reattach_funcs = {reattach_prepare, reattach_check, reattach_dispatch, NULL, NULL, NULL};
 
 // MARK: - Scheduled tasks
 
@@ -298,6 +341,9 @@ static void teardown(cwebrtc_ice_agent *agent) {
     }
     g_free(ids);
 
+    g_source_destroy(agent->reattach);
+    g_source_unref(agent->reattach);
+    agent->reattach = NULL;
     nice_agent_attach_recv(agent->nice, agent->stream_id, 1, agent->context, NULL, NULL);
     g_signal_handlers_disconnect_by_data(agent->nice, agent);
     g_object_unref(agent->nice);
@@ -425,6 +471,11 @@ cwebrtc_ice_agent *cwebrtc_ice_agent_create(int controlling, const char *local_a
         g_signal_connect(agent->nice, "candidate-gathering-done", G_CALLBACK(on_gathering_done), agent);
         g_signal_connect(agent->nice, "new-selected-pair-full", G_CALLBACK(on_selected_pair), agent);
         nice_agent_attach_recv(agent->nice, agent->stream_id, 1, agent->context, on_receive, agent);
+        agent->selected_socket_fd = -1;
+        agent->reattach = g_source_new(&reattach_funcs, sizeof(GSource) + sizeof(cwebrtc_ice_agent *));
+        *(cwebrtc_ice_agent **)(agent->reattach + 1) = agent;
+        g_source_set_priority(agent->reattach, G_PRIORITY_HIGH);
+        g_source_attach(agent->reattach, agent->context);
         agent->refs = 2;
         __atomic_add_fetch(&live_loop_threads, 1, __ATOMIC_ACQ_REL);
         int status = pthread_create(&agent->thread, NULL, loop_main, agent);
@@ -436,6 +487,10 @@ cwebrtc_ice_agent *cwebrtc_ice_agent_create(int controlling, const char *local_a
         }
     }
     if (!ok) {
+        if (agent->reattach != NULL) {
+            g_source_destroy(agent->reattach);
+            g_source_unref(agent->reattach);
+        }
         g_signal_handlers_disconnect_by_data(agent->nice, agent);
         g_object_unref(agent->nice);
         if (agent->callbacks.release != NULL) agent->callbacks.release(agent->callbacks.context);

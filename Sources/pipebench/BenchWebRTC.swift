@@ -4,12 +4,12 @@ import MediaPipeline
 /// WebRTC connection and received by another on 127.0.0.1 (ICE over libnice, DTLS-SRTP), the
 /// whole path timed and its heap allocations counted on every thread (the sender's protect and
 /// send, libnice's receive on the loop thread, demultiplexing, unprotecting, the handler). Of
-/// `repeats` runs of 2,000 packets after a warm-up, the fastest time and the fewest
+/// `repeats` runs of 20,000 packets after a warm-up, the fastest time and the fewest
 /// allocations are reported; the target for allocations is 0.
 struct BenchWebRTC {
     let repeats: Int
     let progress: (String, Double) -> Void
-    var count = 2_000
+    var count = 20_000
 
     func row() throws -> BenchRow {
         try BenchMeasure.checkCounter()
