@@ -108,8 +108,14 @@ public struct ImpairmentResult: Sendable {
     /// Video: time frozen (Agora: gaps over 500 ms between decoded frames), in percent of the
     /// time video was shown.
     public var videoFrozenPercent: Double
-    /// Video: pictures shown that the lossless run never showed (decoded across a gap).
+    /// Video: pictures shown that differ from the lossless run's picture of the same frame
+    /// (decoded across a gap). A frame the lossless run decoded but never showed (two frames
+    /// due in one render: catching up at the start, or after a delay step) cannot be judged
+    /// this way; those are counted in ``videoUnjudgedPictures``.
     public var videoWrongPictures: Int
+    /// Video: pictures shown of frames the lossless run never showed, unless they match a
+    /// picture it did show.
+    public var videoUnjudgedPictures: Int
     /// Video: PSNR (luma) of the canvases against the lossless run's, at each render tick
     /// against its picture of the frame after the one shown at the tick before (repeats and
     /// skips count, a steady delay does not), in dB.
@@ -425,6 +431,7 @@ public final class ImpairmentRunner {
         // (whatever its delay); a repeated picture (a late frame, a freeze, a step up in delay)
         // or a skipped frame (catching up) counts as the difference it makes.
         var wrong = 0
+        var unjudged = 0
         var squaredError = 0.0
         var pixels = 0.0
         for (key, stream) in capture.streams where !stream.digests.isEmpty {
@@ -432,10 +439,19 @@ public final class ImpairmentRunner {
                 let base = ideal.shown.compactMap({ $0 }).first
             else { continue }
             let digests = Set(ideal.digests)
+            // The lossless run's pictures by the frame they show.
+            var twinPictures: [UInt32: Set<Int>] = [:]
+            for (tick, rtp) in ideal.shown.enumerated() where ideal.rendered[tick] > 0 {
+                if let rtp { twinPictures[rtp, default: []].insert(ideal.digests[tick]) }
+            }
             var shownBefore = 0
             for (tick, digest) in stream.digests.enumerated() {
                 if stream.rendered[tick] != shownBefore && stream.rendered[tick] > 0 && !digests.contains(digest) {
-                    wrong += 1
+                    if let rtp = stream.shown[tick], twinPictures[rtp] != nil {
+                        wrong += 1
+                    } else {
+                        unjudged += 1
+                    }
                 }
                 shownBefore = stream.rendered[tick]
             }
@@ -491,7 +507,7 @@ public final class ImpairmentRunner {
             audioSNRdB: noise == 0 ? 99 : min(99, 10 * log10(signal / noise)),
             audioPacketsRecoveredByFEC: recovered,
             videoFrozenPercent: active > 0 ? frozen * 100 / active : 0,
-            videoWrongPictures: wrong,
+            videoWrongPictures: wrong, videoUnjudgedPictures: unjudged,
             videoPSNRdB: mse == 0 ? 99 : min(99, 10 * log10(255 * 255 / mse)),
             keyframeRequests: capture.keyframeRequests, keyframeRequestsPerStreamMax: keyframesMax,
             nacksSent: nacks, bytesRetransmitted: capture.bytesRetransmitted,

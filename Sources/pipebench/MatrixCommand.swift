@@ -121,6 +121,7 @@ struct MatrixCommand: ParsableCommand {
             "audioMeanDelayMs": result.audioMeanDelayMs,
             "audioSNRdB": result.audioSNRdB, "audioPacketsRecoveredByFEC": result.audioPacketsRecoveredByFEC,
             "videoFrozenPercent": result.videoFrozenPercent, "videoWrongPictures": result.videoWrongPictures,
+            "videoUnjudgedPictures": result.videoUnjudgedPictures,
             "firstAudioMsMax": result.firstAudioMsMax, "firstVideoMsMax": result.firstVideoMsMax,
             "videoPSNRdB": result.videoPSNRdB, "keyframeRequests": result.keyframeRequests,
             "keyframeRequestsPerStreamMax": result.keyframeRequestsPerStreamMax, "nacksSent": result.nacksSent,

@@ -59,7 +59,9 @@ struct RecordingTests {
         }
         let written = try room.viewer.engine.stopRecording(recording)
         #expect(written.video == decodedBefore)
-        #expect(written.audio == Int64(audioDecoded))
+        // Every audio packet decoded goes in, but for those captured before the file's first
+        // picture (the file's time 0, on the sender's clock): played after it, yet earlier.
+        #expect(written.audio <= Int64(audioDecoded) && written.audio >= Int64(audioDecoded) - 3, "\(written)")
         #expect(written.video >= 80, "\(written)")  // 6 s at 15 fps, less what the loss cost
 
         // The file reads cleanly in the tools, and vpxdec decodes it to the pictures the canvas

@@ -21,6 +21,7 @@ extension MediaEngine {
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.concealUpToMicroseconds = conceal
                 round.decode.now = plane.now
+                plane.synchronizeRemoteUsers()
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }

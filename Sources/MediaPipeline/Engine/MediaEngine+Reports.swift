@@ -41,8 +41,10 @@ extension MediaEngine {
     }
 
     /// Sends a sender report for the local stream of `kind` to every target when its interval
-    /// has passed. Call from a push, with the publisher.
-    func sendSenderReportIfDue(_ kind: MediaKind, frame: EncodedFrame, _ publisher: Publisher) {
+    /// has passed: the clock's NTP time now beside the RTP timestamp of the media captured now
+    /// (`mediaMicrosecondsNow`), so both streams of the publisher map onto one clock and a
+    /// receiver can align them. Call from a push, with the publisher.
+    func sendSenderReportIfDue(_ kind: MediaKind, mediaMicrosecondsNow: Int64, _ publisher: Publisher) {
         let now = self.now
         guard let packetizer = kind == .audio ? publisher.audioPacketizer : publisher.videoPacketizer,
             now - publisher.lastSenderReportAt[kind] >= Self.reportIntervalMicroseconds
@@ -50,7 +52,7 @@ extension MediaEngine {
         publisher.lastSenderReportAt[kind] = now
         let report = RTCPCompound.senderReport(
             ssrc: rtp.ssrc(kind), ntpTimestamp: NTPTime.timestamp(microseconds: now),
-            rtpTimestamp: packetizer.rtpTimestamp(microseconds: frame.timestampMicroseconds),
+            rtpTimestamp: packetizer.rtpTimestamp(microseconds: mediaMicrosecondsNow),
             packetCount: UInt32(truncatingIfNeeded: publisher.packetsSent[kind]),
             octetCount: UInt32(truncatingIfNeeded: publisher.payloadBytesSent[kind]), in: publisher.reportRecycler)
         for target in publisher.targets {
@@ -60,6 +62,13 @@ extension MediaEngine {
 
     /// The recipient that sends RTCP to every member receiving media in the channel.
     static let everyone: UInt32 = 0
+}
+
+/// A remote stream's sender report: its SSRC and the NTP ↔ RTP pair.
+struct SenderReportSummary {
+    var ssrc: UInt32
+    var ntpTimestamp: UInt64
+    var rtpTimestamp: UInt32
 }
 
 /// What one RTCP datagram says to this engine: keyframe requests for its video, sender
@@ -80,8 +89,8 @@ struct FeedbackReader: RTCPVisitor {
     var roundTripToPublisherMicroseconds: Int64?
     /// The sender of the XR being read.
     var extendedReportSSRC: UInt32 = 0
-    /// Up to two sender reports (a user's audio and video): (SSRC, NTP time).
-    var senderReports: (first: (UInt32, UInt64)?, second: (UInt32, UInt64)?) = (nil, nil)
+    /// Up to two sender reports (a user's audio and video).
+    var senderReports: (first: SenderReportSummary?, second: SenderReportSummary?) = (nil, nil)
     /// The last round trip reported on one of this engine's streams, and the worst loss fraction.
     var roundTripMicroseconds: Int64?
     var fractionLost: UInt8?
@@ -101,10 +110,11 @@ struct FeedbackReader: RTCPVisitor {
     mutating func senderReport(
         ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32
     ) {
+        let report = SenderReportSummary(ssrc: ssrc, ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp)
         if senderReports.first == nil {
-            senderReports.first = (ssrc, ntpTimestamp)
+            senderReports.first = report
         } else if senderReports.second == nil {
-            senderReports.second = (ssrc, ntpTimestamp)
+            senderReports.second = report
         }
     }
 

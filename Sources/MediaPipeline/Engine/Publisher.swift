@@ -112,14 +112,17 @@ extension MediaEngine {
                 consumed += take
                 if publisher.pcmFill == publisher.pcm.count {
                     publisher.pcmFill = 0
-                    try encodeAndSendAudio(publisher)
+                    try encodeAndSendAudio(publisher, framesPushedAfter: (frame.samples.count - consumed) / format.channelCount)
                 }
             }
         }
         flushActions()
     }
 
-    private func encodeAndSendAudio(_ publisher: Publisher) throws {
+    /// Encodes the buffered audio and sends it. The push that completed it ends
+    /// `framesPushedAfter` frames (per channel) later: its last sample is the one captured now,
+    /// which places the stream's media time on the clock for the sender reports.
+    private func encodeAndSendAudio(_ publisher: Publisher, framesPushedAfter: Int) throws {
         if publisher.audioEncoder == nil {
             publisher.audioEncoder = try configuration.codecs.makeAudioEncoder(configuration.audio)
         }
@@ -134,7 +137,8 @@ extension MediaEngine {
             try encoder.encode(pcm, timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate)
         }
         publisher.audioPosition += Int64(encoder.samplesPerFrame)
-        send(frame, encodedHere: true, publisher)
+        let capturedNow = (publisher.audioPosition + Int64(framesPushedAfter)) * 1_000_000 / rate
+        send(frame, encodedHere: true, mediaMicrosecondsNow: capturedNow, publisher)
     }
 
     /// Pushes one local picture. It is encoded once and sent to the publishing channel and its
@@ -174,8 +178,12 @@ extension MediaEngine {
     }
 
     /// Packetizes `frame` once and sends every packet to every target, counting it (and its
-    /// encoding, when `encodedHere`).
-    private func send(_ frame: EncodedFrame, encodedHere: Bool, _ publisher: Publisher) {
+    /// encoding, when `encodedHere`). `mediaMicrosecondsNow` is the stream's media time being
+    /// captured now (by default the frame's: a picture or an encoded frame is pushed as it is
+    /// captured or due), the sender reports' NTP ↔ RTP pair.
+    private func send(
+        _ frame: EncodedFrame, encodedHere: Bool, mediaMicrosecondsNow: Int64? = nil, _ publisher: Publisher
+    ) {
         guard !publisher.targets.isEmpty else { return }
         let kind = frame.codec.kind
         var packets: Int64 = 0
@@ -199,7 +207,7 @@ extension MediaEngine {
             return  // an empty frame: nothing to send
         }
         publisher.packetsSent[kind] += packets
-        sendSenderReportIfDue(kind, frame: frame, publisher)
+        sendSenderReportIfDue(kind, mediaMicrosecondsNow: mediaMicrosecondsNow ?? frame.timestampMicroseconds, publisher)
         guard let ref = publisher.targetChannel else { return }
         let (byteCount, targetCount) = (frame.byteCount, publisher.targets.count)
         withControl {

@@ -98,6 +98,16 @@ public struct RemoteVideoStats: Sendable, Equatable {
     /// before decoding (incomplete, or after a gap until a keyframe).
     public var nacksSent: Int64 = 0, keyframeRequestsSent: Int64 = 0
     public var framesDecoded: Int64 = 0, framesDroppedBeforeDecode: Int64 = 0
+    /// Whether the user's audio and video play in sync, aligned by its sender reports (false
+    /// before both streams' first reports, after a report that jumped, or without audio).
+    public var isAVSynced = false
+    /// How much later the user's audio plays than the pictures captured with it, in
+    /// milliseconds (negative: earlier), as the engine estimates it with the delay it added to
+    /// one of them (Agora's `avSyncTimeMs`); 0 while not synced.
+    public var avSyncOffsetMs: Int64 = 0
+    /// The delay added to the video (or, negative, to the audio) to keep the two in sync, in
+    /// milliseconds.
+    public var syncDelayMs: Int64 = 0
 
     /// Nothing measured yet.
     public init(uid: UInt32) { self.uid = uid }

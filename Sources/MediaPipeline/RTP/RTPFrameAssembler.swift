@@ -7,6 +7,9 @@ struct AssembledFrame {
     var followsGap: Bool
     /// The unwrapped sequence numbers of the frame's first and last packets.
     var sequenceNumbers: ClosedRange<Int64>
+    /// When the frame's last packet to come arrived (clock microseconds): when it was complete,
+    /// whether or not an earlier frame still held it back.
+    var completedMicroseconds: Int64
 }
 
 /// Rebuilds one stream's encoded frames from its RTP packets and makes loss visible before
@@ -33,6 +36,8 @@ struct RTPFrameAssembler {
     private var slotStartsFrame: [Bool]
     /// Each packet's unwrapped RTP timestamp.
     private var slotTimestamp: [Int64]
+    /// When each packet arrived (clock microseconds).
+    private var slotArrival: [Int64]
     private var sequences = SequenceUnwrapper()
     private var timestamps = TimestampUnwrapper()
     private var firstTimestamp: Int64?
@@ -64,6 +69,7 @@ struct RTPFrameAssembler {
         slotDataOffset = Array(repeating: 0, count: count)
         slotStartsFrame = Array(repeating: false, count: count)
         slotTimestamp = Array(repeating: 0, count: count)
+        slotArrival = Array(repeating: 0, count: count)
         // More frames than a video receiver queues (48) plus the one being decoded; slots start
         // small and grow together with the largest frame. Audio frames are their packets'
         // payloads: no storage of their own.
@@ -90,10 +96,10 @@ struct RTPFrameAssembler {
         let timestamp = timestamps.unwrap(packet.header.timestamp)
         if firstTimestamp == nil { firstTimestamp = timestamp }
         if codec == .opus {
-            insertAudio(packet, sequence: sequence, timestamp: timestamp)
+            insertAudio(packet, sequence: sequence, timestamp: timestamp, now: now)
             return sequence
         }
-        insertVideo(packet, sequence: sequence, timestamp: timestamp)
+        insertVideo(packet, sequence: sequence, timestamp: timestamp, now: now)
         return sequence
     }
 
@@ -104,10 +110,18 @@ struct RTPFrameAssembler {
         return firstTimestamp.map { UInt32(truncatingIfNeeded: $0 + (microseconds * rate + 500_000) / 1_000_000) }
     }
 
+    /// The media time (as frames carry it) of the sender's RTP timestamp `rtpTimestamp`, taken
+    /// as the nearest to the timestamps seen; nil before any packet.
+    func mediaMicroseconds(rtpTimestamp: UInt32) -> Int64? {
+        guard firstTimestamp != nil else { return nil }
+        var unwrapper = timestamps  // a copy: a report's timestamp does not move the stream's
+        return microseconds(unwrapper.unwrap(rtpTimestamp))
+    }
+
     /// The first sequence number not yet handed out or given up (video), if any packet came.
     var firstPending: Int64? { next }
 
-    private mutating func insertVideo(_ packet: RTPPacket, sequence: Int64, timestamp: Int64) {
+    private mutating func insertVideo(_ packet: RTPPacket, sequence: Int64, timestamp: Int64, now: Int64) {
         if let next, sequence < next {
             guard next - sequence > Int64(Self.capacity) else {
                 packetsLate += 1
@@ -137,6 +151,7 @@ struct RTPFrameAssembler {
         slotDataOffset[index] = dataOffset
         slotStartsFrame[index] = starts
         slotTimestamp[index] = timestamp
+        slotArrival[index] = now
         packetsReceived += 1
         highest = max(highest, sequence)
     }
@@ -160,7 +175,7 @@ struct RTPFrameAssembler {
     /// to tell a duplicate from a packet that was overtaken.
     private var audioSeen: UInt64 = 0
 
-    private mutating func insertAudio(_ packet: RTPPacket, sequence: Int64, timestamp: Int64) {
+    private mutating func insertAudio(_ packet: RTPPacket, sequence: Int64, timestamp: Int64, now: Int64) {
         guard packet.payloadByteCount > 0 else {
             packetsMalformed += 1
             return
@@ -220,7 +235,8 @@ struct RTPFrameAssembler {
         let frame = EncodedFrame(
             storage: packet.bytes, range: primary, codec: .opus, isKeyframe: true,
             timestampMicroseconds: microseconds(timestamp), durationMicroseconds: 0)
-        readyAudio = AssembledFrame(frame: frame, followsGap: false, sequenceNumbers: sequence...sequence)
+        readyAudio = AssembledFrame(
+            frame: frame, followsGap: false, sequenceNumbers: sequence...sequence, completedMicroseconds: now)
     }
 
     /// The most redundant blocks of one packet kept (browsers send one or two).
@@ -369,9 +385,11 @@ struct RTPFrameAssembler {
 
     private mutating func assemble(_ sequences: ClosedRange<Int64>) -> AssembledFrame {
         var total = 0
+        var completed = Int64.min
         for sequence in sequences {
             let index = slot(sequence)!
             total += slots[index]!.payloadByteCount - slotDataOffset[index]
+            completed = max(completed, slotArrival[index])
         }
         let firstIndex = slot(sequences.lowerBound)!
         let firstPacket = slots[firstIndex]!
@@ -411,6 +429,7 @@ struct RTPFrameAssembler {
             timestampMicroseconds: microseconds(slotTimestamp[firstIndex]), durationMicroseconds: 0,
             width: width, height: height)
         defer { gapPending = false }
-        return AssembledFrame(frame: frame, followsGap: gapPending, sequenceNumbers: sequences)
+        return AssembledFrame(
+            frame: frame, followsGap: gapPending, sequenceNumbers: sequences, completedMicroseconds: completed)
     }
 }

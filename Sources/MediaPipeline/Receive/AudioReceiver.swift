@@ -58,6 +58,30 @@ final class AudioReceiver: @unchecked Sendable {
         var released = false
         /// What this receiver's reception reports say.
         var statistics = ReceptionStatistics(clockRate: MediaCodec.opus.rtpClockRate)
+        /// The sender's clock, from its reports: what aligns this audio with its video.
+        var senderClock = SenderClock(clockRate: MediaCodec.opus.rtpClockRate)
+        /// Delay added to the jitter buffer's target to play in sync with the sender's video
+        /// (set by the engine's ``LipSync``), in microseconds.
+        var syncDelayMicroseconds: Int64 = 0
+
+        /// The stream's media time minus its sender's NTP time, when a report can be relied on.
+        var senderOffsetMicroseconds: Int64? {
+            senderClock.trustedOffsetMicroseconds { assembler.mediaMicroseconds(rtpTimestamp: $0) }
+        }
+
+        /// What playout aims at: the jitter buffer's target plus the delay added for sync.
+        var playoutTargetMicroseconds: Int64 { delays.targetDelayMicroseconds + syncDelayMicroseconds }
+
+        /// How late this stream plays, for ``LipSync``: nil until a sender report was trusted
+        /// and a packet came. Playout holds its delay between the target and the target plus
+        /// ``AudioReceiver/stretchBandMicroseconds``; the middle of that band stands for it.
+        var playoutTiming: StreamPlayoutTiming? {
+            guard let offset = senderOffsetMicroseconds, let transit = delays.minimumTransitMicroseconds
+            else { return nil }
+            return StreamPlayoutTiming(
+                senderOffsetMicroseconds: offset, minimumTransitMicroseconds: transit,
+                delayMicroseconds: delays.targetDelayMicroseconds + AudioReceiver.stretchBandMicroseconds / 2)
+        }
 
         /// Missing packets to ask for (NACK) when the publisher's side resends audio, nil when
         /// it does not; NACKs go as `feedbackSSRC`. A packet is asked for once it is missing,
@@ -107,6 +131,7 @@ final class AudioReceiver: @unchecked Sendable {
                     packetsLostInEarlierStreams += assembler.packetsLost
                     assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
                     nack?.reset()
+                    senderClock.reset()
                     restart()
                 }
                 remoteSSRC = packet.header.ssrc
@@ -213,7 +238,7 @@ final class AudioReceiver: @unchecked Sendable {
             guard let until = decodedUntil else {
                 // Starting: the first packet plays once it has waited the target delay.
                 guard let head = queue.first, let minimum = delays.minimumTransitMicroseconds,
-                    now - head.timestampMicroseconds - minimum >= delays.targetDelayMicroseconds
+                    now - head.timestampMicroseconds - minimum >= playoutTargetMicroseconds
                 else { return .wait }
                 queue.pop()
                 decodedUntil = head.timestampMicroseconds
@@ -363,11 +388,13 @@ final class AudioReceiver: @unchecked Sendable {
     /// The jitter buffer's target delay now, in microseconds.
     var targetDelayMicroseconds: Int64 { inbox.withLock { $0.delays.targetDelayMicroseconds } }
 
-    /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
-    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, arrivalMicroseconds: Int64) {
+    /// Notes a sender report of the stream `ssrc` (if it is this receiver's): for the round
+    /// trip, and for the sender's clock.
+    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrivalMicroseconds: Int64) {
         inbox.withLock { inbox in
             guard inbox.statistics.ssrc == ssrc else { return }
             inbox.statistics.senderReport(ntpTimestamp: ntpTimestamp, arrivalMicroseconds: arrivalMicroseconds)
+            inbox.senderClock.report(ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp)
         }
     }
 
@@ -492,7 +519,9 @@ final class AudioReceiver: @unchecked Sendable {
                 playoutCounters.packetsDecoded += 1
                 if packet.isRedundantCopy { playoutCounters.packetsRecovered += 1 }
                 if let recording = recorder.withLock({ $0 }) {
-                    recording.record(packet.frame, kind: .audio, now: roundNow)
+                    recording.record(
+                        packet.frame, kind: .audio, now: roundNow,
+                        senderOffsetMicroseconds: inbox.withLock { $0.senderOffsetMicroseconds })
                 }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)
@@ -543,17 +572,21 @@ final class AudioReceiver: @unchecked Sendable {
         return true
     }
 
+    /// How far above its target the delay may stay before playout shortens the audio.
+    static let stretchBandMicroseconds: Int64 = 20_000
+
     /// Shortens or lengthens the buffered audio by a pitch period when the delay strays from
-    /// the target: above it by more than 20 ms, or below it.
+    /// the target: above it by more than ``stretchBandMicroseconds``, or below it.
     private func stretchTowardTarget(now: Int64, decoder: AudioDecoding, concealed: inout Bool) {
         let (delay, target) = inbox.withLock { inbox -> (Int64?, Int64) in
             let position = inbox.decodedUntil.map { $0 - microseconds(frames: bufferedFrames) }
-            return (position.flatMap { inbox.delay(position: $0, now: now) }, inbox.delays.targetDelayMicroseconds)
+            return (position.flatMap { inbox.delay(position: $0, now: now) }, inbox.playoutTargetMicroseconds)
         }
         guard let delay else { return }
         playoutCounters.delaySumMicroseconds += delay
         playoutCounters.delayTicks += 1
-        guard delay > target + 20_000 || delay < target else { return }
+        let band = Self.stretchBandMicroseconds
+        guard delay > target + band || delay < target else { return }
         let needed = TimeStretcher.framesNeeded(sampleRate: sampleRate)
         // Decode ahead when the next packet continues the audio (never conceal for this).
         while bufferedFrames < needed {
@@ -562,7 +595,7 @@ final class AudioReceiver: @unchecked Sendable {
         }
         let distance = abs(delay - target)
         let correlation = distance > 60_000 ? 0.5 : 0.9
-        if delay > target + 20_000 {
+        if delay > target + band {
             let removed = TimeStretcher.shorten(
                 decoded, start: decodedStart / channelCount, frames: bufferedFrames, channels: channelCount,
                 sampleRate: sampleRate, minimumCorrelation: correlation)

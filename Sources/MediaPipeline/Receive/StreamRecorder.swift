@@ -4,11 +4,16 @@
 /// so a process that dies leaves every complete Cluster), Ogg Opus for audio alone, or IVF
 /// (90 kHz times, written whole when finished) for video alone.
 ///
-/// The receivers call ``record(_:kind:now:pictureWidth:pictureHeight:)`` from their decode
-/// threads; the recorder's own lock orders them. The file starts at the first video keyframe
-/// (or, without video, the first audio frame): what came before cannot be decoded on its own.
-/// Times keep each stream's own spacing (its RTP timestamps), each placed at the engine clock
-/// time its first frame was recorded, counted from the file's first frame.
+/// The receivers call ``record(_:kind:now:senderOffsetMicroseconds:pictureWidth:pictureHeight:)``
+/// from their decode threads; the recorder's own lock orders them. The file starts at the first
+/// video keyframe (or, without video, the first audio frame): what came before cannot be
+/// decoded on its own. Times keep each stream's own spacing (its RTP timestamps), and the file's
+/// time line is its first frame's stream's. The other stream is placed on the sender's NTP
+/// time line (from the sender reports of both, mapped to the file's time line once), so a
+/// user's voice lands on its picture as captured, whatever each stream's delay was. Until both
+/// streams' reports are known, the other stream's frames are left out; a sender that sends no
+/// reports within ``reportWaitMicroseconds`` of the file's start has that stream placed on the
+/// engine clock instead (at the time its next frame is recorded).
 final class StreamRecorder: @unchecked Sendable {
     let path: String
     let key: StreamKey
@@ -21,9 +26,14 @@ final class StreamRecorder: @unchecked Sendable {
         var ivf: IVFWriter?
         /// Engine clock time when recording began.
         var startedAt: Int64
-        /// Per kind (audio 0, video 1): the first recorded frame's media time and clock time.
-        var firstMedia: [Int64?] = [nil, nil]
-        var firstClock: [Int64] = [0, 0]
+        /// Per kind (audio 0, video 1): what is added to a frame's media time to place it in
+        /// the file, once decided.
+        var placement: [Int64?] = [nil, nil]
+        /// The kind of the file's first frame, and that frame's media time.
+        var firstKind = 0
+        var firstMedia: Int64 = 0
+        /// Per kind, the stream's sender clock offset (media − sender NTP), as last told.
+        var senderOffsets: [Int64?] = [nil, nil]
         var frames: [Int64] = [0, 0]
         var failure: String?
         var failureReported = false
@@ -55,6 +65,10 @@ final class StreamRecorder: @unchecked Sendable {
         state = LockedValue(State(startedAt: now))
     }
 
+    /// How long the second stream waits for its sender's reports before it is placed on the
+    /// engine clock (a sender sends one a second; two may be lost).
+    static let reportWaitMicroseconds: Int64 = 3_000_000
+
     /// Frames written so far: audio packets and video frames.
     var framesWritten: (audio: Int64, video: Int64) { state.withLock { ($0.frames[0], $0.frames[1]) } }
     /// Why writing stopped, if it failed (the disk is full, the folder went away…).
@@ -69,10 +83,14 @@ final class StreamRecorder: @unchecked Sendable {
         }
     }
 
-    /// Records `frame` of `kind`, decoded at clock time `now`; a video frame's decoded picture
-    /// size names the track's. A failure stops the recording and waits in
-    /// ``takeFailureToReport()``.
-    func record(_ frame: EncodedFrame, kind: MediaKind, now: Int64, pictureWidth: Int = 0, pictureHeight: Int = 0) {
+    /// Records `frame` of `kind`, decoded at clock time `now`; `senderOffsetMicroseconds` is
+    /// the stream's ``SenderClock`` offset (media − sender NTP) when a report was trusted. A
+    /// video frame's decoded picture size names the track's. A failure stops the recording and
+    /// waits in ``takeFailureToReport()``.
+    func record(
+        _ frame: EncodedFrame, kind: MediaKind, now: Int64, senderOffsetMicroseconds: Int64? = nil,
+        pictureWidth: Int = 0, pictureHeight: Int = 0
+    ) {
         let k = kind == .audio ? 0 : 1
         guard media.contains(kind == .audio ? .audio : .video) else { return }
         state.withLock { state in
@@ -86,12 +104,24 @@ final class StreamRecorder: @unchecked Sendable {
                     // The file's time starts with its first frame, not when recording was asked
                     // for (a sender that starts later would leave silence or a still at the front).
                     state.startedAt = now
+                    state.firstKind = k
+                    state.firstMedia = frame.timestampMicroseconds
+                    state.placement[k] = -frame.timestampMicroseconds
                 }
-                if state.firstMedia[k] == nil {
-                    state.firstMedia[k] = frame.timestampMicroseconds
-                    state.firstClock[k] = now
+                if let offset = senderOffsetMicroseconds { state.senderOffsets[k] = offset }
+                if state.placement[k] == nil {
+                    if let offset = state.senderOffsets[k], let firstOffset = state.senderOffsets[state.firstKind] {
+                        // The first frame's sender NTP time is the file's 0.
+                        state.placement[k] = -offset - (state.firstMedia - firstOffset)
+                    } else if now - state.startedAt >= Self.reportWaitMicroseconds {
+                        state.placement[k] = now - state.startedAt - frame.timestampMicroseconds
+                    } else {
+                        return  // waits for the sender's clock
+                    }
                 }
-                let time = frame.timestampMicroseconds - state.firstMedia[k]! + state.firstClock[k] - state.startedAt
+                let time = frame.timestampMicroseconds + state.placement[k]!
+                // Captured before the file's first picture: nothing to show it with.
+                guard time >= 0 else { return }
                 let samples48k =
                     kind == .audio
                     ? try frame.withUnsafeBytes { try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
@@ -99,12 +129,12 @@ final class StreamRecorder: @unchecked Sendable {
                 if let ogg = state.ogg {
                     try ogg.write(packet: frame.bytes, samples48k: samples48k)
                 } else if let ivf = state.ivf {
-                    try ivf.write(frame.bytes, timestamp: (max(0, time) * 9 + 50) / 100)
+                    try ivf.write(frame.bytes, timestamp: (time * 9 + 50) / 100)
                 } else if let webm = state.webm {
                     let track = media == [.audio, .video] ? (kind == .video ? 0 : 1) : 0
                     try frame.withUnsafeBytes {
                         try webm.write(
-                            track: track, $0, timestampMicroseconds: max(0, time),
+                            track: track, $0, timestampMicroseconds: time,
                             durationMicroseconds: Int64(samples48k) * 1_000_000 / 48_000, isKeyframe: frame.isKeyframe)
                     }
                 }

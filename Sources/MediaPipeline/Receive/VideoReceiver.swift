@@ -55,6 +55,26 @@ final class VideoReceiver: @unchecked Sendable {
             longestDelayMicroseconds: 3_000_000)
         /// How long after its fastest arrival a frame is shown (the target, with hysteresis).
         var renderDelayMicroseconds: Int64 = 0
+        /// The sender's clock, from its reports: what aligns this video with its audio.
+        var senderClock = SenderClock(clockRate: MediaCodec.vp8.rtpClockRate)
+        /// Delay added to the render delay to show pictures in sync with the sender's audio
+        /// (set by the engine's ``LipSync``), in microseconds.
+        var syncDelayMicroseconds: Int64 = 0
+
+        /// The stream's media time minus its sender's NTP time, when a report can be relied on.
+        var senderOffsetMicroseconds: Int64? {
+            senderClock.trustedOffsetMicroseconds { assembler.mediaMicroseconds(rtpTimestamp: $0) }
+        }
+
+        /// How late this stream shows its pictures, for ``LipSync``: nil until a sender report
+        /// was trusted and a frame completed.
+        var playoutTiming: StreamPlayoutTiming? {
+            guard let offset = senderOffsetMicroseconds, let transit = delays.minimumTransitMicroseconds
+            else { return nil }
+            return StreamPlayoutTiming(
+                senderOffsetMicroseconds: offset, minimumTransitMicroseconds: transit,
+                delayMicroseconds: renderDelayMicroseconds)
+        }
         /// When the last packet arrived (clock microseconds).
         var lastArrival: Int64?
         /// How long frames waited beyond their fastest path before being taken for decoding
@@ -119,6 +139,7 @@ final class VideoReceiver: @unchecked Sendable {
                 packetsLostInEarlierStreams += assembler.packetsLost
                 assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
                 nack.reset()
+                senderClock.reset()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
                 remoteSSRC = packet.header.ssrc
             }
@@ -166,7 +187,11 @@ final class VideoReceiver: @unchecked Sendable {
             var frames = 0
             while let assembled = assembler.next(now: now) {
                 frames += 1
-                delays.add(transitMicroseconds: now - assembled.frame.timestampMicroseconds, now: now)
+                // Timed by the frame's own completion, not by when an earlier frame let it out:
+                // under loss nearly every frame waits behind a retransmission, and the fastest
+                // path would be lost from sight (the render delay swinging with it).
+                delays.add(
+                    transitMicroseconds: assembled.completedMicroseconds - assembled.frame.timestampMicroseconds, now: now)
                 updateRenderDelay()
                 enqueue(assembled)
             }
@@ -204,12 +229,13 @@ final class VideoReceiver: @unchecked Sendable {
         }
 
         /// Whether `frame` should be shown by clock time `now`: its media time plus the fastest
-        /// transit plus the target delay has come (or the queue is filling up).
+        /// transit plus the target delay and the delay added for sync has come (or the queue is
+        /// filling up).
         func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
             guard let minimum = delays.minimumTransitMicroseconds, queue.count < Self.queueForcedCount else {
                 return true
             }
-            return frame.timestampMicroseconds + minimum + renderDelayMicroseconds <= now
+            return frame.timestampMicroseconds + minimum + renderDelayMicroseconds + syncDelayMicroseconds <= now
         }
 
         /// Follows the target delay with hysteresis: up at once, down only once the target is
@@ -297,11 +323,13 @@ final class VideoReceiver: @unchecked Sendable {
         }
     }
 
-    /// Notes a sender report of the stream `ssrc` (if it is this receiver's), for the round trip.
-    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, arrivalMicroseconds: Int64) {
+    /// Notes a sender report of the stream `ssrc` (if it is this receiver's): for the round
+    /// trip, and for the sender's clock.
+    func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrivalMicroseconds: Int64) {
         inbox.withLock { inbox in
             guard inbox.statistics.ssrc == ssrc else { return }
             inbox.statistics.senderReport(ntpTimestamp: ntpTimestamp, arrivalMicroseconds: arrivalMicroseconds)
+            inbox.senderClock.report(ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp)
         }
     }
 
@@ -397,7 +425,10 @@ final class VideoReceiver: @unchecked Sendable {
                     }
                 }
                 if let recording = recorder.withLock({ $0 }) {
-                    recording.record(frame, kind: .video, now: now, pictureWidth: width, pictureHeight: height)
+                    recording.record(
+                        frame, kind: .video, now: now,
+                        senderOffsetMicroseconds: inbox.withLock { $0.senderOffsetMicroseconds },
+                        pictureWidth: width, pictureHeight: height)
                 }
                 failed = false
                 framesDecoded += 1

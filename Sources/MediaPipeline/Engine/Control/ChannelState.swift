@@ -60,6 +60,8 @@ struct RemoteUser {
     var lastVideoStats: RemoteVideoStats?
     /// Peak level over the current volume indication interval.
     var peakLevel: Int16 = 0
+    /// What keeps the user's audio and video in step.
+    var lipSync = LipSync()
 
     init(uid: UInt32, channelId: String, media: PublishedMedia, muted: PerMedia<Bool>) {
         self.uid = uid

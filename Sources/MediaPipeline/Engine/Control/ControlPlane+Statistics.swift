@@ -106,6 +106,10 @@ extension ControlPlane {
         report.keyframeRequestsSent = reception.keyframeRequestsSent
         report.framesDecoded = reception.videoFramesDecoded
         report.framesDroppedBeforeDecode = reception.videoFramesDropped
+        let sync = channels[c].users[u].lipSync
+        report.isAVSynced = sync.isSynced
+        report.avSyncOffsetMs = (sync.offsetMicroseconds ?? 0) / 1000
+        report.syncDelayMs = (sync.videoAddedMicroseconds - sync.audioAddedMicroseconds) / 1000
         reception.lastVideoFramesDecoded = reception.videoFramesDecoded
         reception.lastVideoFramesRendered = reception.videoFramesRendered
         (reception.lastVideoExpected, reception.lastVideoLost) = (expected, lost)

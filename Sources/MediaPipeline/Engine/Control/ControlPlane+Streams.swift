@@ -155,11 +155,15 @@ extension ControlPlane {
         return nil
     }
 
-    /// Hands a remote sender report (SSRC, NTP time) to `user`'s receivers.
-    private static func note(_ report: (UInt32, UInt64)?, _ user: RemoteUser, _ now: Int64) {
-        guard let (ssrc, ntp) = report else { return }
-        user.audio?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
-        user.video?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, arrivalMicroseconds: now)
+    /// Hands a remote sender report to `user`'s receivers.
+    private static func note(_ report: SenderReportSummary?, _ user: RemoteUser, _ now: Int64) {
+        guard let report else { return }
+        user.audio?.senderReport(
+            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
+            arrivalMicroseconds: now)
+        user.video?.senderReport(
+            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
+            arrivalMicroseconds: now)
     }
 
     /// Reports, once, that the recording of user `u`'s `kind` failed writing.

@@ -1,0 +1,282 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// A sender that marks one capture instant every 2 s in both of its streams: a 1 kHz beep
+/// (100 ms, loud) over a quiet 200 Hz tone, and white pictures (three frames) among dark ones,
+/// both starting at the same capture time. A viewer behind an impaired link plays and renders
+/// every 10 ms; the test finds each beep's onset in the playout and each white picture's first
+/// render on the canvas, and compares them. Measured audio and pixels, on the virtual clock.
+final class LipSyncRoom {
+    let session: TestSession
+    let host: TestUser
+    let viewer: TestUser
+    let canvas: CanvasBuffer
+    /// Capture times of the marks: 1 s, 3 s, 5 s, …
+    static let markPeriodMicroseconds: Int64 = 2_000_000
+    static let firstMarkMicroseconds: Int64 = 1_000_000
+    static let beepMicroseconds: Int64 = 100_000
+    static let videoPeriodTicks = 4  // 25 frames/s; marks fall on frames (multiples of 40 ms)
+    static let width = 160, height = 96
+
+    /// Playout start times (clock microseconds) of beep onsets, and render times of the first
+    /// white picture of each mark.
+    private(set) var beepOnsets: [Int64] = []
+    private(set) var whiteOnsets: [Int64] = []
+    private var tick = 0
+    private var audioFrames = 0  // per channel, pushed so far
+    private var quietSamples = 0  // playout samples in a row below the beep threshold
+    private var canvasWasWhite = false
+    private var lastRendered = 0
+    private let dark: I420Buffer
+    private let white: I420Buffer
+
+    init(seed: UInt64 = 11, configuration: EngineConfiguration = .init()) throws {
+        session = TestSession(seed: seed)
+        host = try session.user(configuration: configuration)
+        viewer = try session.user(configuration: configuration)
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        canvas = try viewer.engine.setupRemoteVideo(
+            VideoCanvas(channelId: "a", uid: 1, width: Self.width, height: Self.height, renderMode: .fit))
+        dark = try Self.picture(luma: 40)
+        white = try Self.picture(luma: 235)
+    }
+
+    private static func picture(luma: UInt8) throws -> I420Buffer {
+        let buffer = try I420Buffer(width: width, height: height)
+        buffer.withMutableView { view in
+            for y in 0..<view.height {
+                for x in 0..<view.width {
+                    // A little texture, so the encoder has something to code.
+                    view.y[y * view.strideY + x] = luma &+ UInt8((x / 8 + y / 8) % 2 * 6)
+                }
+            }
+            for y in 0..<view.chromaHeight {
+                for x in 0..<view.chromaWidth {
+                    view.u[y * view.strideU + x] = 128
+                    view.v[y * view.strideV + x] = 128
+                }
+            }
+        }
+        return buffer
+    }
+
+    func impair(_ conditions: LinkConditions) throws {
+        try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: 2)
+    }
+
+    /// Whether capture time `t` (microseconds) falls in a mark lasting `length`.
+    private static func inMark(_ t: Int64, length: Int64) -> Bool {
+        guard t >= firstMarkMicroseconds else { return false }
+        return (t - firstMarkMicroseconds) % markPeriodMicroseconds < length
+    }
+
+    /// Runs `ticks` × 10 ms.
+    func run(ticks: Int) throws {
+        let format = host.engine.configuration.audio
+        let channels = format.channelCount
+        var samples = [Int16](repeating: 0, count: format.sampleRate / 100 * channels)
+        for _ in 0..<ticks {
+            let now = session.clock.nowMicroseconds
+            // The 10 ms pushed now was captured over the 10 ms before now.
+            let frames = format.sampleRate / 100
+            for i in 0..<frames {
+                let n = audioFrames + i
+                let captured = now - 10_000 + Int64(i) * 1_000_000 / Int64(format.sampleRate)
+                let t = Double(n) / Double(format.sampleRate)
+                var value = 800 * sin(2 * .pi * 200 * t)
+                if Self.inMark(captured, length: Self.beepMicroseconds) { value += 12_000 * sin(2 * .pi * 1000 * t) }
+                for c in 0..<channels { samples[i * channels + c] = Int16(value) }
+            }
+            audioFrames += frames
+            try host.engine.pushAudio(
+                AudioFrame(samples: samples, sampleRate: format.sampleRate, channelCount: channels))
+            if tick % Self.videoPeriodTicks == 0 {
+                let isWhite = Self.inMark(now, length: 3 * 40_000 - 1)
+                try host.engine.pushVideo(isWhite ? white : dark, timestampMicroseconds: now)
+            }
+            viewer.pull()
+            notePlayout(at: now)
+            viewer.engine.renderVideo()
+            noteCanvas(at: now)
+            session.clock.advance(byMicroseconds: 10_000)
+            session.hub.deliverDue()
+            tick += 1
+        }
+    }
+
+    /// Finds beep onsets in the 10 ms just pulled (playing from `now`): the first sample above
+    /// 6,000 after at least 50 ms below it (the quiet tone peaks at 800).
+    private func notePlayout(at now: Int64) {
+        let channels = viewer.engine.configuration.playoutChannelCount
+        let rate = Int64(viewer.engine.configuration.playoutSampleRate)
+        for i in stride(from: 0, to: viewer.playout.count, by: channels) {
+            if abs(Int(viewer.playout[i])) > 6_000 {
+                if quietSamples >= Int(rate) / 20 { beepOnsets.append(now + Int64(i / channels) * 1_000_000 / rate) }
+                quietSamples = 0
+            } else {
+                quietSamples += 1
+            }
+        }
+    }
+
+    /// Notes when the canvas turns white (its mean luma over a grid of pixels above 150).
+    private func noteCanvas(at now: Int64) {
+        guard canvas.framesRendered != lastRendered else { return }
+        lastRendered = canvas.framesRendered
+        let mean = canvas.withLockedPicture { view -> Int in
+            var sum = 0, count = 0
+            for y in stride(from: 4, to: view.height, by: 8) {
+                for x in stride(from: 4, to: view.width, by: 8) {
+                    sum += Int(view.y[y * view.strideY + x])
+                    count += 1
+                }
+            }
+            return sum / max(count, 1)
+        }
+        let isWhite = mean > 150
+        if isWhite && !canvasWasWhite { whiteOnsets.append(now) }
+        canvasWasWhite = isWhite
+    }
+
+    /// For each beep onset after `fromMicroseconds`, how much later it played than the white
+    /// picture nearest to it (within 1 s), in milliseconds; nil where no picture is that near.
+    func offsetsMs(from fromMicroseconds: Int64) -> [Int64?] {
+        beepOnsets.filter { $0 >= fromMicroseconds }.map { beep in
+            let nearest = whiteOnsets.min { abs($0 - beep) < abs($1 - beep) }
+            return nearest.flatMap { abs($0 - beep) <= 1_000_000 ? (beep - $0) / 1000 : nil }
+        }
+    }
+}
+
+/// The marks in a recording, as ffmpeg and ffprobe (the reference tools) read it: beep onsets
+/// in the decoded audio and the first white picture of each mark (mean luma of the middle
+/// half above 150), both in seconds of the file's time line.
+struct RecordedMarks {
+    var beeps: [Double] = []
+    var whites: [Double] = []
+
+    init(path: String) throws {
+        // Audio: resampled by the packets' times (silence where packets are missing, from time
+        // 0 on), so sample i of ffmpeg's output plays at i / 48,000 s of the file.
+        let folder = TemporaryFolder()
+        let raw = folder.file("audio.s16")
+        try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-af", "aresample=async=1:min_hard_comp=0.001:first_pts=0", "-ac", "1",
+             "-ar", "48000", "-f", "s16le", raw])
+        let audio = try rawInt16(raw)
+        var quiet = 0
+        for i in 0..<audio.count {
+            if abs(Int(audio[i])) > 6_000 {
+                if quiet >= 2_400 { beeps.append(Double(i) / 48_000) }
+                quiet = 0
+            } else {
+                quiet += 1
+            }
+        }
+        // Video: every frame in order with its time.
+        let gray = folder.file("frames.gray")
+        let size = try reference(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v", "-show_entries", "stream=width,height", "-of", "csv=p=0", path]
+        ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        let (width, height) = (size[0], size[1])
+        let times = try reference(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time", "-of", "csv=p=0", path]
+        ).split(separator: "\n").compactMap { Double(String($0).trimmingCharacters(in: .whitespaces)) }
+        try reference(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-pix_fmt", "gray",
+             "-f", "rawvideo", gray])
+        let pixels = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gray)))
+        let frameBytes = width * height
+        var wasWhite = false
+        for (index, time) in times.enumerated() where (index + 1) * frameBytes <= pixels.count {
+            var sum = 0, count = 0
+            for y in stride(from: height / 4, to: 3 * height / 4, by: 4) {
+                for x in stride(from: width / 4, to: 3 * width / 4, by: 4) {
+                    sum += Int(pixels[index * frameBytes + y * width + x])
+                    count += 1
+                }
+            }
+            let isWhite = sum / max(count, 1) > 150
+            if isWhite && !wasWhite { whites.append(time) }
+            wasWhite = isWhite
+        }
+    }
+
+    /// For each beep from `fromSeconds` on, how much later it is than the nearest white
+    /// picture (within 1 s), in milliseconds; nil where none is that near.
+    func offsetsMs(from fromSeconds: Double) -> [Int?] {
+        beeps.filter { $0 >= fromSeconds }.map { beep in
+            let nearest = whites.min { abs($0 - beep) < abs($1 - beep) }
+            return nearest.flatMap { abs($0 - beep) <= 1 ? Int(((beep - $0) * 1000).rounded()) : nil }
+        }
+    }
+}
+
+@Suite("Lip sync: each user's audio and video aligned from its sender reports")
+struct LipSyncTests {
+    /// Runs 17 s under `link` and checks every mark after the first 2 s (3, 5, …, 15 s): each
+    /// beep is heard, and each beep whose white picture was shown plays within ±45 ms of it.
+    /// `shownAtLeast` marks must have been shown: under heavy loss a retransmission can come
+    /// later than the render delay allows, and the frames held behind it are decoded in one
+    /// batch of which the canvas shows only the newest (a freeze, not a sync error).
+    private func check(
+        _ link: LinkConditions, shownAtLeast: Int = 7, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let folder = TemporaryFolder()
+        let room = try LipSyncRoom()
+        try room.impair(link)
+        let engine = room.viewer.engine
+        let track = try engine.startRecording(channelId: "a", uid: 1, path: folder.file("user-1.webm"))
+        let composite = try engine.startChannelRecording(
+            channelId: "a", path: folder.file("channel-a.webm"), width: 320, height: 192, framesPerSecond: 25,
+            labels: false)
+        try room.run(ticks: 1_700)
+        _ = try engine.stopRecording(track)
+        _ = try engine.stopChannelRecording(composite)
+        let offsets = room.offsetsMs(from: 2_000_000)
+        let name = "\(link.lossPercent) % loss, delay \(link.delayMs) ms, jitter \(link.jitterMs) ms"
+        print("lip sync, \(name): audio after picture (ms) \(offsets)")
+        #expect(offsets.count == 7, "beeps heard after 2 s: \(offsets.count)", sourceLocation: sourceLocation)
+        let shown = offsets.compactMap { $0 }
+        #expect(shown.count >= shownAtLeast, "marks shown: \(shown.count)", sourceLocation: sourceLocation)
+        for offset in shown {
+            #expect(abs(offset) <= 45, "audio \(offset) ms after its picture", sourceLocation: sourceLocation)
+        }
+        let stats = try #require(room.viewer.channels["a"]?.remoteVideoStats(1), sourceLocation: sourceLocation)
+        #expect(stats.isAVSynced, sourceLocation: sourceLocation)
+        #expect(abs(stats.avSyncOffsetMs) <= 30, "\(stats.avSyncOffsetMs) ms", sourceLocation: sourceLocation)
+
+        // The recordings, read by ffmpeg: the same marks, in sync on the file's time line.
+        for file in ["user-1.webm", "channel-a.webm"] {
+            let marks = try RecordedMarks(path: folder.file(file))
+            // The file starts at the first keyframe decoded; marks from 3 s of capture on.
+            let recorded = marks.offsetsMs(from: (marks.beeps.first ?? 0) + 1.5)
+            print("lip sync, \(name), \(file): beeps \(marks.beeps.count), audio after picture (ms) \(recorded)")
+            #expect(recorded.count >= 6, "\(file): beeps \(marks.beeps)", sourceLocation: sourceLocation)
+            let inFile = recorded.compactMap { $0 }
+            #expect(inFile.count >= shownAtLeast - 1, "\(file): marks shown \(inFile.count)", sourceLocation: sourceLocation)
+            for offset in inFile {
+                #expect(abs(offset) <= 45, "\(file): audio \(offset) ms after its picture", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    @Test("no impairment: beep and white picture within ±45 ms")
+    func clean() throws { try check(LinkConditions(delayMs: 20)) }
+
+    @Test("50 ms jitter: beep and white picture within ±45 ms")
+    func jitter() throws { try check(LinkConditions(delayMs: 20, jitterMs: 50)) }
+
+    @Test("10 % loss, RTT 50 ms: beep and white picture within ±45 ms")
+    func tenPercentLoss() throws { try check(LinkConditions(lossPercent: 10, delayMs: 25)) }
+
+    @Test("30 % loss, RTT 200 ms: beep and white picture within ±45 ms")
+    func thirtyPercentLoss() throws { try check(LinkConditions(lossPercent: 30, delayMs: 100), shownAtLeast: 6) }
+}
