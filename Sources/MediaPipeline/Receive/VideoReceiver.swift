@@ -117,7 +117,9 @@ final class VideoReceiver: @unchecked Sendable {
             if packet.header.ssrc != remoteSSRC || codec != assembler.codec {
                 // A new stream (another sender or codec): nothing of the old one is a reference.
                 packetsLostInEarlierStreams += assembler.packetsLost
-                assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
+                assembler = RTPFrameAssembler(
+                    codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds,
+                    startWaitMicroseconds: reorderWaitMicroseconds)
                 nack.reset()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
                 remoteSSRC = packet.header.ssrc
