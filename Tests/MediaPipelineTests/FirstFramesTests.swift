@@ -114,6 +114,63 @@ struct FirstFramesTests {
         #expect(late.first?.followsGap == true)
     }
 
+    @Test("a packet missing between the stream's start and the first packet seen is asked for (NACK)")
+    func nackKnowsTheStart() throws {
+        // The list: numbers before the earliest noted are missing when the assembler's start moved
+        // back to the one that came, not when a packet comes after the start has settled.
+        var tracker = NackTracker()
+        _ = tracker.received(100, now: 0)
+        _ = tracker.received(103, now: 0)  // 101 and 102 missing
+        let movedBack = tracker.received(97, now: 1_000, streamStart: 97)  // 98 and 99 too
+        let settled = tracker.received(95, now: 2_000, streamStart: nil)  // settled: nothing more
+        #expect(movedBack && settled)
+        var batch: [UInt16] = []
+        tracker.takeDue(now: 2_000, into: &batch, limit: 64)
+        #expect(batch == [98, 99, 101, 102])
+
+        let frames = try sampleFrames(4)
+        let perFrame = try packetized(frames, ssrc: 0xA11CE)
+        let keyframe = perFrame[0]
+        try #require(keyframe.count >= 4)
+        let receiver = VideoReceiver(
+            threads: 1, reorderWaitMicroseconds: 20_000, retransmission: true, feedbackSSRC: 0xFEED)
+        // The keyframe's third packet comes first; its first 5 ms later (reordered, within the
+        // reorder wait); its second is lost on the way.
+        var requested: [UInt16] = []
+        func deliver(_ packet: RTPPacket, at now: Int64) throws {
+            let progress = receiver.receive(packet, now: now)
+            if let message = progress.nack {
+                for case .nack(_, let media, let lost) in try message.withUnsafeBytes({ try RTCPCompound.parse($0) }) {
+                    #expect(media == 0xA11CE)
+                    requested += lost
+                }
+            }
+        }
+        try deliver(keyframe[2], at: 0)
+        try deliver(keyframe[0], at: 5_000)
+        var now: Int64 = 10_000
+        for packet in keyframe.dropFirst(3) + perFrame[1] {
+            try deliver(packet, at: now)
+            now += 1_000
+        }
+        for tick in 0..<10 {
+            let progress = receiver.poll(now: now + Int64(tick) * 5_000)
+            if let message = progress.nack {
+                for case .nack(_, _, let lost) in try message.withUnsafeBytes({ try RTCPCompound.parse($0) }) {
+                    requested += lost
+                }
+            }
+        }
+        #expect(requested.first == keyframe[1].header.sequenceNumber, "\(requested)")
+        #expect(Set(requested) == [keyframe[1].header.sequenceNumber])
+        // The resend completes the keyframe: it and the frame behind it are queued, nothing
+        // was dropped and no keyframe is wanted.
+        let resent = receiver.receive(keyframe[1], now: now + 60_000)
+        #expect(resent.frames == 2 && resent.framesDropped == 0 && resent.packetsLost == 0)
+        #expect(receiver.inbox.withLock { $0.queue.first?.isKeyframe } == true)
+        #expect(receiver.keyframeWanted == nil)
+    }
+
     @Test(
         "through the engine: a file sender's first keyframe overtaken by its next frame is decoded, every picture as the reference decoder's"
     )

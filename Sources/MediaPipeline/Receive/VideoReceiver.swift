@@ -135,7 +135,7 @@ final class VideoReceiver: @unchecked Sendable {
                 // and a keyframe asked for (once frames are dropped).
                 nack.reset()
                 _ = nack.received(sequence, now: now)
-            } else if retransmission && !nack.received(sequence, now: now) {
+            } else if retransmission && !nack.received(sequence, now: now, streamStart: assembler.openStart) {
                 // Too much is missing to ask for: a keyframe is quicker.
                 awaitingKeyframe = true
                 droppedSinceRequest += 1
