@@ -331,8 +331,19 @@ public final class ImpairmentRunner {
         }
         // One tick more than the duration, so the last statistics report lands at its end.
         let ticks = Int((durationSeconds * 100).rounded()) + 1
+        let tickMicroseconds: Int64 = 10_000  // 10 ms: the playout frame pulled each tick
         var mix = [Int16](repeating: 0, count: viewers[0].engine.playoutFrameSampleCount)
-        let videoPeriod = Int64(1_000_000 / media.videoFrameRate)
+        // Video every whole number of the session's ticks (70 ms for the sample's 15 frames/s,
+        // 14.3 frames/s). Frames are stamped with the tick they are pushed at and rendered on
+        // those ticks, so a steady display delay moves every frame by the same number of ticks
+        // and the PSNR measure charges it nothing, as it means to. At 66.7 ms the frames fell 70,
+        // 70 and 60 ms apart, and a steady delay whose remainder modulo 200 ms was in (60, 70] or
+        // (130, 140] ms made every third frame due up to 10 ms after its tick: shown a tick late
+        // together with the next, a repeat and a skip each 200 ms (about 34 dB), won or lost by
+        // 10 ms of render delay.
+        let videoPeriod =
+            (Int64(1_000_000 / media.videoFrameRate) + tickMicroseconds - 1) / tickMicroseconds
+            * tickMicroseconds
         var nextVideo: Int64 = 0
         var videoIndex = 0
         for tick in 0..<ticks {
@@ -357,7 +368,7 @@ public final class ImpairmentRunner {
                     viewer.capture.videoTick(viewer.canvases, now: now)
                 }
             }
-            clock.advance(byMicroseconds: 10_000)
+            clock.advance(byMicroseconds: tickMicroseconds)
             hub.deliverDue()
         }
         let impaired = viewers[0].capture

@@ -23,10 +23,22 @@ struct AssembledFrame {
 /// frame as following a gap. Opus packets are frames on their own and are handed out as they
 /// arrive, sharing the packet's bytes, with a duration of 0 (the decoder tells it); the audio
 /// receiver orders them by timestamp; gaps are only counted.
+///
+/// The first packet to arrive need not be the stream's first: until the first frame is handed
+/// out (or anything given up), a packet older than every one kept moves the start back to it,
+/// as long as the ring holds it together with the newest (libwebrtc's packet buffer keeps the
+/// packets before its first frame the same way). So a keyframe whose first packet is overtaken
+/// by its second, or by a later frame's packets, is kept whole. A packet that does not start a
+/// frame at the head of a stream not yet started waits ``startWaitMicroseconds`` for its
+/// frame's start; after that it is dropped as before.
 struct RTPFrameAssembler {
     let codec: MediaCodec
     /// How long a missing packet may hold later frames back, in microseconds.
     var gapWaitMicroseconds: Int64
+    /// How long the first packets, when they do not start a frame, wait for the start that may
+    /// have been overtaken, in microseconds: nobody asks for packets before the first one seen,
+    /// so only reordering brings them (the reorder wait, shorter than a retransmission's).
+    let startWaitMicroseconds: Int64
 
     private static let capacity = 512  // a power of two
     private var slots: [RTPPacket?]
@@ -47,6 +59,9 @@ struct RTPFrameAssembler {
     /// When a missing packet first held a later one back (clock microseconds).
     private var blockedSince: Int64?
     private var gapPending = false
+    /// True until a frame is handed out or anything is given up: packets older than ``next``
+    /// still move the start back.
+    private var startIsOpen = true
     private let recycler: ByteRecycler
 
     /// Packets accepted.
@@ -60,9 +75,18 @@ struct RTPFrameAssembler {
     /// Frames dropped because packets of theirs never came.
     private(set) var framesIncomplete: Int64 = 0
 
-    init(codec: MediaCodec, gapWaitMicroseconds: Int64) {
+    /// Where the stream starts as far as is known, while that may still move back (video): the
+    /// earliest packet kept, until a frame is handed out or anything is given up; nil after
+    /// that, and before any packet.
+    var openStart: Int64? { startIsOpen ? next : nil }
+
+    /// An assembler for `codec` whose missing packets hold later frames back for
+    /// `gapWaitMicroseconds`, and whose first packets wait `startWaitMicroseconds` (by default
+    /// the same) for a start they may have overtaken.
+    init(codec: MediaCodec, gapWaitMicroseconds: Int64, startWaitMicroseconds: Int64? = nil) {
         self.codec = codec
         self.gapWaitMicroseconds = gapWaitMicroseconds
+        self.startWaitMicroseconds = startWaitMicroseconds ?? gapWaitMicroseconds
         let count = codec == .opus ? 0 : Self.capacity
         slots = Array(repeating: nil, count: count)
         slotSequence = Array(repeating: -1, count: count)
@@ -123,13 +147,17 @@ struct RTPFrameAssembler {
 
     private mutating func insertVideo(_ packet: RTPPacket, sequence: Int64, timestamp: Int64, now: Int64) {
         if let next, sequence < next {
-            guard next - sequence > Int64(Self.capacity) else {
+            if next - sequence > Int64(Self.capacity) {
+                // Far behind anything recent: the sender started its sequence again. Follow it.
+                giveUp(before: sequence)
+                highest = sequence - 1
+            } else if startIsOpen && max(highest, next) - sequence < Int64(Self.capacity) {
+                // Overtaken before the first frame: the stream starts here once the packet is
+                // kept (the ring still holds it with the newest packet).
+            } else {
                 packetsLate += 1
                 return
             }
-            // Far behind anything recent: the sender started its sequence again. Follow it.
-            giveUp(before: sequence)
-            highest = sequence - 1
         }
         let base = next ?? sequence
         if sequence - base >= Int64(Self.capacity) {
@@ -146,6 +174,7 @@ struct RTPFrameAssembler {
             packetsMalformed += 1
             return
         }
+        if let next, sequence < next { self.next = sequence }  // the start moves back (checked above)
         slots[index] = packet
         slotSequence[index] = sequence
         slotDataOffset[index] = dataOffset
@@ -292,6 +321,13 @@ struct RTPFrameAssembler {
                 continue
             }
             guard slotStartsFrame[first] else {
+                if startIsOpen {
+                    // The stream's first packet, not a frame's first: the start may have been
+                    // overtaken by it. Wait for it; then the stream starts at the next frame.
+                    guard waitIsOver(from: start, now: now, wait: startWaitMicroseconds) else { return nil }
+                    startIsOpen = false
+                    blockedSince = nil
+                }
                 // The rest of a frame whose start was given up on (or never seen).
                 clear(start)
                 next = start + 1
@@ -318,6 +354,7 @@ struct RTPFrameAssembler {
                     // A frame cut short by the next one: drop it.
                     for sequence in start..<end { clear(sequence) }
                     next = end
+                    startIsOpen = false
                     framesIncomplete += 1
                     gapPending = true
                     continue
@@ -331,17 +368,19 @@ struct RTPFrameAssembler {
             let frame = assemble(start...end)
             for sequence in start...end { clear(sequence) }
             next = end + 1
+            startIsOpen = false
             return frame
         }
         return nil
     }
 
-    /// Whether a missing packet at or after `start` has held later ones back long enough (or
-    /// half the ring fills behind it): the clock of the wait starts at the first call.
-    private mutating func waitIsOver(from start: Int64, now: Int64) -> Bool {
+    /// Whether a missing packet at or after `start` has held later ones back for `wait`
+    /// microseconds (by default ``gapWaitMicroseconds``), or half the ring fills behind it: the
+    /// clock of the wait starts at the first call.
+    private mutating func waitIsOver(from start: Int64, now: Int64, wait: Int64? = nil) -> Bool {
         let since = blockedSince ?? now
         blockedSince = since
-        return now - since >= gapWaitMicroseconds || highest - start >= Int64(Self.capacity / 2)
+        return now - since >= (wait ?? gapWaitMicroseconds) || highest - start >= Int64(Self.capacity / 2)
     }
 
     /// Drops everything from `start` up to the next frame start after the first missing packet,
@@ -363,6 +402,7 @@ struct RTPFrameAssembler {
         next = sequence
         gapPending = true
         blockedSince = nil
+        startIsOpen = false
     }
 
     /// Forgets everything buffered and restarts at `sequence`.
@@ -381,6 +421,7 @@ struct RTPFrameAssembler {
         next = sequence
         gapPending = true
         blockedSince = nil
+        startIsOpen = false
     }
 
     private mutating func assemble(_ sequences: ClosedRange<Int64>) -> AssembledFrame {

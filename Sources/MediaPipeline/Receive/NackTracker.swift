@@ -11,6 +11,10 @@ import Foundation
 /// - each is asked for again once a round trip (and a jitter margin) has passed without it, at most
 ///   ``maximumRetries`` times, then dropped (the frame buffer has given up on it by then);
 /// - a number that arrives (reordered, or retransmitted) leaves the list;
+/// - the stream's start moves back with the frame assembler's while no frame is out yet (a
+///   packet that overtook the first ones came first): the numbers between the new start and
+///   the earliest noted are missing too (libwebrtc's list begins at the first packet to arrive,
+///   and never asks for what it overtook);
 /// - a list that would grow past ``maximumEntries`` is cleared and the caller asks for a
 ///   keyframe instead (retransmitting that much would take longer than a new picture).
 ///
@@ -34,6 +38,8 @@ struct NackTracker {
     /// Missing numbers in ascending order.
     private var entries: [Entry] = []
     private var newest: Int64?
+    /// The earliest number noted since the start (or reset).
+    private var oldest: Int64?
     /// The round trip to the publisher, which paces repeated requests.
     var roundTripMicroseconds = defaultRoundTripMicroseconds
     /// How long the sender ignores a repeated request for a packet it retransmitted (an SFU's
@@ -84,12 +90,19 @@ struct NackTracker {
     /// Missing numbers waiting.
     var count: Int { entries.count }
 
-    /// Notes the arrival of `sequence`. Returns false when the gap it opened is too large to
-    /// ask for (the list was cleared: ask for a keyframe).
-    mutating func received(_ sequence: Int64, now: Int64) -> Bool {
-        guard let last = newest else {
+    /// Notes the arrival of `sequence`. `streamStart` is where the frame assembler has the
+    /// stream start while that may still move back (``RTPFrameAssembler/openStart``): when it is
+    /// `sequence` and earlier than any number noted, the numbers in between are missing.
+    /// Returns false when the gap it opened is too large to ask for (the list was cleared: ask
+    /// for a keyframe).
+    mutating func received(_ sequence: Int64, now: Int64, streamStart: Int64? = nil) -> Bool {
+        guard let last = newest, let first = oldest else {
             newest = sequence
+            oldest = sequence
             return true
+        }
+        if sequence < first && streamStart == sequence {
+            return startsEarlier(at: sequence, before: first, now: now)
         }
         if sequence <= last {
             // Reordered or retransmitted: no longer missing.
@@ -107,12 +120,7 @@ struct NackTracker {
         }
         newest = sequence
         let missing = sequence - last - 1
-        missingRecently += Double(missing)
-        countedRecently += Double(missing + 1)
-        if countedRecently > 1_000 {
-            missingRecently /= 2
-            countedRecently /= 2
-        }
+        countMissing(missing, of: missing + 1)
         guard missing > 0 else { return true }
         guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
             entries.removeAll(keepingCapacity: true)
@@ -122,6 +130,36 @@ struct NackTracker {
             entries.append(Entry(sequence: number, missingSince: now, askedAt: .min, retries: 0))
         }
         return true
+    }
+
+    /// Notes `sequence`, the stream's start now, earlier than `first`, the earliest noted: the
+    /// numbers between are missing since `now`, ahead of the list. Returns false when there are
+    /// too many to ask for (the list was cleared).
+    private mutating func startsEarlier(at sequence: Int64, before first: Int64, now: Int64) -> Bool {
+        oldest = sequence
+        let missing = first - sequence - 1
+        countMissing(missing, of: missing + 1)
+        guard missing > 0 else { return true }
+        guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
+            entries.removeAll(keepingCapacity: true)
+            return false
+        }
+        // Ahead of the later numbers, within the storage reserved up front.
+        let numbers = ((sequence + 1)..<first).lazy.map {
+            Entry(sequence: $0, missingSince: now, askedAt: .min, retries: 0)
+        }
+        entries.insert(contentsOf: numbers, at: 0)
+        return true
+    }
+
+    /// Adds `missing` numbers lost on their first way, of `counted`, to the recent loss.
+    private mutating func countMissing(_ missing: Int64, of counted: Int64) {
+        missingRecently += Double(missing)
+        countedRecently += Double(counted)
+        if countedRecently > 1_000 {
+            missingRecently /= 2
+            countedRecently /= 2
+        }
     }
 
     /// Forgets the numbers below `sequence` (the frame buffer gave up on them, or a keyframe
@@ -137,6 +175,7 @@ struct NackTracker {
     mutating func reset() {
         entries.removeAll(keepingCapacity: true)
         newest = nil
+        oldest = nil
     }
 
     /// Appends to `batch` the numbers (16 bits, as on the wire) to ask for at clock time

@@ -137,7 +137,9 @@ final class VideoReceiver: @unchecked Sendable {
             if packet.header.ssrc != remoteSSRC || codec != assembler.codec {
                 // A new stream (another sender or codec): nothing of the old one is a reference.
                 packetsLostInEarlierStreams += assembler.packetsLost
-                assembler = RTPFrameAssembler(codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds)
+                assembler = RTPFrameAssembler(
+                    codec: codec, gapWaitMicroseconds: assembler.gapWaitMicroseconds,
+                    startWaitMicroseconds: reorderWaitMicroseconds)
                 nack.reset()
                 senderClock.reset()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
@@ -154,7 +156,7 @@ final class VideoReceiver: @unchecked Sendable {
                 // and a keyframe asked for (once frames are dropped).
                 nack.reset()
                 _ = nack.received(sequence, now: now)
-            } else if retransmission && !nack.received(sequence, now: now) {
+            } else if retransmission && !nack.received(sequence, now: now, streamStart: assembler.openStart) {
                 // Too much is missing to ask for: a keyframe is quicker.
                 awaitingKeyframe = true
                 droppedSinceRequest += 1
