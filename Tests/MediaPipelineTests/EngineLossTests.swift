@@ -128,11 +128,16 @@ struct EngineLossTests {
         let audioBack = try #require(try room.run(ticks: 50) { playsAudio() }, "audio never came back")
         #expect(audioBack * 10 <= 100, "audio back after \(audioBack * 10) ms")
         // Video: a keyframe request crosses (25 ms), the next picture is a keyframe (at most a
-        // frame period, 70 ms here), it crosses back (25 ms) and the next render shows it.
+        // frame period, 70 ms here), it crosses back (25 ms) and the next render shows it, once
+        // the delay that keeps the video on its audio (lip sync) has passed.
         let videoBack = try #require(
             try room.run(ticks: 50) { room.lossyMatchesSender }, "the sender's picture never came back")
         let elapsed = (audioBack + videoBack) * 10
-        #expect(elapsed <= 50 + 70 + 70, "video back after \(elapsed) ms")
+        let syncMs = room.lossy.engine.control.withLock {
+            Int($0.channels[0].users[0].lipSync.videoAddedMicroseconds / 1000)
+        }
+        #expect(syncMs <= 100, "video held \(syncMs) ms for its audio")
+        #expect(elapsed <= 50 + 70 + 70 + syncMs, "video back after \(elapsed) ms (\(syncMs) ms held for sync)")
         // One keyframe request, no NACK storm for two seconds of old packets.
         #expect(try room.lossy.channel("a").statistics.keyframeRequestsSent - requestsBefore == 1)
         try room.run(ticks: 50)

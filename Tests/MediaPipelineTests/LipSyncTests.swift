@@ -280,3 +280,67 @@ struct LipSyncTests {
     @Test("30 % loss, RTT 200 ms: beep and white picture within ±45 ms")
     func thirtyPercentLoss() throws { try check(LinkConditions(lossPercent: 30, delayMs: 100), shownAtLeast: 6) }
 }
+
+@Suite("Lip sync: the sender clock and the delay decisions")
+struct LipSyncUnitTests {
+    @Test("NTP timestamps convert to microseconds and back, fractions included (RFC 3550 4)")
+    func ntpMicroseconds() {
+        // 2^31 / 2^32 s is half a second; 0x4000_0000 a quarter.
+        #expect(NTPTime.microseconds(3 << 32 | 0x8000_0000) == 3_500_000)
+        #expect(NTPTime.microseconds(0x4000_0000) == 250_000)
+        for microseconds: Int64 in [0, 1, 999_999, 1_050_000, 12_345_678, 3_900_000_000_123_456] {
+            let back = NTPTime.microseconds(NTPTime.timestamp(microseconds: microseconds))
+            #expect(abs(back - microseconds) <= 1, "\(microseconds) → \(back)")
+        }
+    }
+
+    @Test("a sender clock is trusted from its first report, not after a jump until confirmed, and waits for packets")
+    func senderClock() {
+        var clock = SenderClock(clockRate: 90_000)
+        let media: (UInt32) -> Int64? = { Int64($0) * 1_000_000 / 90_000 }
+        #expect(clock.trustedOffsetMicroseconds(media) == nil)
+        // RTP 90,000 (1 s of media) at NTP 10.25 s: media − NTP = −9.25 s.
+        clock.report(ntpTimestamp: NTPTime.timestamp(microseconds: 10_250_000), rtpTimestamp: 90_000)
+        #expect(clock.trustedOffsetMicroseconds(media) == -9_250_000)
+        // Before the stream's first packet there is no media time line to place it on.
+        #expect(clock.trustedOffsetMicroseconds { _ in nil } == nil)
+        // A second later, 1.03 s of media: within 50 ms, still trusted.
+        clock.report(ntpTimestamp: NTPTime.timestamp(microseconds: 11_250_000), rtpTimestamp: 182_700)
+        #expect(clock.trustedOffsetMicroseconds(media) == -9_220_000)
+        // 2 s of media in 1 s: a jump, not trusted until the next report agrees with it.
+        clock.report(ntpTimestamp: NTPTime.timestamp(microseconds: 12_250_000), rtpTimestamp: 362_700)
+        #expect(clock.trustedOffsetMicroseconds(media) == nil && clock.jumps == 1)
+        clock.report(ntpTimestamp: NTPTime.timestamp(microseconds: 13_250_000), rtpTimestamp: 452_700)
+        #expect(clock.trustedOffsetMicroseconds(media) == -8_220_000)
+    }
+
+    @Test("the earlier stream is held back by the difference, in steps, at most 1 s; unsynced it returns to 0")
+    func decisions() {
+        func timing(latency: Int64) -> StreamPlayoutTiming {
+            StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
+        }
+        var sync = LipSync()
+        // Video 100 ms later than audio: the audio waits, 40 ms a step.
+        var now: Int64 = 0
+        for expected: Int64 in [40_000, 80_000, 100_000, 100_000] {
+            #expect(sync.isDue(now: now))
+            _ = sync.update(audio: timing(latency: 50_000), video: timing(latency: 150_000), now: now)
+            #expect(sync.audioAddedMicroseconds == expected && sync.videoAddedMicroseconds == 0)
+            #expect(!sync.isDue(now: now + 99_999))
+            now += 100_000
+        }
+        #expect(sync.isSynced && sync.offsetMicroseconds == 0)
+        // Audio 3 s later than video: the video waits, 10 ms a step, never more than 1 s; the
+        // audio's added delay goes back down.
+        for _ in 0..<200 {
+            _ = sync.update(audio: timing(latency: 3_000_000), video: timing(latency: 0), now: now)
+            now += 100_000
+        }
+        #expect(sync.audioAddedMicroseconds == 0 && sync.videoAddedMicroseconds == 1_000_000)
+        #expect(sync.offsetMicroseconds == 2_000_000)
+        // Without the video's clock: unsynced, back toward 0.
+        let changed = sync.update(audio: timing(latency: 0), video: nil, now: now)
+        #expect(changed)
+        #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 990_000)
+    }
+}

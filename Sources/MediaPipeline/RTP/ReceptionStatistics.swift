@@ -89,13 +89,14 @@ enum NTPTime {
     /// The microseconds an NTP timestamp stands for (from the NTP epoch, or from the clock's
     /// origin for timestamps made by ``timestamp(microseconds:)``).
     static func microseconds(_ timestamp: UInt64) -> Int64 {
-        Int64(timestamp >> 32) * 1_000_000 + Int64((timestamp & 0xFFFF_FFFF) * 1_000_000 >> 32)
+        // (Swift's shifts bind tighter than its products: the parentheses are needed.)
+        Int64(timestamp >> 32) * 1_000_000 + Int64(((timestamp & 0xFFFF_FFFF) * 1_000_000) >> 32)
     }
 
     /// The NTP timestamp of clock time `microseconds`.
     static func timestamp(microseconds: Int64) -> UInt64 {
         let seconds = UInt64(microseconds / 1_000_000)
-        let fraction = UInt64(microseconds % 1_000_000) << 32 / 1_000_000
+        let fraction = (UInt64(microseconds % 1_000_000) << 32) / 1_000_000
         return seconds << 32 | fraction
     }
 
