@@ -344,3 +344,159 @@ struct LipSyncUnitTests {
         #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 990_000)
     }
 }
+
+/// Files with the marks of ``LipSyncRoom`` (a beep over a quiet tone, and three white pictures
+/// among dark ones, every 2 s from 1 s), for senders outside the engine's test loop.
+private func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
+    let (width, height) = (160, 96)
+    let writer = try Y4MWriter(path: y4m, header: Y4MHeader(width: width, height: height, frameRateNumerator: 25))
+    let picture = try I420Buffer(width: width, height: height)
+    for frame in 0..<(seconds * 25) {
+        let t = Int64(frame) * 40_000
+        let white = t >= 1_000_000 && (t - 1_000_000) % 2_000_000 < 120_000
+        picture.withMutableView { view in
+            for y in 0..<height {
+                for x in 0..<width { view.y[y * view.strideY + x] = (white ? 235 : 40) &+ UInt8((x / 8 + y / 8) % 2 * 6) }
+            }
+            for y in 0..<view.chromaHeight {
+                for x in 0..<view.chromaWidth {
+                    view.u[y * view.strideU + x] = 128
+                    view.v[y * view.strideV + x] = 128
+                }
+            }
+        }
+        try picture.withView { try writer.write($0) }
+    }
+    try writer.finish()
+    let audio = try WAVWriter(path: wav, sampleRate: 48_000, channelCount: 2)
+    var samples = [Int16](repeating: 0, count: seconds * 48_000 * 2)
+    for n in 0..<(seconds * 48_000) {
+        let t = Double(n) / 48_000
+        let micro = Int64(n) * 1_000_000 / 48_000
+        var value = 800 * sin(2 * .pi * 200 * t)
+        if micro >= 1_000_000 && (micro - 1_000_000) % 2_000_000 < 100_000 { value += 12_000 * sin(2 * .pi * 1000 * t) }
+        samples[2 * n] = Int16(value)
+        samples[2 * n + 1] = Int16(value)
+    }
+    try audio.write(samples)
+    try audio.finish()
+}
+
+/// An even UDP port on 127.0.0.1 whose next-but-one is free too, as the kernel hands them out
+/// (bound to 0, then closed): the RTP ports of two streams.
+private func kernelUDPPortPair() throws -> Int {
+    func bound(_ port: Int) -> (fd: Int32, port: Int)? {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else {
+            close(fd)
+            return nil
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+    for _ in 0..<100 {
+        guard let first = bound(0) else { continue }
+        defer { close(first.fd) }
+        guard first.port % 2 == 0, first.port + 3 <= 65535 else { continue }
+        let others = [first.port + 1, first.port + 2, first.port + 3].compactMap(bound)
+        others.forEach { close($0.fd) }
+        if others.count == 3 { return first.port }
+    }
+    throw MediaError(.io, "no free pair of UDP ports on 127.0.0.1 after 100 tries")
+}
+
+/// Waits until every port of `ports` has a UDP socket bound to it (from /proc/net/udp), for at
+/// most `seconds`; returns whether they all did.
+private func waitForUDPBound(_ ports: [Int], seconds: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+        let bound = Set(
+            table.split(separator: "\n").dropFirst().compactMap { line -> Int? in
+                let local = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first
+                return local?.split(separator: ":").last.flatMap { Int($0, radix: 16) }
+            })
+        if ports.allSatisfy(bound.contains) { return true }
+        Thread.sleep(forTimeInterval: 0.02)
+    }
+    return false
+}
+
+@Suite("Lip sync over plain RTP: the receiver's recording on the sender's time line")
+struct LipSyncRTPTests {
+    /// Checks every mark of a recording after its first: beep and white picture within ±45 ms.
+    private func checkMarks(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let marks = try RecordedMarks(path: path)
+        let offsets = marks.offsetsMs(from: (marks.beeps.first ?? 0) + 1.5)
+        print("lip sync over RTP, \(path.split(separator: "/").last ?? ""): beeps \(marks.beeps), audio after picture (ms) \(offsets)")
+        #expect(offsets.count >= 2, "beeps \(marks.beeps)", sourceLocation: sourceLocation)
+        for offset in offsets {
+            let value = try #require(offset, "a beep without its picture", sourceLocation: sourceLocation)
+            #expect(abs(value) <= 45, "audio \(value) ms after its picture", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("pipebench send encodes Y4M and WAV live; pipebench receive records them in sync (±45 ms)")
+    func ourSender() throws {
+        let folder = TemporaryFolder()
+        let (y4m, wav) = (folder.file("marks.y4m"), folder.file("marks.wav"))
+        try writeMarkFiles(y4m: y4m, wav: wav, seconds: 6)
+        let sdp = folder.file("ours.sdp")
+        let sender = try RTPNetworkTests.startSend([y4m, wav, "--quiet"], sdp: sdp, startDelay: 1.5)
+        defer { if sender.isRunning { sender.terminate() } }
+        let recording = folder.file("received.webm")
+        let received = try pipebench(["receive", sdp, recording, "--idle", "1.5", "--quiet"])
+        sender.waitUntilExit()
+        #expect(received.status == 0, "\(received.stderr)")
+        try checkMarks(recording)
+    }
+
+    @Test("ffmpeg encodes and sends the marks (its own sender reports); pipebench receive records them in sync")
+    func ffmpegSender() throws {
+        let folder = TemporaryFolder()
+        let (y4m, wav) = (folder.file("marks.y4m"), folder.file("marks.wav"))
+        try writeMarkFiles(y4m: y4m, wav: wav, seconds: 6)
+        let port = try kernelUDPPortPair()
+        func ffmpegArguments(_ extra: [String]) -> [String] {
+            ["-nostdin", "-v", "error", "-re", "-i", y4m, "-re", "-i", wav]
+                + ["-map", "0:v", "-c:v", "libvpx", "-deadline", "realtime", "-g", "25", "-b:v", "300k",
+                    "-payload_type", "96", "-ssrc", "1111", "-f", "rtp", "rtp://127.0.0.1:\(port)?pkt_size=1200"]
+                + ["-map", "1:a", "-c:a", "libopus", "-payload_type", "111", "-ssrc", "2222", "-f", "rtp",
+                    "rtp://127.0.0.1:\(port + 2)?pkt_size=1200"] + extra
+        }
+        // ffmpeg's own SDP for these streams (a first run of a few milliseconds writes it).
+        let sdp = folder.file("ffmpeg.sdp")
+        try reference("ffmpeg", ffmpegArguments(["-sdp_file", sdp, "-t", "0.01"]))
+        let recording = folder.file("received.webm")
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
+        receiver.arguments = ["receive", sdp, recording, "--idle", "2", "--quiet"]
+        receiver.standardOutput = FileHandle.nullDevice
+        receiver.standardError = FileHandle.nullDevice
+        try receiver.run()
+        defer {
+            if receiver.isRunning {
+                receiver.terminate()
+                receiver.waitUntilExit()
+            }
+        }
+        try #require(waitForUDPBound([port, port + 2], seconds: 10), "pipebench receive never bound its ports")
+        try reference("ffmpeg", ffmpegArguments([]))
+        // It ends 2 s after the last packet; 20 s is the most it may take.
+        let deadline = Date().addingTimeInterval(20)
+        while receiver.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(!receiver.isRunning, "pipebench receive did not end")
+        guard !receiver.isRunning else { return }
+        #expect(receiver.terminationStatus == 0)
+        try checkMarks(recording)
+    }
+}
