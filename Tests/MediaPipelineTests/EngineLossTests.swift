@@ -154,7 +154,9 @@ struct EngineLossTests {
         try room.run(ticks: 100)
         // FROZEN 600 ms into the outage; a freeze still going counts up to now. The last picture
         // before it came out as late as lip sync held the video back to its audio.
-        let syncMs = room.lossy.engine.control.withLock { $0.channels[0].users[0].lipSync.videoAddedMicroseconds / 1000 }
+        let syncMs = room.lossy.engine.control.withLock {
+            $0.channels[0].users[0].lipSync.videoAddedMicroseconds / 1000
+        }
         #expect((350...450).contains(try room.lossy.channel("a").statistics.videoFrozenMs + syncMs))
         try room.healAndCheckRecovery()
         #expect(room.lossyMatchesSender)

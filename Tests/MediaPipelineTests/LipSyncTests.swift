@@ -127,7 +127,8 @@ final class LipSyncRoom {
         guard canvas.framesRendered != lastRendered else { return }
         lastRendered = canvas.framesRendered
         let mean = canvas.withLockedPicture { view -> Int in
-            var sum = 0, count = 0
+            var sum = 0
+            var count = 0
             for y in stride(from: 4, to: view.height, by: 8) {
                 for x in stride(from: 4, to: view.width, by: 8) {
                     sum += Int(view.y[y * view.strideY + x])
@@ -165,8 +166,11 @@ struct RecordedMarks {
         let raw = folder.file("audio.s16")
         try reference(
             "ffmpeg",
-            ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-af", "aresample=async=1:min_hard_comp=0.001:first_pts=0", "-ac", "1",
-             "-ar", "48000", "-f", "s16le", raw])
+            [
+                "-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-af",
+                "aresample=async=1:min_hard_comp=0.001:first_pts=0", "-ac", "1",
+                "-ar", "48000", "-f", "s16le", raw,
+            ])
         let audio = try rawInt16(raw)
         var quiet = 0
         for i in 0..<audio.count {
@@ -190,13 +194,16 @@ struct RecordedMarks {
         ).split(separator: "\n").compactMap { Double(String($0).trimmingCharacters(in: .whitespaces)) }
         try reference(
             "ffmpeg",
-            ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-pix_fmt", "gray",
-             "-f", "rawvideo", gray])
+            [
+                "-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-pix_fmt", "gray",
+                "-f", "rawvideo", gray,
+            ])
         let pixels = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gray)))
         let frameBytes = width * height
         var wasWhite = false
         for (index, time) in times.enumerated() where (index + 1) * frameBytes <= pixels.count {
-            var sum = 0, count = 0
+            var sum = 0
+            var count = 0
             for y in stride(from: height / 4, to: 3 * height / 4, by: 4) {
                 for x in stride(from: width / 4, to: 3 * width / 4, by: 4) {
                     sum += Int(pixels[index * frameBytes + y * width + x])
@@ -261,9 +268,12 @@ struct LipSyncTests {
             print("lip sync, \(name), \(file): beeps \(marks.beeps.count), audio after picture (ms) \(recorded)")
             #expect(recorded.count >= 6, "\(file): beeps \(marks.beeps)", sourceLocation: sourceLocation)
             let inFile = recorded.compactMap { $0 }
-            #expect(inFile.count >= shownAtLeast - 1, "\(file): marks shown \(inFile.count)", sourceLocation: sourceLocation)
+            #expect(
+                inFile.count >= shownAtLeast - 1, "\(file): marks shown \(inFile.count)", sourceLocation: sourceLocation
+            )
             for offset in inFile {
-                #expect(abs(offset) <= 45, "\(file): audio \(offset) ms after its picture", sourceLocation: sourceLocation)
+                #expect(
+                    abs(offset) <= 45, "\(file): audio \(offset) ms after its picture", sourceLocation: sourceLocation)
             }
         }
     }
@@ -356,7 +366,9 @@ private func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
         let white = t >= 1_000_000 && (t - 1_000_000) % 2_000_000 < 120_000
         picture.withMutableView { view in
             for y in 0..<height {
-                for x in 0..<width { view.y[y * view.strideY + x] = (white ? 235 : 40) &+ UInt8((x / 8 + y / 8) % 2 * 6) }
+                for x in 0..<width {
+                    view.y[y * view.strideY + x] = (white ? 235 : 40) &+ UInt8((x / 8 + y / 8) % 2 * 6)
+                }
             }
             for y in 0..<view.chromaHeight {
                 for x in 0..<view.chromaWidth {
@@ -408,7 +420,7 @@ private func kernelUDPPortPair() throws -> Int {
         defer { close(first.fd) }
         guard first.port % 2 == 0, first.port + 3 <= 65535 else { continue }
         let others = [first.port + 1, first.port + 2, first.port + 3].compactMap(bound)
-        others.forEach { close($0.fd) }
+        for other in others { close(other.fd) }
         if others.count == 3 { return first.port }
     }
     throw MediaError(.io, "no free pair of UDP ports on 127.0.0.1 after 100 tries")
@@ -437,7 +449,9 @@ struct LipSyncRTPTests {
     private func checkMarks(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let marks = try RecordedMarks(path: path)
         let offsets = marks.offsetsMs(from: (marks.beeps.first ?? 0) + 1.5)
-        print("lip sync over RTP, \(path.split(separator: "/").last ?? ""): beeps \(marks.beeps), audio after picture (ms) \(offsets)")
+        print(
+            "lip sync over RTP, \(path.split(separator: "/").last ?? ""): beeps \(marks.beeps), audio after picture (ms) \(offsets)"
+        )
         #expect(offsets.count >= 2, "beeps \(marks.beeps)", sourceLocation: sourceLocation)
         for offset in offsets {
             let value = try #require(offset, "a beep without its picture", sourceLocation: sourceLocation)
@@ -468,10 +482,14 @@ struct LipSyncRTPTests {
         let port = try kernelUDPPortPair()
         func ffmpegArguments(_ extra: [String]) -> [String] {
             ["-nostdin", "-v", "error", "-re", "-i", y4m, "-re", "-i", wav]
-                + ["-map", "0:v", "-c:v", "libvpx", "-deadline", "realtime", "-g", "25", "-b:v", "300k",
-                    "-payload_type", "96", "-ssrc", "1111", "-f", "rtp", "rtp://127.0.0.1:\(port)?pkt_size=1200"]
-                + ["-map", "1:a", "-c:a", "libopus", "-payload_type", "111", "-ssrc", "2222", "-f", "rtp",
-                    "rtp://127.0.0.1:\(port + 2)?pkt_size=1200"] + extra
+                + [
+                    "-map", "0:v", "-c:v", "libvpx", "-deadline", "realtime", "-g", "25", "-b:v", "300k",
+                    "-payload_type", "96", "-ssrc", "1111", "-f", "rtp", "rtp://127.0.0.1:\(port)?pkt_size=1200",
+                ]
+                + [
+                    "-map", "1:a", "-c:a", "libopus", "-payload_type", "111", "-ssrc", "2222", "-f", "rtp",
+                    "rtp://127.0.0.1:\(port + 2)?pkt_size=1200",
+                ] + extra
         }
         // ffmpeg's own SDP for these streams (a first run of a few milliseconds writes it).
         let sdp = folder.file("ffmpeg.sdp")

@@ -112,7 +112,8 @@ extension MediaEngine {
                 consumed += take
                 if publisher.pcmFill == publisher.pcm.count {
                     publisher.pcmFill = 0
-                    try encodeAndSendAudio(publisher, framesPushedAfter: (frame.samples.count - consumed) / format.channelCount)
+                    try encodeAndSendAudio(
+                        publisher, framesPushedAfter: (frame.samples.count - consumed) / format.channelCount)
                 }
             }
         }
@@ -207,7 +208,8 @@ extension MediaEngine {
             return  // an empty frame: nothing to send
         }
         publisher.packetsSent[kind] += packets
-        sendSenderReportIfDue(kind, mediaMicrosecondsNow: mediaMicrosecondsNow ?? frame.timestampMicroseconds, publisher)
+        sendSenderReportIfDue(
+            kind, mediaMicrosecondsNow: mediaMicrosecondsNow ?? frame.timestampMicroseconds, publisher)
         guard let ref = publisher.targetChannel else { return }
         let (byteCount, targetCount) = (frame.byteCount, publisher.targets.count)
         withControl {

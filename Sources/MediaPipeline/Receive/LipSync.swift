@@ -45,7 +45,8 @@ struct LipSync {
     mutating func update(audio: StreamPlayoutTiming?, video: StreamPlayoutTiming?, now: Int64) -> Bool {
         lastUpdate = now
         let (before, beforeVideo) = (audioAddedMicroseconds, videoAddedMicroseconds)
-        var audioTarget: Int64 = 0, videoTarget: Int64 = 0
+        var audioTarget: Int64 = 0
+        var videoTarget: Int64 = 0
         if let audio, let video {
             // Positive: the video plays later than the audio captured with it.
             let relative = video.latencyMicroseconds - audio.latencyMicroseconds
@@ -59,7 +60,8 @@ struct LipSync {
         videoAddedMicroseconds = Self.step(videoAddedMicroseconds, toward: videoTarget, by: Self.videoStepMicroseconds)
         if isSynced, let audio, let video {
             offsetMicroseconds =
-                (audio.latencyMicroseconds + audioAddedMicroseconds) - (video.latencyMicroseconds + videoAddedMicroseconds)
+                (audio.latencyMicroseconds + audioAddedMicroseconds)
+                - (video.latencyMicroseconds + videoAddedMicroseconds)
         } else {
             offsetMicroseconds = nil
         }

@@ -193,7 +193,8 @@ final class VideoReceiver: @unchecked Sendable {
                 // under loss nearly every frame waits behind a retransmission, and the fastest
                 // path would be lost from sight (the render delay swinging with it).
                 delays.add(
-                    transitMicroseconds: assembled.completedMicroseconds - assembled.frame.timestampMicroseconds, now: now)
+                    transitMicroseconds: assembled.completedMicroseconds - assembled.frame.timestampMicroseconds,
+                    now: now)
                 updateRenderDelay()
                 enqueue(assembled)
             }
