@@ -120,14 +120,21 @@ struct NackTracker {
         }
         newest = sequence
         let missing = sequence - last - 1
+        guard noteMissing(missing) else { return false }
+        for number in (last + 1)..<sequence {
+            entries.append(Entry(sequence: number, missingSince: now, askedAt: .min, retries: 0))
+        }
+        return true
+    }
+
+    /// Counts `missing` numbers found missing (of `missing` + 1 expected). Returns false, the
+    /// list cleared, when they would not all fit in it: too many to ask for.
+    private mutating func noteMissing(_ missing: Int64) -> Bool {
         countMissing(missing, of: missing + 1)
         guard missing > 0 else { return true }
         guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
             entries.removeAll(keepingCapacity: true)
             return false
-        }
-        for number in (last + 1)..<sequence {
-            entries.append(Entry(sequence: number, missingSince: now, askedAt: .min, retries: 0))
         }
         return true
     }
@@ -138,12 +145,7 @@ struct NackTracker {
     private mutating func startsEarlier(at sequence: Int64, before first: Int64, now: Int64) -> Bool {
         oldest = sequence
         let missing = first - sequence - 1
-        countMissing(missing, of: missing + 1)
-        guard missing > 0 else { return true }
-        guard entries.count + Int(min(missing, Int64(Self.maximumEntries))) <= Self.maximumEntries else {
-            entries.removeAll(keepingCapacity: true)
-            return false
-        }
+        guard noteMissing(missing) else { return false }
         // Ahead of the later numbers, within the storage reserved up front.
         let numbers = ((sequence + 1)..<first).lazy.map {
             Entry(sequence: $0, missingSince: now, askedAt: .min, retries: 0)
