@@ -67,6 +67,9 @@ actor JanusSignalling {
     private var keepaliveTask: Task<Void, Never>?
     /// Why requests fail from now on (closed or session gone).
     private var ended: JanusError?
+    /// Set once the session is being destroyed on purpose: the long-poll's 404 that may come
+    /// before the destroy's answer is that destroy, not a lost session.
+    private var destroying = false
     private var httpShutDown = false
     private var transactionSerial = 0
     private let transactionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
@@ -185,6 +188,7 @@ actor JanusSignalling {
     /// Destroys the session (Janus detaches its handles) and closes the client.
     func destroy() async throws {
         let session = try currentSession()
+        destroying = true
         do {
             _ = try await post("/\(session)", ["janus": .string("destroy")], request: "destroy")
         } catch {
@@ -201,6 +205,7 @@ actor JanusSignalling {
     /// HTTP client down. Safe to call more than once.
     func close() async {
         if ended == nil, let sessionID {
+            destroying = true
             _ = try? await post(
                 "/\(sessionID)", ["janus": .string("destroy")], request: "destroy", timeout: .seconds(2))
         }
@@ -300,6 +305,10 @@ actor JanusSignalling {
                 let (status, body) = try await perform(
                     method: .GET, url: configuration.url + "/\(session)" + query, body: nil, request: "poll",
                     timeout: .seconds(40))
+                if status == 404 && destroying {
+                    end(with: .closed, notify: nil)
+                    return
+                }
                 if status == 404 {
                     end(
                         with: .sessionGone("Janus does not know session \(session)"),
