@@ -324,7 +324,7 @@ struct LipSyncUnitTests {
         #expect(clock.trustedOffsetMicroseconds(media) == -8_220_000)
     }
 
-    @Test("the earlier stream is held back by the difference, in steps, at most 1 s; unsynced it returns to 0")
+    @Test("the earlier stream is held back by the difference, in steps, at most 1.5 s; unsynced it returns to 0")
     func decisions() {
         func timing(latency: Int64) -> StreamPlayoutTiming {
             StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
@@ -340,18 +340,18 @@ struct LipSyncUnitTests {
             now += 100_000
         }
         #expect(sync.isSynced && sync.offsetMicroseconds == 0)
-        // Audio 3 s later than video: the video waits, 10 ms a step, never more than 1 s; the
+        // Audio 3 s later than video: the video waits, 10 ms a step, never more than 1.5 s; the
         // audio's added delay goes back down.
         for _ in 0..<200 {
             _ = sync.update(audio: timing(latency: 3_000_000), video: timing(latency: 0), now: now)
             now += 100_000
         }
-        #expect(sync.audioAddedMicroseconds == 0 && sync.videoAddedMicroseconds == 1_000_000)
-        #expect(sync.offsetMicroseconds == 2_000_000)
+        #expect(sync.audioAddedMicroseconds == 0 && sync.videoAddedMicroseconds == 1_500_000)
+        #expect(sync.offsetMicroseconds == 1_500_000)
         // Without the video's clock: unsynced, back toward 0.
         let changed = sync.update(audio: timing(latency: 0), video: nil, now: now)
         #expect(changed)
-        #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 990_000)
+        #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 1_490_000)
     }
 }
 

@@ -73,6 +73,17 @@ struct ArrivalDelayEstimator {
     /// estimate started again from this packet (the caller restarts its playout).
     @discardableResult
     mutating func add(transitMicroseconds transit: Int64, now: Int64) -> Bool {
+        add(transitMicroseconds: transit, fastestPathTransitMicroseconds: transit, now: now)
+    }
+
+    /// Counts one arrival whose `transit` (when it was taken, minus its media time) counts
+    /// toward the target, while `fastestPathTransit` (when it was complete) feeds the sliding
+    /// minimum: video frames held behind a missing one wait as long as it does, which the render
+    /// delay must cover, but they came on the fastest path all the same.
+    @discardableResult
+    mutating func add(transitMicroseconds transit: Int64, fastestPathTransitMicroseconds fastest: Int64, now: Int64)
+        -> Bool
+    {
         var restarted = false
         if let minimum = minimumTransitMicroseconds, abs(transit - minimum) > longestDelayMicroseconds {
             reset()
@@ -80,10 +91,10 @@ struct ArrivalDelayEstimator {
         }
         if windowStart == .min || now - windowStart >= Self.windowMicroseconds {
             previousMinimum = currentMinimum
-            currentMinimum = transit
+            currentMinimum = fastest
             windowStart = now
         } else {
-            currentMinimum = min(currentMinimum ?? transit, transit)
+            currentMinimum = min(currentMinimum ?? fastest, fastest)
         }
         let minimum = min(currentMinimum!, previousMinimum ?? .max)
         minimumTransitMicroseconds = minimum

@@ -2,7 +2,7 @@
 /// GStreamer's rtpbin do: both streams of a sender share its NTP clock, so each one's
 /// sender-to-playout latency is known up to the same constant (``StreamPlayoutTiming``). The
 /// stream that would play earlier is held back by the difference, never more than
-/// ``maximumAddedMicroseconds``. The delay added moves in steps, one per
+/// ``maximumAddedMicroseconds`` (1.5 s). The delay added moves in steps, one per
 /// ``updateIntervalMicroseconds``: the audio's by at most ``audioStepMicroseconds`` (playout
 /// stretches toward its new target a pitch period at a time, which is not heard), the video's
 /// by at most ``videoStepMicroseconds`` (pictures shown 10 % slower or faster for a while: no
@@ -14,8 +14,10 @@
 /// A value owned by the control plane (one per remote user); the receivers take the delays it
 /// decides.
 struct LipSync {
-    /// The most delay added to either stream (libwebrtc caps its added delay near 1 s too).
-    static let maximumAddedMicroseconds: Int64 = 1_000_000
+    /// The most delay added to either stream. libwebrtc caps its own near 1 s; under 30 % loss
+    /// on a 200 ms round trip the video's render delay covers retransmissions and the frames
+    /// held behind them, about 1.1–1.3 s, which its audio must match.
+    static let maximumAddedMicroseconds: Int64 = 1_500_000
     /// How often the delays are decided.
     static let updateIntervalMicroseconds: Int64 = 100_000
     /// The most the audio's added delay moves per decision: 40 ms per 100 ms, so a video a

@@ -189,11 +189,15 @@ final class VideoReceiver: @unchecked Sendable {
             var frames = 0
             while let assembled = assembler.next(now: now) {
                 frames += 1
-                // Timed by the frame's own completion, not by when an earlier frame let it out:
-                // under loss nearly every frame waits behind a retransmission, and the fastest
-                // path would be lost from sight (the render delay swinging with it).
+                // The fastest path is timed by the frame's own completion, not by when an
+                // earlier frame let it out: under loss nearly every frame waits behind a
+                // retransmission, and the minimum would be lost from sight (the render delay
+                // swinging with it). The wait behind a missing frame still counts toward the
+                // render delay, which must cover it.
                 delays.add(
-                    transitMicroseconds: assembled.completedMicroseconds - assembled.frame.timestampMicroseconds,
+                    transitMicroseconds: now - assembled.frame.timestampMicroseconds,
+                    fastestPathTransitMicroseconds: assembled.completedMicroseconds
+                        - assembled.frame.timestampMicroseconds,
                     now: now)
                 updateRenderDelay()
                 enqueue(assembled)
