@@ -35,6 +35,7 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     private var packetScript: @Sendable (RTPPacket, String, UInt32) -> PacketFate = { _, _, _ in .deliver }
     private var heldJoins: [() -> Void] = []
     private var heldPackets: [(RTPPacket, String, UInt32)] = []
+    private var rtcpObserver: (@Sendable ([UInt8], String, UInt32) -> Void)?
 
     /// A scripted transport over `hub`.
     public init(hub: LocalHub) { self.hub = hub }
@@ -46,6 +47,12 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     /// and its sender.
     public func scriptPackets(_ fate: @escaping @Sendable (RTPPacket, String, UInt32) -> PacketFate) {
         lock.withLock { packetScript = fate }
+    }
+
+    /// Shows every RTCP message sent from now on to `observer` (its bytes, channel and sender)
+    /// before it goes on to the hub.
+    public func observeRTCP(_ observer: @escaping @Sendable ([UInt8], String, UInt32) -> Void) {
+        lock.withLock { rtcpObserver = observer }
     }
 
     /// Joins held so far.
@@ -122,6 +129,7 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
+        lock.withLock { rtcpObserver }?(bytes, channelId, uid)
         hub.sendRTCP(bytes, channelId: channelId, from: uid, to: recipient)
     }
 

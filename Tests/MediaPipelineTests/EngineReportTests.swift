@@ -1,4 +1,5 @@
 import Foundation
+import MediaPipelineTesting
 import Testing
 
 @testable import MediaPipeline
@@ -40,6 +41,29 @@ struct EngineReportTests {
         #expect(roundTrip.map { abs($0 - 80_000) <= 20 } == true, "\(String(describing: roundTrip))")
     }
 
+    @Test("sender reports carry the wall-clock NTP time: the clock's origin plus its reading (RFC 3550 6.4.1)")
+    func senderReportWallClock() throws {
+        // 2030-06-01 00:00:00 UTC is 4,115,836,800 s after 1900-01-01.
+        let origin: Int64 = 1_906_848_000_000_000
+        let session = TestSession(clock: VirtualClock(startMicroseconds: 5_000_000, originUnixMicroseconds: origin))
+        let scripted = ScriptedTransport(hub: session.hub)
+        let reports = SentReports()
+        let clock = session.clock
+        scripted.observeRTCP { bytes, _, _ in reports.note(bytes, at: clock.nowMicroseconds) }
+        let host = try session.user(transport: scripted)
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try session.run(ticks: 300, video: true, publishers: [host])
+        let sent = reports.senderReports
+        #expect(sent.count >= 4, "sender reports: \(sent.count)")
+        for (ntp, clock) in sent {
+            let expected = (4_115_836_800 * 1_000_000 as Int64) + clock
+            #expect(
+                abs(NTPTime.microseconds(ntp) - expected) <= 1, "NTP \(NTPTime.microseconds(ntp)) at clock \(clock)")
+        }
+    }
+
     @Test("over a link of 40 ms each way and 10 % loss, the publisher learns an 80 ms round trip and the loss")
     func publisherLearns() throws {
         let session = TestSession()
@@ -52,4 +76,17 @@ struct EngineReportTests {
         #expect((3...20).contains(stats.txPacketLossPercent), "loss \(stats.txPacketLossPercent) %")
         #expect(try viewer.channel("a").statistics.rxPacketsLost > 0)
     }
+}
+
+/// The sender reports seen on a transport: each one's NTP timestamp and the clock time it was sent.
+private final class SentReports: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [(ntp: UInt64, clock: Int64)] = []
+
+    func note(_ bytes: [UInt8], at clock: Int64) {
+        guard let messages = try? bytes.withUnsafeBytes({ try RTCPCompound.parse($0) }) else { return }
+        for case .senderReport(_, let ntp, _, _, _, _) in messages { lock.withLock { seen.append((ntp, clock)) } }
+    }
+
+    var senderReports: [(ntp: UInt64, clock: Int64)] { lock.withLock { seen } }
 }

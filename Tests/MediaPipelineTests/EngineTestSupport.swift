@@ -123,12 +123,15 @@ final class TestUser {
 
 /// A hub, a virtual clock and users, stepped in 10 ms ticks.
 final class TestSession {
-    let clock = VirtualClock()
+    let clock: VirtualClock
     let hub: LocalHub
     var users: [TestUser] = []
     private var tick = 0
 
-    init(seed: UInt64 = 7) { hub = LocalHub(clock: clock, seed: seed) }
+    init(seed: UInt64 = 7, clock: VirtualClock = VirtualClock()) {
+        self.clock = clock
+        hub = LocalHub(clock: clock, seed: seed)
+    }
 
     func user(
         frequency: Double = 440, configuration: EngineConfiguration = .init(), transport: MediaTransport? = nil

@@ -25,7 +25,7 @@ extension MediaEngine {
                 let report = RTCPCompound.receiverReport(
                     ssrc: rtp.feedbackSSRC, audio, video,
                     referenceTime: video != nil && configuration.videoRetransmission
-                        ? NTPTime.timestamp(microseconds: now) : nil, in: round.reportRecycler)
+                        ? NTPTime.timestamp(microseconds: ntpMicroseconds(now)) : nil, in: round.reportRecycler)
                 round.reportOutbox.append((report, channelId, localUid, user.uid))
             }
         }
@@ -51,7 +51,7 @@ extension MediaEngine {
         else { return }
         publisher.lastSenderReportAt[kind] = now
         let report = RTCPCompound.senderReport(
-            ssrc: rtp.ssrc(kind), ntpTimestamp: NTPTime.timestamp(microseconds: now),
+            ssrc: rtp.ssrc(kind), ntpTimestamp: NTPTime.timestamp(microseconds: ntpMicroseconds(now)),
             rtpTimestamp: packetizer.rtpTimestamp(microseconds: mediaMicrosecondsNow),
             packetCount: UInt32(truncatingIfNeeded: publisher.packetsSent[kind]),
             octetCount: UInt32(truncatingIfNeeded: publisher.payloadBytesSent[kind]), in: publisher.reportRecycler)
@@ -78,7 +78,8 @@ struct FeedbackReader: RTCPVisitor {
     let videoSSRC: UInt32
     /// The local user's RTCP SSRC as a receiver: DLRR answers addressed to it.
     let feedbackSSRC: UInt32
-    let nowMicroseconds: Int64
+    /// NTP time now (microseconds since 1900): answers to the engine's reports are measured against it.
+    let ntpNowMicroseconds: Int64
     var keyframeWanted = false
     /// Whether a NACK asks for packets of the local video.
     var nackForVideo = false
@@ -120,7 +121,7 @@ struct FeedbackReader: RTCPVisitor {
 
     mutating func reportBlock(_ block: RTCPReportBlock, from reporter: UInt32) {
         guard block.ssrc == audioSSRC || block.ssrc == videoSSRC else { return }
-        if let roundTrip = NTPTime.roundTripMicroseconds(block, nowMicroseconds: nowMicroseconds) {
+        if let roundTrip = NTPTime.roundTripMicroseconds(block, nowMicroseconds: ntpNowMicroseconds) {
             roundTripMicroseconds = roundTrip
         }
         fractionLost = max(fractionLost ?? 0, block.fractionLost)  // the worse of the user's streams
@@ -139,7 +140,7 @@ struct FeedbackReader: RTCPVisitor {
     mutating func delaySinceLastReceiverReport(_ item: RTCPPacket.DLRRItem) {
         guard item.ssrc == feedbackSSRC,
             let roundTrip = NTPTime.roundTripMicroseconds(
-                lastReport: item.lastReceiverReport, delay: item.delay, nowMicroseconds: nowMicroseconds)
+                lastReport: item.lastReceiverReport, delay: item.delay, nowMicroseconds: ntpNowMicroseconds)
         else { return }
         roundTripToPublisherMicroseconds = roundTrip
     }

@@ -78,7 +78,8 @@ extension MediaEngine {
     func receiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         let now = self.now
         var reader = FeedbackReader(
-            audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, feedbackSSRC: rtp.feedbackSSRC, nowMicroseconds: now)
+            audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, feedbackSSRC: rtp.feedbackSSRC,
+            ntpNowMicroseconds: ntpMicroseconds(now))
         // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
         guard (try? bytes.withUnsafeBytes({ try RTCPCompound.visit($0, &reader) })) != nil else { return }
         if reader.keyframeWanted {

@@ -27,6 +27,8 @@ public final class MediaEngine: Sendable {
     public let configuration: EngineConfiguration
     let transport: MediaTransport
     let clock: MediaClock
+    /// The clock's origin in NTP time (microseconds since 1900).
+    let ntpOriginMicroseconds: Int64
     /// SSRCs and RTP starting points, fixed for the engine's life.
     let rtp: RTPIdentity
     /// What the transport calls back.
@@ -68,6 +70,7 @@ public final class MediaEngine: Sendable {
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
+        ntpOriginMicroseconds = clock.originUnixMicroseconds + NTPTime.unixEpochMicroseconds
         let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
         playout = LockedValue(PlayoutRound(mixer: mixer))
@@ -195,6 +198,10 @@ public final class MediaEngine: Sendable {
     }
 
     var now: Int64 { clock.nowMicroseconds }
+
+    /// The NTP time (microseconds since 1900) of clock time `microseconds`: what sender reports
+    /// and reference times carry.
+    func ntpMicroseconds(_ microseconds: Int64) -> Int64 { ntpOriginMicroseconds + microseconds }
 }
 
 /// A channel object held weakly.

@@ -83,9 +83,13 @@ struct ReceptionStatistics {
 }
 
 /// NTP timestamps (RFC 3550 4: seconds since 1900 in the upper 32 bits, the fraction in the
-/// lower) made from the engine's clock, whose origin is arbitrary: a round trip measured
+/// lower), made from the engine's clock and its wall-clock origin (``MediaClock/originUnixMicroseconds``),
+/// so different senders' reports share one time line as far as their clocks agree; a round trip measured
 /// against one's own reports needs no common epoch.
 enum NTPTime {
+    /// 1970-01-01 UTC in NTP time: microseconds since 1900-01-01 (RFC 868's 2,208,988,800 s).
+    static let unixEpochMicroseconds: Int64 = 2_208_988_800_000_000
+
     /// The microseconds an NTP timestamp stands for (from the NTP epoch, or from the clock's
     /// origin for timestamps made by ``timestamp(microseconds:)``).
     static func microseconds(_ timestamp: UInt64) -> Int64 {
