@@ -120,7 +120,12 @@ extension MediaEngine {
     /// when `labels`) and its channel mix, encoded once into a WebM file in live mode (a Cluster
     /// a second: a process that dies leaves every complete Cluster). The channel mix is turned
     /// on. ``pullPlayout(into:)-(UnsafeMutableBufferPointer<Int16>)`` feeds the audio, 10 ms per call; ``renderVideo()`` the
-    /// pictures, at most `framesPerSecond` (the canvases' state at each due render). Emits
+    /// pictures, at most `framesPerSecond` (the canvases' state at each due render). While it
+    /// runs, the channel's users are aligned with each other on their senders' NTP clocks, in
+    /// the playout and on the canvases too: every user's audio and video play at the latency of
+    /// the slowest stream (up to 1.5 s added), so two users who clap at once show both claps in
+    /// one picture. The delays move 40 ms per 100 ms: users half a second apart are together
+    /// about 1.5 s after the recording starts. Emits
     /// ``ChannelEvent/recordingStarted(uid:path:)`` with uid 0 (the channel, not a user), and
     /// ``ChannelEvent/recordingFailed(uid:path:message:)`` with uid 0 if writing fails.
     /// - Throws: ``EngineError`` for a channel not joined or already recorded, or bad settings

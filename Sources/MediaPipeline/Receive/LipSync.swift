@@ -11,6 +11,10 @@
 /// Until both streams have a trusted sender clock (no report yet, or the mapping jumped), the
 /// streams play unsynced: the added delays return to 0 at the same pace, and ``isSynced`` says so.
 ///
+/// Users of one channel can be aligned with each other too (a channel composite recording, so
+/// that two users who clap at once show both claps in one frame): every stream is then held
+/// back to the latency of the group's slowest, which their senders' NTP clocks make comparable.
+///
 /// A value owned by the control plane (one per remote user); the receivers take the delays it
 /// decides.
 struct LipSync {
@@ -25,6 +29,10 @@ struct LipSync {
     static let audioStepMicroseconds: Int64 = 40_000
     /// The most the video's added delay moves per decision: 10 ms per 100 ms.
     static let videoStepMicroseconds: Int64 = 10_000
+    /// The same while users are aligned with each other (a channel composite): 40 ms per
+    /// 100 ms, pictures shown 40 % slower for a while, so a recording that starts with its
+    /// users half a second apart has them together within about 1.5 s rather than 5 s.
+    static let alignedVideoStepMicroseconds: Int64 = 40_000
 
     /// The delay added to the audio's playout and to the video's rendering.
     private(set) var audioAddedMicroseconds: Int64 = 0
@@ -42,24 +50,32 @@ struct LipSync {
     }
 
     /// Decides the added delays at clock time `now` from the two streams' timings (nil for a
-    /// stream not received, or not yet placed on the sender's clock). Returns whether either
-    /// delay changed.
-    mutating func update(audio: StreamPlayoutTiming?, video: StreamPlayoutTiming?, now: Int64) -> Bool {
+    /// stream not received, or not yet placed on the sender's clock). With
+    /// `alignedToLatencyMicroseconds` (the latency of the slowest stream of a group of users, as
+    /// a channel composite aligns them), each stream is held back to that latency instead, as
+    /// far as the cap allows. Returns whether either delay changed.
+    mutating func update(
+        audio: StreamPlayoutTiming?, video: StreamPlayoutTiming?, alignedToLatencyMicroseconds group: Int64? = nil,
+        now: Int64
+    ) -> Bool {
         lastUpdate = now
         let (before, beforeVideo) = (audioAddedMicroseconds, videoAddedMicroseconds)
         var audioTarget: Int64 = 0
         var videoTarget: Int64 = 0
-        if let audio, let video {
+        if let group {
+            audioTarget = audio.map { Self.capped(group - $0.latencyMicroseconds) } ?? 0
+            videoTarget = video.map { Self.capped(group - $0.latencyMicroseconds) } ?? 0
+        } else if let audio, let video {
             // Positive: the video plays later than the audio captured with it.
             let relative = video.latencyMicroseconds - audio.latencyMicroseconds
-            audioTarget = min(max(relative, 0), Self.maximumAddedMicroseconds)
-            videoTarget = min(max(-relative, 0), Self.maximumAddedMicroseconds)
-            isSynced = true
-        } else {
-            isSynced = false
+            audioTarget = Self.capped(relative)
+            videoTarget = Self.capped(-relative)
         }
+        isSynced = audio != nil && video != nil
         audioAddedMicroseconds = Self.step(audioAddedMicroseconds, toward: audioTarget, by: Self.audioStepMicroseconds)
-        videoAddedMicroseconds = Self.step(videoAddedMicroseconds, toward: videoTarget, by: Self.videoStepMicroseconds)
+        videoAddedMicroseconds = Self.step(
+            videoAddedMicroseconds, toward: videoTarget,
+            by: group == nil ? Self.videoStepMicroseconds : Self.alignedVideoStepMicroseconds)
         if isSynced, let audio, let video {
             offsetMicroseconds =
                 (audio.latencyMicroseconds + audioAddedMicroseconds)
@@ -69,6 +85,9 @@ struct LipSync {
         }
         return audioAddedMicroseconds != before || videoAddedMicroseconds != beforeVideo
     }
+
+    /// A delay to add, within 0…``maximumAddedMicroseconds``.
+    private static func capped(_ delay: Int64) -> Int64 { min(max(delay, 0), maximumAddedMicroseconds) }
 
     private static func step(_ value: Int64, toward target: Int64, by most: Int64) -> Int64 {
         value + min(max(target - value, -most), most)
