@@ -46,6 +46,15 @@ struct JoinCommand: ParsableCommand {
             "Encode the audio live (with the in-band FEC the server's profile asks for) and publish the variant's "
                 + "pre-encoded video."))
     var encodeAudio = false
+    @Option(
+        help: ArgumentHelp(
+            "Publish this Y4M's pictures (looped, encoded live) instead of the samples'.", valueName: "FILE.y4m"))
+    var video: String?
+    @Option(
+        help: ArgumentHelp(
+            "Publish this WAV (48 kHz, mono or stereo; looped, encoded live) instead of the samples' speech.",
+            valueName: "FILE.wav"))
+    var audio: String?
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
@@ -87,6 +96,13 @@ struct JoinCommand: ParsableCommand {
         let sampleMedia = try SampleMedia(
             speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
         let media = try sampleMedia.userMedia(variant: variant)
+        var source = JoinSource(samples: sampleMedia)
+        if let video { try source.loadVideo(video) }
+        if let audio { try source.loadAudio(audio) }
+        let encodeVideo = encode || video != nil
+        let encodeAudioLive = encode || encodeAudio || audio != nil
+        let recordingFrameRate = max(
+            1, (source.frameRateNumerator + source.frameRateDenominator / 2) / source.frameRateDenominator)
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
 
         var settings = JanusTransportConfiguration(url: url)
@@ -134,7 +150,6 @@ struct JoinCommand: ParsableCommand {
         let clock = ContinuousClock()
         let start = clock.now
         let videoPeriodMicroseconds = Int64(1_000_000 / sampleMedia.videoFrameRate)
-        var nextVideoMicroseconds: Int64 = 0
         var videoIndex = 0
         var playout = AudioFrame(silenceOf: 480, sampleRate: 48000, channelCount: 2)
         var tick = 0
@@ -145,7 +160,7 @@ struct JoinCommand: ParsableCommand {
             for channelId in channels where !recordings.contains(where: { $0.channelId == channelId }) {
                 if let recording = try? engine.startChannelRecording(
                     channelId: channelId, path: "\(output)/\(channelId).webm", width: 640, height: 360,
-                    framesPerSecond: sampleMedia.videoFrameRate)
+                    framesPerSecond: recordingFrameRate)
                 {
                     recordings.append(recording)
                 }
@@ -157,8 +172,12 @@ struct JoinCommand: ParsableCommand {
                 try channel.startChannelMediaRelay(relay.map { ChannelMediaRelayDestination(channelId: $0) })
                 relaying = true
             }
-            if recordUsers {
-                for user in printer.takeJoinedUsers() where userRecordings[user] == nil {
+            // Each remote user gets a canvas (the channel recording's grid draws the canvases)
+            // and, with --record-users, a recording of its tracks.
+            for user in printer.takeJoinedUsers() {
+                _ = try? engine.setupRemoteVideo(
+                    VideoCanvas(channelId: user.channelId, uid: user.uid, width: 640, height: 360, renderMode: .fit))
+                if recordUsers && userRecordings[user] == nil {
                     userRecordings[user] = try? engine.startRecording(
                         channelId: user.channelId, uid: user.uid,
                         path: "\(output)/user-\(user.channelId)-\(user.uid).webm")
@@ -174,27 +193,31 @@ struct JoinCommand: ParsableCommand {
             // as a live sender's does.
             // Audio is stamped by its sample count (20 ms a packet), not by when the loop came
             // round: a receiver's jitter buffer reads uneven steps as gaps and overlaps.
-            if publish != nil && (encode || encodeAudio) {
-                try engine.pushAudio(sampleMedia.audioFrames[tick % sampleMedia.audioFrames.count])
+            if publish != nil && encodeAudioLive {
+                try engine.pushAudio(source.audioFrames[tick % source.audioFrames.count])
             } else if publish != nil && tick % 2 == 0 {
                 engine.pushEncodedFrame(
                     media.opusPackets[(tick / 2) % media.opusPackets.count].restamped(Int64(tick / 2) * 20_000))
             }
-            let videoDue = now >= nextVideoMicroseconds
+            let videoDue =
+                now
+                >= (encodeVideo
+                    ? source.pictureTimeMicroseconds(videoIndex) : Int64(videoIndex) * videoPeriodMicroseconds)
             if videoDue {
-                if publish != nil && encode {
+                if publish != nil && encodeVideo {
                     try engine.pushVideo(
-                        sampleMedia.pictures[videoIndex % sampleMedia.pictures.count], timestampMicroseconds: now)
+                        source.pictures[videoIndex % source.pictures.count], timestampMicroseconds: now)
                 } else if publish != nil {
                     engine.pushEncodedFrame(
                         media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(
                             Int64(videoIndex) * videoPeriodMicroseconds))
                 }
                 videoIndex += 1
-                nextVideoMicroseconds += videoPeriodMicroseconds
             }
             engine.pullPlayout(into: &playout)
-            if videoDue { engine.renderVideo() }
+            // Rendered every tick, as a display would: each picture reaches its canvas (and the
+            // channel recording) within 10 ms of when it is due, not at the next local frame.
+            engine.renderVideo()
             tick += 1
             let ahead = start + .milliseconds(10 * tick) - clock.now
             let microseconds = ahead.components.seconds * 1_000_000 + ahead.components.attoseconds / 1_000_000_000_000

@@ -348,6 +348,29 @@ struct SimulateCommandTests {
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
     }
+
+    @Test("join refuses files it cannot publish before it joins, in one line naming the file")
+    func joinSourceFiles() throws {
+        let folder = TemporaryFolder()
+        let wav44 = folder.file("44k.wav")
+        let writer = try WAVWriter(path: wav44, sampleRate: 44_100, channelCount: 2)
+        try writer.write([Int16](repeating: 0, count: 8_820))
+        try writer.finish()
+        let notY4M = folder.file("not.y4m")
+        try Data("RIFF".utf8).write(to: URL(fileURLWithPath: notY4M))
+        // A server that is never reached: the files are refused first.
+        let server = "http://127.0.0.1:9/janus"
+        for (arguments, file, words) in [
+            (["--audio", wav44], wav44, "48 kHz"), (["--video", notY4M], notY4M, "Y4M"),
+            (["--video", folder.file("missing.y4m")], folder.file("missing.y4m"), "No such file"),
+        ] {
+            let result = try pipebench(
+                ["join", server, "--publish", "c", "--samples", Fixtures.samples, "--output", folder.path] + arguments)
+            #expect(result.status != 0)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains(file) && lines[0].contains(words), "\(result.stderr)")
+        }
+    }
 }
 
 @Suite("Steady state allocates nothing")

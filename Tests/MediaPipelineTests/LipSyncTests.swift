@@ -424,7 +424,7 @@ struct LipSyncUnitTests {
 
 /// Files with the marks of ``LipSyncRoom`` (a beep over a quiet tone, and three white pictures
 /// among dark ones, every 2 s from 1 s), for senders outside the engine's test loop.
-private func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
+func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
     let (width, height) = (160, 96)
     let writer = try Y4MWriter(path: y4m, header: Y4MHeader(width: width, height: height, frameRateNumerator: 25))
     let picture = try I420Buffer(width: width, height: height)
