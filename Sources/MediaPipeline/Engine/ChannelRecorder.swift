@@ -21,6 +21,10 @@ final class ChannelRecorder: @unchecked Sendable {
         /// Engine clock times: when recording began, and when the next picture is due.
         let startedAt: Int64
         var nextPictureAt: Int64
+        /// When a canvas of the channel last took a new picture, if after the last picture
+        /// written, and the last picture's time in the file (microseconds).
+        var changedAt: Int64?
+        var lastPictureMicroseconds: Int64 = -1
         let pictureInterval: Int64
         var failure: String?
         var failureReported = false
@@ -67,14 +71,27 @@ final class ChannelRecorder: @unchecked Sendable {
         }
     }
 
+    /// Notes that a canvas of the channel took a new picture at clock time `now` (the engine's
+    /// render round).
+    func canvasChanged(now: Int64) {
+        state.withLock { $0.changedAt = now }
+    }
+
     /// At clock time `now`: when a picture is due, `render` draws the grid and it is encoded.
+    /// The picture is placed at the time its newest content reached the canvases (the last
+    /// ``canvasChanged(now:)`` since the picture before), not at when it was taken: a change
+    /// shows in the file when it showed on the canvases, not up to a picture interval later.
     func addPictureIfDue(now: Int64, render: (I420Buffer) -> Void) {
         state.withLock { state in
             guard let writer = state.writer, now >= state.nextPictureAt else { return }
             render(state.grid)
+            let taken = state.changedAt ?? now
+            state.changedAt = nil
+            let time = max(state.lastPictureMicroseconds + 1_000, taken - state.startedAt)
+            state.lastPictureMicroseconds = time
             do {
                 try state.grid.withView {
-                    try writer.addPicture($0, timestampMicroseconds: now - state.startedAt)
+                    try writer.addPicture($0, timestampMicroseconds: time)
                 }
             } catch {
                 fail(&state, error)

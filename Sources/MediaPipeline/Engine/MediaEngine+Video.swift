@@ -94,6 +94,11 @@ extension MediaEngine {
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
                 for slot in round.streams {
                     let decodedNow = slot.receiver.takeBatchCount()
+                    if decodedNow > 0 {
+                        for recorder in plane.channelRecordings where recorder.channelId == slot.ref.id {
+                            recorder.canvasChanged(now: plane.now)
+                        }
+                    }
                     // A stream released or a channel left meanwhile reports nothing more.
                     guard let c = plane.index(slot.ref, hint: slot.hint.channel), plane.channels[c].joined,
                         let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
