@@ -13,7 +13,20 @@ struct JanusLipSyncTests {
     @Test(
         "the subscriber's track and channel recordings hold each beep within ±45 ms of its picture",
         .timeLimit(.minutes(2)))
-    func recordings() async throws {
+    func recordings() async throws { try await marksThroughJanus(lossPercent: 0, judgingComposite: true) }
+
+    /// The same with 10 % of the subscriber's datagrams dropped each way (from its fourth
+    /// second on): the track recording, placed on the sender's clock, holds every mark within
+    /// ±45 ms. The channel recording (the live playout against the canvases) is printed, not
+    /// judged: under loss through Janus the video's render delay swings by a few hundred
+    /// milliseconds from one second to the next, faster than the audio's added delay follows
+    /// (measured -194 to +142 ms), an open part of the lip-sync work.
+    @Test(
+        "10 % loss each way on the subscriber's link: the track recording holds each beep within ±45 ms of its picture",
+        .timeLimit(.minutes(2)))
+    func tenPercentLoss() async throws { try await marksThroughJanus(lossPercent: 10, judgingComposite: false) }
+
+    private func marksThroughJanus(lossPercent: Double, judgingComposite: Bool) async throws {
         let files = TemporaryFolder()
         let (y4m, wav) = (files.file("marks.y4m"), files.file("marks.wav"))
         try writeMarkFiles(y4m: y4m, wav: wav, seconds: 8)
@@ -25,12 +38,22 @@ struct JanusLipSyncTests {
         defer { publisher.stop() }
         let subscriber = try JoinRun(
             "subscriber", on: server,
-            ["--uid", "22", "--subscribe", "channel-1", "--record-users", "--md5", "--duration", "90"])
+            [
+                "--uid", "22", "--subscribe", "channel-1", "--record-users", "--md5", "--duration", "90", "--ports",
+                "\(JanusLossTests.subscriberPorts.lowerBound)-\(JanusLossTests.subscriberPorts.upperBound)",
+            ])
         defer { subscriber.stop() }
-        // 16 s of pictures (25 a second) decoded: seven marks after the first one.
-        let decoded = await subscriber.waitFor(within: 60) { $0.pictures(in: "channel-1", uid: 11).count >= 400 }
+        if lossPercent > 0 {
+            // Loss once the subscriber has decoded 3 s of pictures (Janus retransmits only once its
+            // reports gave it the round trip).
+            let first = await subscriber.waitFor(within: 40) { $0.pictures(in: "channel-1", uid: 11).count >= 75 }
+            try #require(first, "the subscriber decodes the publisher:\n\(subscriber.summary)")
+            try PortLoss(server: server, ports: JanusLossTests.subscriberPorts).startDropping(percent: lossPercent)
+        }
+        // 19 s of pictures (25 a second) decoded: eight marks after the first one.
+        let decoded = await subscriber.waitFor(within: 60) { $0.pictures(in: "channel-1", uid: 11).count >= 475 }
         try #require(
-            decoded, "the subscriber decodes 16 s of the publisher:\n\(subscriber.summary)\n\(publisher.summary)")
+            decoded, "the subscriber decodes 19 s of the publisher:\n\(subscriber.summary)\n\(publisher.summary)")
         // SIGINT: both leave and write their files whole.
         subscriber.signal(SIGINT)
         publisher.signal(SIGINT)
@@ -43,7 +66,10 @@ struct JanusLipSyncTests {
             let marks = try RecordedMarks(path: subscriber.folder.file(file))
             // The file starts at the first keyframe decoded; marks from its first beep + 1.5 s on.
             let offsets = marks.offsetsMs(from: (marks.beeps.first ?? 0) + 1.5)
-            print("lip sync through Janus, \(file): beeps \(marks.beeps), audio after picture (ms) \(offsets)")
+            print(
+                "lip sync through Janus, \(lossPercent) % loss, \(file): beeps \(marks.beeps), audio after picture (ms) \(offsets)"
+            )
+            guard file.hasPrefix("user") || judgingComposite else { continue }
             #expect(offsets.count >= 6, "\(file): beeps \(marks.beeps)")
             for offset in offsets {
                 let value = try #require(offset, "\(file): a beep without its picture (whites \(marks.whites))")

@@ -15,7 +15,7 @@ import Testing
 /// that match the engine's ICE ports (everything in the namespace is on 127.0.0.2, so ports
 /// single it out). A counting rule per direction from the start, a `statistic` DROP rule per
 /// direction from ``startDropping(percent:)``. The rules live in the namespace and go with it.
-private struct PortLoss {
+struct PortLoss {
     let server: JanusServer
     let ports: ClosedRange<Int>
 
