@@ -108,6 +108,10 @@ public struct RemoteVideoStats: Sendable, Equatable {
     /// The delay added to the video (or, negative, to the audio) to keep the two in sync, in
     /// milliseconds.
     public var syncDelayMs: Int64 = 0
+    /// How long after its fastest arrival a frame is shown, without the delay added for sync,
+    /// in milliseconds: what the video's jitter buffer holds frames for (covering jitter and
+    /// the waits for retransmissions).
+    public var renderDelayMs: Int64 = 0
 
     /// Nothing measured yet.
     public init(uid: UInt32) { self.uid = uid }

@@ -110,6 +110,7 @@ extension ControlPlane {
         report.isAVSynced = sync.isSynced
         report.avSyncOffsetMs = (sync.offsetMicroseconds ?? 0) / 1000
         report.syncDelayMs = (sync.videoAddedMicroseconds - sync.audioAddedMicroseconds) / 1000
+        report.renderDelayMs = (channels[c].users[u].video?.inbox.withLock { $0.renderDelayMicroseconds } ?? 0) / 1000
         reception.lastVideoFramesDecoded = reception.videoFramesDecoded
         reception.lastVideoFramesRendered = reception.videoFramesRendered
         (reception.lastVideoExpected, reception.lastVideoLost) = (expected, lost)
