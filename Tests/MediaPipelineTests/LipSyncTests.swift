@@ -335,6 +335,11 @@ struct LipSyncTests {
     func thirtyPercentLoss() throws { try check(LinkConditions(lossPercent: 30, delayMs: 100)) }
 }
 
+/// A stream's timing whose whole latency is `latency` microseconds.
+private func timing(latency: Int64) -> StreamPlayoutTiming {
+    StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
+}
+
 @Suite("Lip sync: the sender clock and the delay decisions")
 struct LipSyncUnitTests {
     @Test("NTP timestamps convert to microseconds and back, fractions included (RFC 3550 4)")
@@ -370,9 +375,6 @@ struct LipSyncUnitTests {
 
     @Test("the earlier stream is held back by the difference, in steps, at most 1.5 s; unsynced it returns to 0")
     func decisions() {
-        func timing(latency: Int64) -> StreamPlayoutTiming {
-            StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
-        }
         var sync = LipSync()
         // Video 100 ms later than audio: the audio waits, 40 ms a step.
         var now: Int64 = 0
@@ -400,9 +402,6 @@ struct LipSyncUnitTests {
 
     @Test("aligned to a group, each stream is held back to the group's latency, 40 ms a step, at most 1.5 s")
     func groupAlignment() {
-        func timing(latency: Int64) -> StreamPlayoutTiming {
-            StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
-        }
         var sync = LipSync()
         var now: Int64 = 0
         // Audio 100 ms, video 150 ms, the group's slowest stream 250 ms: audio +150, video +100.
