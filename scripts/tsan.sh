@@ -6,19 +6,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-# RTPNetworkTests, RTPImpairedNetworkTests and the Janus suites that run `pipebench join`
-# (JanusChannelTests, JanusBrowserTests, JanusLossTests) are left out: they run pipebench as child
-# processes, and the ThreadSanitizer build of pipebench dies at start (signal 11) when a test
-# spawns it. keyframeIsPaced times packets in milliseconds, which ThreadSanitizer's slowness
-# distorts (an unpaced keyframe takes 36 ms to send under it); it runs in the normal suite.
-# ChannelConformanceTests is left out too: its Janus variants run the test binary as a child
-# process inside a namespace (not tried under ThreadSanitizer), and its LocalHub variants run
-# media in real time, which ThreadSanitizer's slowdown would distort as it does keyframeIsPaced.
+# The suites that run `pipebench` as a child process run its ThreadSanitizer build, so a race in
+# the child fails the test (the child exits 66). (Until this was found, every such suite was left
+# out: the sanitized pipebench died at start, its malloc interposer called by the loader before
+# the sanitizer's runtime was up; sanitized builds now have no interposer.) Left out are the
+# tests whose bounds are real-time figures that ThreadSanitizer's slowdown distorts (5-15 times
+# on this machine's two cores): RTPImpairedNetworkTests (PSNR and frames under loss), the Janus
+# three-engine mix, the Janus kill timing, the Janus loss, lip-sync and browser suites,
+# ChannelConformanceTests (its Janus variants run the test binary inside a namespace, its
+# LocalHub variants run media in real time) and keyframeIsPaced (packets timed in milliseconds).
 # The WebRTC transport's suites (ICE agent, DTLS-SRTP, connections, garbage) and Janus signalling
 # (a real Janus in a network namespace: root) run too; the C libraries (libnice, GLib, OpenSSL,
 # libsrtp2) are not instrumented, so only the Swift side and the CWebRTC glue are checked.
-filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver|RecordingTests|ICEAgent|WebRTC|DTLS|JanusSignalling"
-  --skip "RTPNetworkTests|RTPImpairedNetworkTests|LipSyncRTPTests|JanusChannelTests|JanusBrowserTests|JanusLossTests|ChannelConformanceTests|keyframeIsPaced")
+filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver|RecordingTests|ICEAgent|WebRTC|DTLS|JanusSignalling|JanusChannelTests"
+  --skip "RTPImpairedNetworkTests|JanusChannelTests/(threeEnginesTwoChannels|janusKilled)|JanusBrowserTests|JanusLossTests|JanusLipSyncTests|ChannelConformanceTests|keyframeIsPaced")
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"

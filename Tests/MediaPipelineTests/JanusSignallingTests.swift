@@ -213,7 +213,14 @@ struct JanusSignallingTests {
         let started = Date()
         // The long-poll runs all along on both: it does not count as activity.
         let news = await leftNews.first(within: 15) { _ in true }
-        #expect(news == .timedOut, "session news: \(leftNews.all)")
+        // Janus tells a timeout on the long-poll waiting at that moment; when the poll is between
+        // two requests then (a slow client: ThreadSanitizer), the event goes with the session and
+        // the next poll is answered 458, "no such session". Either way the session ended.
+        switch news {
+        case .timedOut: break
+        case .lost(.api(code: 458, _)): break
+        default: Issue.record("session news: \(leftNews.all)")
+        }
         #expect(Date().timeIntervalSince(started) > 4)
         var afterwards: JanusError?
         do { _ = try await leftHandle.joinAsPublisher(room: .string("channel-1")) } catch let error as JanusError {
@@ -223,7 +230,8 @@ struct JanusSignallingTests {
         } else {
             Issue.record("after the timeout: \(String(describing: afterwards))")
         }
-        #expect(leftEvents.all.isEmpty)
+        // The handle is told nothing, or that Janus detached it with the session.
+        #expect(leftEvents.all.allSatisfy { $0 == .detached }, "handle events: \(leftEvents.all)")
 
         try await Task.sleep(for: .seconds(max(0, 8 - Date().timeIntervalSince(started))))
         #expect(keptNews.all.isEmpty)
