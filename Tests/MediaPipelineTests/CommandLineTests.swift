@@ -375,12 +375,10 @@ struct SimulateCommandTests {
 
 @Suite("Steady state allocates nothing")
 struct AllocationTests {
-    /// The release build of pipebench: allocation counts mean something only for optimised code
-    /// (a debug build boxes closures and unspecialised generics). scripts/test.sh builds it.
-    private var releasePipebench: String { Fixtures.packageRoot + "/.build/release/pipebench" }
-
-    /// Heap allocations of a whole `pipebench simulate` run of `seconds`, counted by an LD_PRELOAD library.
+    /// Heap allocations of a whole `pipebench simulate` run of `seconds` (the release build:
+    /// allocation counts mean something only for optimised code), counted by an LD_PRELOAD library.
     private func allocations(seconds: Int, publish: Bool, counter: String) throws -> Int {
+        let releasePipebench = try Fixtures.releasePipebench()
         let folder = TemporaryFolder()
         var arguments = [
             "LD_PRELOAD=\(counter)", releasePipebench, "simulate", "--samples", Fixtures.samples, "--output",
@@ -400,10 +398,7 @@ struct AllocationTests {
         "subscribing, decoding, mixing and rendering 8 streams, and encoding and publishing, allocate nothing per frame"
     )
     func steadyState() throws {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: releasePipebench),
-            "no release build at \(releasePipebench): run scripts/test.sh, or swift build -c release --product pipebench"
-        )
+        _ = try Fixtures.releasePipebench()  // refused here when missing or stale
         let folder = TemporaryFolder()
         let counter = folder.file("libcount.so")
         try reference(
@@ -425,14 +420,9 @@ struct AllocationTests {
 
 @Suite("pipebench bench")
 struct BenchCommandTests {
-    private var releasePipebench: String { Fixtures.packageRoot + "/.build/release/pipebench" }
-
     @Test("engine paths report zero allocations per unit, and one encoder run per frame for 1000 subscribers")
     func enginePathsAllocateNothing() throws {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: releasePipebench),
-            "no release build at \(releasePipebench): run scripts/test.sh, or swift build -c release --product pipebench"
-        )
+        let releasePipebench = try Fixtures.releasePipebench()
         let result = try runTool(
             releasePipebench,
             ["bench", "--samples", Fixtures.samples, "--repeats", "1", "--only", "mixer,fan-out,render,tick", "--json"])

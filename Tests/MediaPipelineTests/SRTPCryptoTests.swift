@@ -193,11 +193,7 @@ struct SRTPCryptoTests {
     /// packet, RTP and RTCP in both profiles, and within 1.1 times stock libsrtp2 from C.
     @Test("pipebench bench --only srtp: zero allocations per packet, within 1.1× stock libsrtp2 (printed)")
     func benchAllocatesNothing() throws {
-        let releasePipebench = Fixtures.packageRoot + "/.build/release/pipebench"
-        try #require(
-            FileManager.default.isExecutableFile(atPath: releasePipebench),
-            "no release build at \(releasePipebench): run scripts/test.sh, or swift build -c release --product pipebench"
-        )
+        let releasePipebench = try Fixtures.releasePipebench()
         let result = try runTool(
             releasePipebench, ["bench", "--samples", Fixtures.samples, "--repeats", "3", "--only", "srtp", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -230,8 +226,7 @@ struct SRTPCryptoTests {
         "pipebench bench --only webrtc: no allocation per packet sent and received (under 1 in 1,000 packets)"
     )
     func webrtcBench() throws {
-        let releasePipebench = Fixtures.packageRoot + "/.build/release/pipebench"
-        try #require(FileManager.default.isExecutableFile(atPath: releasePipebench), "no release build")
+        let releasePipebench = try Fixtures.releasePipebench()
         let result = try runTool(
             releasePipebench, ["bench", "--samples", Fixtures.samples, "--repeats", "3", "--only", "webrtc", "--json"])
         #expect(result.status == 0, "\(result.stderr)")

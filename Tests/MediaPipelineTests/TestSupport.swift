@@ -18,6 +18,40 @@ enum Fixtures {
         if FileManager.default.isExecutableFile(atPath: besideTests) { return besideTests }
         return packageRoot + "/.build/debug/pipebench"
     }
+
+    /// The release build of pipebench, for the tests that measure optimised code (allocation
+    /// counts mean something only there). Refused when missing, or older than a file it is
+    /// built from (Package.swift, Sources/): a plain `swift test` would judge a stale binary.
+    /// scripts/test.sh builds it first.
+    static func releasePipebench() throws -> String {
+        let path = packageRoot + "/.build/release/pipebench"
+        let build = "run scripts/test.sh, or swift build -c release --product pipebench"
+        let files = FileManager.default
+        guard files.isExecutableFile(atPath: path),
+            let built = try files.attributesOfItem(atPath: path)[.modificationDate] as? Date
+        else { throw TestFailure("no release build at \(path): \(build)") }
+        var newest: (path: String, date: Date)?
+        var sources = [packageRoot + "/Package.swift"]
+        if let walker = files.enumerator(atPath: packageRoot + "/Sources") {
+            for case let relative as String in walker { sources.append(packageRoot + "/Sources/" + relative) }
+        }
+        for source in sources {
+            guard let date = try? files.attributesOfItem(atPath: source)[.modificationDate] as? Date,
+                date > newest?.date ?? .distantPast
+            else { continue }
+            newest = (source, date)
+        }
+        if let newest, newest.date > built {
+            throw TestFailure("the release build at \(path) is older than \(newest.path): \(build)")
+        }
+        return path
+    }
+}
+
+/// A test's own failure, with its message.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A temporary folder removed when the value is dropped.
