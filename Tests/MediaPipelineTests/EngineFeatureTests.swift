@@ -72,6 +72,8 @@ struct EngineFeatureTests {
         let session = TestSession()
         let one = try session.user(frequency: 300)
         let two = try session.user(frequency: 700)
+        // Each host sends its own pictures, so canvases that swapped streams would be seen.
+        two.pictureOffset = 40
         try one.join("a", uid: 5)
         try two.join("b", uid: 5)
         let viewer = try session.user()
@@ -85,6 +87,23 @@ struct EngineFeatureTests {
         viewer.engine.setAudioFrameObserver(observer)
         try session.run(ticks: 15, video: true, publishers: [one, two])
         #expect(canvasA.framesRendered > 0 && canvasB.framesRendered > 0)
+        // Each canvas shows its own host's picture: it matches one of that host's (rendered into
+        // a canvas of the same binding) far better than any of the other's.
+        func bestPSNR(_ canvas: CanvasBuffer, _ host: TestUser) throws -> Double {
+            let expected = try CanvasBuffer(canvas.canvas)
+            return try (0..<host.videoFrame).map { frame in
+                let source = try syntheticPicture(width: 160, height: 90, frame: frame + host.pictureOffset)
+                source.withView { expected.render($0) }
+                return expected.withLockedPicture { a in
+                    canvas.withLockedPicture { b in PictureQuality.psnr(reference: a, test: b) }
+                }
+            }.max() ?? 0
+        }
+        for (name, canvas, own, other) in [("a", canvasA, one, two), ("b", canvasB, two, one)] {
+            let (ownPSNR, otherPSNR) = (try bestPSNR(canvas, own), try bestPSNR(canvas, other))
+            #expect(
+                ownPSNR >= 30 && otherPSNR < ownPSNR - 10, "canvas \(name): own \(ownPSNR) dB, other \(otherPSNR) dB")
+        }
         #expect(observer.remote[StreamKey(channelId: "a", uid: 5)] ?? 0 > 5)
         #expect(observer.remote[StreamKey(channelId: "b", uid: 5)] ?? 0 > 5)
         #expect(observer.mixed == 15)

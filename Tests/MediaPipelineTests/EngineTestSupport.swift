@@ -109,9 +109,14 @@ final class TestUser {
         try engine.pushAudio(AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2))
     }
 
+    /// Where this user's pictures start in the ``syntheticPicture(width:height:frame:)``
+    /// sequence: users with different offsets send different pictures.
+    var pictureOffset = 0
+
     func pushVideo(width: Int = 160, height: Int = 90, timestamp: Int64) throws {
         try engine.pushVideo(
-            try syntheticPicture(width: width, height: height, frame: videoFrame), timestampMicroseconds: timestamp)
+            try syntheticPicture(width: width, height: height, frame: videoFrame + pictureOffset),
+            timestampMicroseconds: timestamp)
         videoFrame += 1
     }
 
