@@ -57,7 +57,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     case 1:
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.parse($0) }
-        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, feedbackSSRC: 3, nowMicroseconds: 1_000_000)
+        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, feedbackSSRC: 3, ntpNowMicroseconds: 1_000_000)
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.visit($0, &reader) }
     default:
         // Packets of two length bytes each, into every assembler, 1 ms apart.
