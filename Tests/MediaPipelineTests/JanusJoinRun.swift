@@ -145,6 +145,17 @@ final class JoinRun: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// The UDP ports the process has bound in the server's namespace (its ICE sockets: the
+    /// kernel chose them), read from `ss`; empty once it has none or has ended.
+    func udpPorts(on server: JanusServer) throws -> [Int] {
+        let listing = try server.run(["ss", "-uanpH"]).stdout
+        return listing.split(separator: "\n").filter { $0.contains("pid=\(pid),") }.compactMap { line in
+            // UNCONN 0 0 127.0.0.2:47055 0.0.0.0:* users:(("pipebench",pid=470,fd=3))
+            let local = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first ?? ""
+            return Int(local.split(separator: ":").last ?? "")
+        }.sorted()
+    }
+
     func signal(_ number: Int32) {
         if process.isRunning { kill(pid, number) }
     }

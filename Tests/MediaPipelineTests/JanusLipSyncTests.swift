@@ -39,8 +39,7 @@ struct JanusLipSyncTests {
         let subscriber = try JoinRun(
             "subscriber", on: server,
             [
-                "--uid", "22", "--subscribe", "channel-1", "--record-users", "--md5", "--duration", "90", "--ports",
-                "\(JanusLossTests.subscriberPorts.lowerBound)-\(JanusLossTests.subscriberPorts.upperBound)",
+                "--uid", "22", "--subscribe", "channel-1", "--record-users", "--md5", "--duration", "90",
             ])
         defer { subscriber.stop() }
         if lossPercent > 0 {
@@ -48,7 +47,7 @@ struct JanusLipSyncTests {
             // reports gave it the round trip).
             let first = await subscriber.waitFor(within: 40) { $0.pictures(in: "channel-1", uid: 11).count >= 75 }
             try #require(first, "the subscriber decodes the publisher:\n\(subscriber.summary)")
-            try PortLoss(server: server, ports: JanusLossTests.subscriberPorts).startDropping(percent: lossPercent)
+            try await PortLoss(server: server, run: subscriber).startDropping(percent: lossPercent)
         }
         // 19 s of pictures (25 a second) decoded: eight marks after the first one.
         let decoded = await subscriber.waitFor(within: 60) { $0.pictures(in: "channel-1", uid: 11).count >= 475 }
