@@ -43,23 +43,6 @@ private func client(
     return JanusSignalling(configuration: configuration)
 }
 
-/// A TCP port on 127.0.0.1 that nobody listens on (bound by the kernel's choice, then closed).
-private func unusedPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length)
-            return getsockname(fd, pointer, &length)
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 private func pluginCode<T>(of operation: () async throws -> T) async -> Int? {
     do {
         _ = try await operation()
@@ -75,7 +58,7 @@ private func pluginCode<T>(of operation: () async throws -> T) async -> Int? {
 struct JanusSignallingTests {
     @Test("Janus not running: a typed error within the connect timeout", .timeLimit(.minutes(1)))
     func janusUnreachable() async throws {
-        let signalling = client(url: "http://127.0.0.1:\(unusedPort())/janus")
+        let signalling = client(url: "http://127.0.0.1:\(try kernelTCPPort())/janus")
         let started = Date()
         var caught: JanusError?
         do { try await signalling.create() } catch let error as JanusError { caught = error }

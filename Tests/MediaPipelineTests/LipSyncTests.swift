@@ -469,55 +469,6 @@ func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
     try audio.finish()
 }
 
-/// An even UDP port on 127.0.0.1 whose next-but-one is free too, as the kernel hands them out
-/// (bound to 0, then closed): the RTP ports of two streams.
-private func kernelUDPPortPair() throws -> Int {
-    func bound(_ port: Int) -> (fd: Int32, port: Int)? {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else {
-            close(fd)
-            return nil
-        }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
-    }
-    for _ in 0..<100 {
-        guard let first = bound(0) else { continue }
-        defer { close(first.fd) }
-        guard first.port % 2 == 0, first.port + 3 <= 65535 else { continue }
-        let others = [first.port + 1, first.port + 2, first.port + 3].compactMap(bound)
-        for other in others { close(other.fd) }
-        if others.count == 3 { return first.port }
-    }
-    throw MediaError(.io, "no free pair of UDP ports on 127.0.0.1 after 100 tries")
-}
-
-/// Waits until every port of `ports` has a UDP socket bound to it (from /proc/net/udp), for at
-/// most `seconds`; returns whether they all did.
-private func waitForUDPBound(_ ports: [Int], seconds: Double) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
-        let bound = Set(
-            table.split(separator: "\n").dropFirst().compactMap { line -> Int? in
-                let local = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first
-                return local?.split(separator: ":").last.flatMap { Int($0, radix: 16) }
-            })
-        if ports.allSatisfy(bound.contains) { return true }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return false
-}
-
 @Suite("Lip sync over plain RTP: the receiver's recording on the sender's time line")
 struct LipSyncRTPTests {
     /// Checks every mark of a recording (but one cut by the file's start: the recording begins
@@ -555,7 +506,7 @@ struct LipSyncRTPTests {
         let folder = TemporaryFolder()
         let (y4m, wav) = (folder.file("marks.y4m"), folder.file("marks.wav"))
         try writeMarkFiles(y4m: y4m, wav: wav, seconds: 8)
-        let port = try kernelUDPPortPair()
+        let port = try kernelUDPPorts(count: 4)
         func ffmpegArguments(_ extra: [String]) -> [String] {
             ["-nostdin", "-v", "error", "-re", "-i", y4m, "-re", "-i", wav]
                 + [
@@ -583,7 +534,7 @@ struct LipSyncRTPTests {
                 receiver.waitUntilExit()
             }
         }
-        try #require(waitForUDPBound([port, port + 2], seconds: 10), "pipebench receive never bound its ports")
+        try waitForUDPListeners([port, port + 2], upTo: 10)
         try reference("ffmpeg", ffmpegArguments([]))
         // It ends 2 s after the last packet; 20 s is the most it may take.
         let deadline = Date().addingTimeInterval(20)

@@ -149,23 +149,7 @@ final class NamespaceLink {
     /// sender cannot make its first keyframe again). A fixed sleep was not enough under a loaded
     /// CI run. Throws when they are not bound in time.
     func waitForListeners(_ ports: [Int], in namespace: String, upTo seconds: Double = 20) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while true {
-            let listing = try runTool("/usr/sbin/ip", ["netns", "exec", namespace, "ss", "-Hlun"]).stdout
-            // Local address column: "10.200.0.2:5004", "0.0.0.0:5004" or "[::]:5004".
-            let bound = Set(
-                listing.split(separator: "\n").compactMap { line -> Int? in
-                    let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-                    guard columns.count >= 4, let colon = columns[3].lastIndex(of: ":") else { return nil }
-                    return Int(columns[3][columns[3].index(after: colon)...])
-                })
-            if ports.allSatisfy(bound.contains) { return }
-            guard Date() < deadline else {
-                throw LinkError(
-                    "ports \(ports) not bound in \(namespace) within \(seconds) s (bound: \(bound.sorted()))")
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        try waitForUDPListeners(ports, in: namespace, upTo: seconds)
     }
 
     /// The port the tests' video goes to (RTCP on the next one).

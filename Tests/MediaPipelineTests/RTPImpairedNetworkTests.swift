@@ -77,7 +77,15 @@ struct RTPImpairedNetworkTests {
         try link.waitForTraffic(datagrams: 20)
         try link.dropFromA(lossPercent: 5)
         let senderEnded = sender.wait(upTo: 30)
-        Thread.sleep(forTimeInterval: 1.5)
+        // GStreamer's jitter buffer (1 s) lets the last frames out after the sender ends: wait
+        // for all of them (up to 10 s), then end it.
+        let expectedFrames = try Self.frameDigests(ivf: Fixtures.motionIVF).count
+        let framesDeadline = Date().addingTimeInterval(10)
+        while (try? FileManager.default.contentsOfDirectory(atPath: frames).count) ?? 0 < expectedFrames
+            && Date() < framesDeadline
+        {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         gstreamer.wait(upTo: 0)
         let report = try String(contentsOfFile: folder.file("send.json"), encoding: .utf8)
         let errors = try String(contentsOfFile: folder.file("send.err"), encoding: .utf8)

@@ -100,13 +100,13 @@ struct RTPNetworkTests {
         }
     }
 
-    /// Starts `pipebench send ARGUMENTS... rtp://127.0.0.1:PORT --sdp SDP --start-delay S` on a
-    /// random even loopback port, and returns once the SDP is written (up to 30 s) or the sender
+    /// Starts `pipebench send ARGUMENTS... rtp://127.0.0.1:PORT --sdp SDP --start-delay S` on
+    /// even loopback ports the kernel chose (four: video and audio, RTP and RTCP), and returns once the SDP is written (up to 30 s) or the sender
     /// has ended. Its standard output goes to `output`, its standard error to the file `errors`.
     static func startSend(
         _ arguments: [String], sdp: String, startDelay: Double, output: Pipe? = nil, errors: String? = nil
     ) throws -> Process {
-        let port = Int.random(in: 20_000...40_000) & ~1
+        let port = try kernelUDPPorts(count: 4)
         let sender = Process()
         sender.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
         sender.arguments =
@@ -197,11 +197,29 @@ struct RTPNetworkTests {
         let video = folder.file("video.webm")
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
-        receiver.arguments = ["receive", sdp, video, "--quiet", "--json"]
+        receiver.arguments = ["receive", sdp, video, "--json"]
         let output = Pipe()
         receiver.standardOutput = output
+        let progress = folder.file("receive.stderr")
+        _ = FileManager.default.createFile(atPath: progress, contents: nil)
+        receiver.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: progress))
         try receiver.run()
-        Thread.sleep(forTimeInterval: 2.5)  // about 1.5 s of the 3 s stream received
+        defer {
+            if receiver.isRunning { kill(receiver.processIdentifier, SIGKILL) }
+            receiver.waitUntilExit()
+        }
+        // Interrupted mid-stream: once its progress line (one a second) counts 20 video frames
+        // of the 90 (3 s).
+        func framesSoFar() -> Int {
+            let text = (try? String(contentsOfFile: progress, encoding: .utf8)) ?? ""
+            guard let line = text.split(separator: "\n").last(where: { $0.contains(" frames, ") }),
+                let end = line.range(of: " frames, ")
+            else { return 0 }
+            return Int(line[..<end.lowerBound].split(separator: " ").last ?? "") ?? 0
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while framesSoFar() < 20 && receiver.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(framesSoFar() >= 20, "receive's progress: \(framesSoFar()) frames")
         receiver.interrupt()
         receiver.waitUntilExit()
         sender.waitUntilExit()
@@ -229,8 +247,8 @@ struct RTPNetworkTests {
         let folder = TemporaryFolder()
         let opus = folder.file("speech.opus")
         try AudioFileEncoder.encode(input: Fixtures.speechWAV, output: opus)
-        // Loopback ports picked at random, so parallel runs do not meet.
-        let videoPort = Int.random(in: 20_000...40_000) & ~1
+        // Loopback ports the kernel chose, so parallel runs do not meet.
+        let videoPort = try kernelUDPPorts(count: 4)
         let audioPort = videoPort + 2
         func ffmpegArguments(_ extra: [String]) -> [String] {
             [
@@ -253,7 +271,7 @@ struct RTPNetworkTests {
         let output = Pipe()
         receiver.standardOutput = output
         try receiver.run()
-        Thread.sleep(forTimeInterval: 0.5)  // bound before the sender starts
+        try waitForUDPListeners([videoPort, videoPort + 1, audioPort, audioPort + 1])
         let flood = flooded ? Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1]) : nil
         flood?.start(afterSeconds: 0.3)
         try reference("ffmpeg", ffmpegArguments([]))
