@@ -5,7 +5,8 @@
 # parallel, as fast as the CPUs go), then the suites that run in real time against real
 # processes and sockets (Janus, browsers, ffmpeg and GStreamer peers, WebRTC, SRTP speed), one
 # after the other, so their timing bounds are not judged on a machine the other tests keep busy.
-# With arguments (e.g. --filter X), one run with those arguments.
+# Afterwards nothing the tests made may be left (scripts/leftovers.sh). With arguments (e.g.
+# --filter X), one run with those arguments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --test
@@ -17,3 +18,4 @@ fi
 realtime='Janus|ChannelConformance|RTPNetworkTests|RTPImpairedNetworkTests|RTPSessionTests|LipSyncRTPTests|WebRTC|ICEAgentTests|DTLSSRTPTests|SRTPCryptoTests'
 swift test --skip-build --skip "$realtime"
 swift test --skip-build --no-parallel --filter "$realtime"
+bash scripts/leftovers.sh

@@ -23,3 +23,4 @@ filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|En
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"
+bash scripts/leftovers.sh

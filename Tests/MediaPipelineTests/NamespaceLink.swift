@@ -121,15 +121,29 @@ final class NamespaceLink {
         guard rule.status == 0 else { throw LinkError("iptables NFQUEUE in namespace \(a) failed: \(rule.stderr)") }
     }
 
-    /// `nfdelay`, built once per test run from `Tests/Tools/nfdelay.c` (gcc, libnetfilter-queue-dev).
+    /// `nfdelay`, built from `Tests/Tools/nfdelay.c` (gcc, libnetfilter-queue-dev) beside
+    /// pipebench in the build folder when missing or older than its source (a build product,
+    /// not a temporary file: nothing to remove after the run). Built under a name of its own
+    /// and renamed, so parallel runs never start a half-written binary.
     private static func delayTool() throws -> String {
         try delayToolBuild.withLock { built in
             if let built { return built }
             let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("Tools/nfdelay.c").path
-            let binary = NSTemporaryDirectory() + "/mediapipeline-nfdelay-\(getpid())"
-            let result = try runTool("/usr/bin/gcc", ["-O2", "-o", binary, source, "-lnetfilter_queue"])
-            guard result.status == 0 else { throw LinkError("building nfdelay failed: \(result.stderr)") }
+            let binary = URL(fileURLWithPath: Fixtures.pipebench).deletingLastPathComponent().path + "/nfdelay"
+            func modified(_ path: String) -> Date? {
+                (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+            }
+            if let made = modified(binary), let written = modified(source), made >= written {
+                built = binary
+                return binary
+            }
+            let partial = binary + ".\(getpid())"
+            let result = try runTool("/usr/bin/gcc", ["-O2", "-o", partial, source, "-lnetfilter_queue"])
+            guard result.status == 0, rename(partial, binary) == 0 else {
+                unlink(partial)
+                throw LinkError("building nfdelay failed: \(result.stderr)")
+            }
             built = binary
             return binary
         }
