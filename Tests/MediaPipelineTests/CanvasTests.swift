@@ -19,7 +19,7 @@ private func lumaRows(_ canvas: CanvasBuffer) -> [[UInt8]] {
     }
 }
 
-@Suite("Canvas rendering")
+@Suite("Canvas rendering", .timeLimit(.minutes(5)))
 struct CanvasTests {
     @Test("fit letterboxes a wide picture with black bars of exact height")
     func fitBars() throws {

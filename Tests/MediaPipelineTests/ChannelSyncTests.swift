@@ -101,7 +101,7 @@ func toneOnsets(_ audio: [Int16], hz: Double, threshold: Double = 6_000) -> [Dou
     return onsets
 }
 
-@Suite("Channel composite: users aligned with each other on their senders' clocks")
+@Suite("Channel composite: users aligned with each other on their senders' clocks", .timeLimit(.minutes(5)))
 struct ChannelSyncTests {
     /// The nearest of `times` to `t` within 1 s, as milliseconds `t` is after it.
     private func offsetMs(_ t: Double, from times: [Double]) -> Int? {

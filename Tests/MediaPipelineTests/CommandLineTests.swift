@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("pipebench")
+@Suite("pipebench", .timeLimit(.minutes(5)))
 struct CommandLineTests {
     private func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
@@ -100,7 +100,7 @@ struct CommandLineTests {
     }
 }
 
-@Suite("Streaming keeps memory bounded")
+@Suite("Streaming keeps memory bounded", .timeLimit(.minutes(5)))
 struct StreamingMemoryTests {
     private func peak(_ arguments: [String]) throws -> Int {
         let result = try pipebench(arguments + ["--json"])
@@ -141,7 +141,7 @@ struct StreamingMemoryTests {
     }
 }
 
-@Suite("pipebench simulate")
+@Suite("pipebench simulate", .timeLimit(.minutes(5)))
 struct SimulateCommandTests {
     @Test("a session writes a playable mix, a WebM per channel, a Y4M per canvas and a PNG grid per channel")
     func simulate() throws {
@@ -373,7 +373,7 @@ struct SimulateCommandTests {
     }
 }
 
-@Suite("Steady state allocates nothing")
+@Suite("Steady state allocates nothing", .timeLimit(.minutes(5)))
 struct AllocationTests {
     /// Heap allocations of a whole `pipebench simulate` run of `seconds` (the release build:
     /// allocation counts mean something only for optimised code), counted by an LD_PRELOAD library.
@@ -418,7 +418,7 @@ struct AllocationTests {
     }
 }
 
-@Suite("pipebench bench")
+@Suite("pipebench bench", .timeLimit(.minutes(5)))
 struct BenchCommandTests {
     @Test("engine paths report zero allocations per unit, and one encoder run per frame for 1000 subscribers")
     func enginePathsAllocateNothing() throws {

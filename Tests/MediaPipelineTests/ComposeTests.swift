@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("Composing files into a grid with their audio mixed")
+@Suite("Composing files into a grid with their audio mixed", .timeLimit(.minutes(5)))
 struct ComposeTests {
     /// Frame `index` of `path` decoded by ffmpeg and scaled by it to `width` × `height`, as raw I420.
     private func ffmpegFrame(_ path: String, index: Int, width: Int, height: Int, crop: String? = nil) throws

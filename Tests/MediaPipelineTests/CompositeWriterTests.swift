@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("Composite writer: a picture and a mix encoded once into WebM")
+@Suite("Composite writer: a picture and a mix encoded once into WebM", .timeLimit(.minutes(5)))
 struct CompositeWriterTests {
     @Test("ffmpeg decodes the file to the pictures (PSNR ≥ 30 dB) and the tone (SNR ≥ 20 dB) given, at their lengths")
     func composite() throws {

@@ -54,7 +54,7 @@ private func pluginCode<T>(of operation: () async throws -> T) async -> Int? {
     }
 }
 
-@Suite("Janus signalling", .serialized)
+@Suite("Janus signalling", .serialized, .timeLimit(.minutes(5)))
 struct JanusSignallingTests {
     @Test("Janus not running: a typed error within the connect timeout", .timeLimit(.minutes(1)))
     func janusUnreachable() async throws {
@@ -258,7 +258,7 @@ struct JanusSignallingTests {
 }
 
 /// Decoding and encoding of Janus messages, from fixtures (no server).
-@Suite("Janus messages")
+@Suite("Janus messages", .timeLimit(.minutes(5)))
 struct JanusMessageTests {
     private func message(_ text: String) throws -> JanusMessage { try JanusMessage(JSONValue.parse(Data(text.utf8))) }
 

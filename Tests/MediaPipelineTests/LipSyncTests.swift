@@ -256,7 +256,7 @@ struct RecordedMarks {
     }
 }
 
-@Suite("Lip sync: each user's audio and video aligned from its sender reports")
+@Suite("Lip sync: each user's audio and video aligned from its sender reports", .timeLimit(.minutes(5)))
 struct LipSyncTests {
     /// Runs 17 s under `link` and checks every mark after the first 2 s (3, 5, …, 15 s): each
     /// beep is heard, its white picture shown, and the two within ±45 ms.
@@ -340,7 +340,7 @@ private func timing(latency: Int64) -> StreamPlayoutTiming {
     StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
 }
 
-@Suite("Lip sync: the sender clock and the delay decisions")
+@Suite("Lip sync: the sender clock and the delay decisions", .timeLimit(.minutes(5)))
 struct LipSyncUnitTests {
     @Test("NTP timestamps convert to microseconds and back, fractions included (RFC 3550 4)")
     func ntpMicroseconds() {
@@ -469,7 +469,7 @@ func writeMarkFiles(y4m: String, wav: String, seconds: Int) throws {
     try audio.finish()
 }
 
-@Suite("Lip sync over plain RTP: the receiver's recording on the sender's time line")
+@Suite("Lip sync over plain RTP: the receiver's recording on the sender's time line", .timeLimit(.minutes(5)))
 struct LipSyncRTPTests {
     /// Checks every mark of a recording (but one cut by the file's start: the recording begins
     /// at the first keyframe the receiver decoded): beep and white picture within ±45 ms.
@@ -493,10 +493,10 @@ struct LipSyncRTPTests {
         try writeMarkFiles(y4m: y4m, wav: wav, seconds: 8)
         let sdp = folder.file("ours.sdp")
         let sender = try RTPNetworkTests.startSend([y4m, wav, "--quiet"], sdp: sdp, startDelay: 1.5)
-        defer { if sender.isRunning { sender.terminate() } }
+        defer { sender.finish(within: 0) }
         let recording = folder.file("received.webm")
         let received = try pipebench(["receive", sdp, recording, "--idle", "1.5", "--quiet"])
-        sender.waitUntilExit()
+        #expect(sender.finish(within: 30), "the sender did not end")
         #expect(received.status == 0, "\(received.stderr)")
         try checkMarks(recording)
     }
@@ -529,10 +529,7 @@ struct LipSyncRTPTests {
         receiver.standardError = FileHandle.nullDevice
         try receiver.run()
         defer {
-            if receiver.isRunning {
-                receiver.terminate()
-                receiver.waitUntilExit()
-            }
+            receiver.finish(within: 0)
         }
         try waitForUDPListeners([port, port + 2], upTo: 10)
         try reference("ffmpeg", ffmpegArguments([]))

@@ -61,7 +61,7 @@ private struct SmallFiles {
 private func bytes(_ path: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) }
 private func write(_ bytes: [UInt8], _ path: String) throws { try Data(bytes).write(to: URL(fileURLWithPath: path)) }
 
-@Suite("Malformed input")
+@Suite("Malformed input", .timeLimit(.minutes(5)))
 struct MalformedInputTests {
     @Test("a file truncated at any byte is a typed error naming the file", arguments: ["wav", "opus", "ivf", "y4m"])
     func truncation(format: String) throws {
@@ -234,7 +234,7 @@ struct MalformedInputTests {
     }
 }
 
-@Suite("pipebench on bad input")
+@Suite("pipebench on bad input", .timeLimit(.minutes(5)))
 struct CommandLineErrorTests {
     /// Expects pipebench to fail with one line naming `file`, leaving no output and no partial file.
     private func expectOneLineFailure(

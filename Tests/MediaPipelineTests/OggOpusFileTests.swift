@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("Ogg Opus files against opusdec, opusenc and ffmpeg")
+@Suite("Ogg Opus files against opusdec, opusenc and ffmpeg", .timeLimit(.minutes(5)))
 struct OggOpusFileTests {
     @Test("our file plays in opusdec and ffmpeg with the exact input length and a high SNR")
     func oursPlaysElsewhere() throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// RTP between pipebench and GStreamer across two network namespaces whose link drops packets
 /// in the kernel. One at a time: each runs real-time peers on a small machine.
-@Suite("RTP with GStreamer across a lossy link between network namespaces", .serialized)
+@Suite("RTP with GStreamer across a lossy link between network namespaces", .serialized, .timeLimit(.minutes(5)))
 struct RTPImpairedNetworkTests {
     /// A GStreamer receiver in B of VP8 on `port` (RTCP on the next port, and to the same port
     /// of A): rtpbin with AVPF feedback and retransmission requests, its jitter buffer holding

@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("RTP over UDP with real peers, and SDP")
+@Suite("RTP over UDP with real peers, and SDP", .timeLimit(.minutes(5)))
 struct RTPNetworkTests {
     @Test(
         "SDP as ffmpeg and browsers write it reads, round-trips, names the line at fault; receive refuses what it lacks"
@@ -134,6 +134,7 @@ struct RTPNetworkTests {
         let senderErrors = folder.file("send.stderr")
         // ffmpeg opens our SDP as soon as it is there, and ends 10 s after the last packet.
         let sender = try Self.startSend([Fixtures.motionIVF, opus], sdp: sdp, startDelay: 1.5, errors: senderErrors)
+        defer { sender.finish(within: 0) }
         let state = sender.isRunning ? "running" : "status \(sender.terminationStatus)"
         let errors = (try? String(contentsOfFile: senderErrors, encoding: .utf8)) ?? ""
         try #require(FileManager.default.fileExists(atPath: sdp), "no SDP from pipebench send (\(state)): \(errors)")
@@ -146,7 +147,7 @@ struct RTPNetworkTests {
                 "copy",
                 video, "-map", "0:1", "-c", "copy", audio,
             ])
-        sender.waitUntilExit()
+        #expect(sender.finish(within: 30), "the sender did not end")
         #expect(
             sender.terminationStatus == 0 && sender.terminationReason == .exit,
             "\((try? String(contentsOfFile: senderErrors, encoding: .utf8)) ?? "")")
@@ -165,9 +166,10 @@ struct RTPNetworkTests {
         let sent = Pipe()
         let sender = try Self.startSend(
             [Fixtures.oddY4M, Fixtures.speechWAV, "--quiet", "--json"], sdp: sdp, startDelay: 1.5, output: sent)
+        defer { sender.finish(within: 0) }
         let (video, audio) = (folder.file("video.ivf"), folder.file("audio.wav"))
         let received = try pipebench(["receive", sdp, video, audio, "--idle", "1.5", "--quiet", "--json"])
-        sender.waitUntilExit()
+        #expect(sender.finish(within: 30), "the sender did not end")
         #expect(sender.terminationStatus == 0)
         #expect(received.status == 0, "\(received.stderr)")
         let sendReport = String(decoding: sent.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -194,6 +196,7 @@ struct RTPNetworkTests {
         let folder = TemporaryFolder()
         let sdp = folder.file("ours.sdp")
         let sender = try Self.startSend([Fixtures.motionIVF, "--quiet"], sdp: sdp, startDelay: 1)
+        defer { sender.finish(within: 0) }
         let video = folder.file("video.webm")
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Fixtures.pipebench)
@@ -221,8 +224,8 @@ struct RTPNetworkTests {
         while framesSoFar() < 20 && receiver.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         #expect(framesSoFar() >= 20, "receive's progress: \(framesSoFar()) frames")
         receiver.interrupt()
-        receiver.waitUntilExit()
-        sender.waitUntilExit()
+        #expect(receiver.finish(within: 15), "receive did not end on SIGINT")
+        #expect(sender.finish(within: 30), "the sender did not end")
         let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(receiver.terminationStatus == 0 && receiver.terminationReason == .exit, "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any]
@@ -271,12 +274,13 @@ struct RTPNetworkTests {
         let output = Pipe()
         receiver.standardOutput = output
         try receiver.run()
+        defer { receiver.finish(within: 0) }
         try waitForUDPListeners([videoPort, videoPort + 1, audioPort, audioPort + 1])
         let flood = flooded ? Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1]) : nil
         flood?.start(afterSeconds: 0.3)
         try reference("ffmpeg", ffmpegArguments([]))
         flood?.stop()
-        receiver.waitUntilExit()
+        #expect(receiver.finish(within: 30), "receive did not end after the stream")
         let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(receiver.terminationStatus == 0, "\(report)")
         if let flood {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("Recording a remote stream without re-encoding")
+@Suite("Recording a remote stream without re-encoding", .timeLimit(.minutes(5)))
 struct RecordingTests {
     /// A publisher of 320x180 video at 15 fps and audio, and a viewer behind `link` that shows
     /// the video in a canvas of the same size.
@@ -200,7 +200,7 @@ struct RecordingTests {
     }
 }
 
-@Suite("Stream recorder: the file's header from the stream")
+@Suite("Stream recorder: the file's header from the stream", .timeLimit(.minutes(5)))
 struct StreamRecorderHeaderTests {
     @Test(
         "an Ogg recording of a mono sender says one channel and libopus's pre-skip; its time starts at the first packet"

@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("Remuxing IVF, Ogg Opus and WebM without re-encoding, checked with ffmpeg and vpxdec")
+@Suite("Remuxing IVF, Ogg Opus and WebM without re-encoding, checked with ffmpeg and vpxdec", .timeLimit(.minutes(5)))
 struct RemuxTests {
     /// The packets of a one-stream file as ffmpeg demuxes them, without times (IVF, Ogg and WebM
     /// count time differently).
@@ -122,7 +122,7 @@ private struct IVFFrames {
     }
 }
 
-@Suite("IVF's length field: frames for libvpx, time units for ffmpeg")
+@Suite("IVF's length field: frames for libvpx, time units for ffmpeg", .timeLimit(.minutes(5)))
 struct IVFLengthTests {
     @Test(
         "an IVF remuxed from a 1/1000 WebM lasts its content in ffprobe; ffmpeg's own such IVF reads whole; a short one is truncated"

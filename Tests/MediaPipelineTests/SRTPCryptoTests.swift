@@ -97,7 +97,7 @@ private func transform(_ context: SRTPContext, _ packet: PlainPacket, _ bytes: [
     return Array(UnsafeRawBufferPointer(start: buffer, count: length))
 }
 
-@Suite("SRTP crypto on OpenSSL (libsrtp2's types replaced)")
+@Suite("SRTP crypto on OpenSSL (libsrtp2's types replaced)", .timeLimit(.minutes(5)))
 struct SRTPCryptoTests {
     @Test("our AES-ICM, AES-GCM and HMAC-SHA1 pass RFC 3711 B.2 and B.3, RFC 6188, GCM and RFC 2202 vectors")
     func knownAnswers() throws {

@@ -74,8 +74,12 @@ struct ToolResult {
 }
 
 /// Runs an external program to completion, its outputs captured through files (no pipe stalls).
+/// One that runs longer than `timeLimitSeconds` is killed (by its PID), reaped, and reported as
+/// a thrown ``TestFailure`` naming the command: a hung tool fails its test instead of the run.
 @discardableResult
-func runTool(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> ToolResult {
+func runTool(
+    _ executable: String, _ arguments: [String], in directory: String? = nil, timeLimitSeconds: Double = 300
+) throws -> ToolResult {
     let folder = TemporaryFolder()
     let out = folder.file("stdout")
     let err = folder.file("stderr")
@@ -89,13 +93,34 @@ func runTool(_ executable: String, _ arguments: [String], in directory: String? 
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    process.waitUntilExit()
+    guard process.finish(within: timeLimitSeconds) else {
+        throw TestFailure(
+            "\(executable) \(arguments.joined(separator: " ")) still ran after \(Int(timeLimitSeconds)) s: killed")
+    }
     func text(_ path: String) -> String {
         let handle = FileHandle(forReadingAtPath: path)
         defer { try? handle?.close() }
         return String(decoding: (try? handle?.readToEnd()) ?? Data(), as: UTF8.self)
     }
     return ToolResult(status: process.terminationStatus, stdout: text(out), stderr: text(err))
+}
+
+extension Process {
+    /// Waits up to `seconds` for the process to end; if it has not, kills it (SIGKILL, by its
+    /// PID). Reaps it either way. Whether it ended by itself.
+    @discardableResult
+    func finish(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        var pause = 0.001
+        while isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: pause)
+            pause = min(pause * 2, 0.05)
+        }
+        let ended = !isRunning
+        if !ended { kill(processIdentifier, SIGKILL) }
+        waitUntilExit()
+        return ended
+    }
 }
 
 /// Runs a reference tool and fails the test if it fails.

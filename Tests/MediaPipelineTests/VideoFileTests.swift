@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("IVF and Y4M files against vpxdec, vpxenc and ffmpeg")
+@Suite("IVF and Y4M files against vpxdec, vpxenc and ffmpeg", .timeLimit(.minutes(5)))
 struct VideoFileTests {
     @Test("a vpxenc file decodes to vpxdec's exact per-frame MD5s")
     func vpxencFile() throws {

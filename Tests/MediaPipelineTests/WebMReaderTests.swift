@@ -46,7 +46,7 @@ private func packets(_ frames: [WebMFrame], withTimes: Bool) -> [Packet] {
     }
 }
 
-@Suite("WebM reader against ffmpeg, vpxdec, GStreamer and mkvmerge files")
+@Suite("WebM reader against ffmpeg, vpxdec, GStreamer and mkvmerge files", .timeLimit(.minutes(5)))
 struct WebMReaderTests {
     @Test(
         "a WebM whose Opus SamplingFrequency no integer holds (a container fuzzer's find) is a typed error naming the element, in every command"

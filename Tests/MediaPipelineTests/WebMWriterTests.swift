@@ -3,7 +3,7 @@ import Testing
 
 @testable import MediaPipeline
 
-@Suite("WebM writer against ffprobe, mkvinfo, ffmpeg and vpxdec")
+@Suite("WebM writer against ffprobe, mkvinfo, ffmpeg and vpxdec", .timeLimit(.minutes(5)))
 struct WebMWriterTests {
     @Test("EBML sizes and IDs are written as RFC 8794 spells them")
     func variableLengthIntegers() {
@@ -198,7 +198,7 @@ struct WebMWriterTests {
     }
 }
 
-@Suite("WebM writer's live mode: written in place, cluster by cluster")
+@Suite("WebM writer's live mode: written in place, cluster by cluster", .timeLimit(.minutes(5)))
 struct WebMLiveWriterTests {
     /// 90 frames (3 s at 30 fps) of a moving 64x48 picture, a keyframe every second.
     private static let frames: [EncodedFrame] = {
