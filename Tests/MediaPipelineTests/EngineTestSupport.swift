@@ -70,6 +70,10 @@ final class TestUser {
     var channels: [String: MediaChannel] = [:]
     var logs: [String: EventLog] = [:]
     var playout: [Int16]
+    /// Everything this user pushed (48 kHz stereo, interleaved), for reference decodes.
+    var sent: [Int16] = []
+    /// Everything this user's playout gave (48 kHz stereo, interleaved), pull after pull.
+    var heard: [Int16] = []
 
     init(
         _ session: TestSession, frequency: Double = 440, configuration: EngineConfiguration = .init(),
@@ -106,6 +110,7 @@ final class TestUser {
             samples[2 * i + 1] = value
         }
         audioPosition += 480
+        sent += samples
         try engine.pushAudio(AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2))
     }
 
@@ -121,7 +126,10 @@ final class TestUser {
     }
 
     /// Pulls 10 ms of playout into ``playout``.
-    func pull() { playout.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) } }
+    func pull() {
+        playout.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) }
+        heard += playout
+    }
 
     var playoutPeak: Int { playout.map { abs(Int($0)) }.max() ?? 0 }
 }
