@@ -13,6 +13,8 @@ public final class MediaChannel: Sendable {
         var handler: (@Sendable (ChannelEvent) -> Void)?
         var continuations: [Int: AsyncStream<ChannelEvent>.Continuation] = [:]
         var nextContinuation = 0
+        /// The channel is destroyed: sequences asked for from now on end at once.
+        var finished = false
     }
     private let listeners = LockedValue(Listeners())
 
@@ -31,13 +33,19 @@ public final class MediaChannel: Sendable {
     }
 
     /// The channel's events from now on, as an async sequence (buffered without limit). The
-    /// sequence ends when the channel is destroyed; dropping its iterator stops the buffering.
+    /// sequence ends when the channel is destroyed (at once if it is already); dropping its
+    /// iterator stops the buffering.
     public var events: AsyncStream<ChannelEvent> {
         let (stream, continuation) = AsyncStream<ChannelEvent>.makeStream()
-        let id = listeners.withLock { listeners in
+        let id: Int? = listeners.withLock { listeners in
+            guard !listeners.finished else { return nil }
             listeners.nextContinuation += 1
             listeners.continuations[listeners.nextContinuation] = continuation
             return listeners.nextContinuation
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.listeners.withLock { $0.continuations.removeValue(forKey: id) }
@@ -47,7 +55,10 @@ public final class MediaChannel: Sendable {
 
     /// Ends every event sequence (the channel is destroyed).
     func finishEvents() {
-        let all = listeners.withLock { $0.continuations.values }
+        let all = listeners.withLock { listeners in
+            listeners.finished = true
+            return listeners.continuations.values
+        }
         for continuation in all { continuation.finish() }
     }
 
