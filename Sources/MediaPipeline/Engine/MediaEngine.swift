@@ -134,7 +134,9 @@ public final class MediaEngine: Sendable {
         _ = handles.withLock { $0.removeValue(forKey: ref.serial) }
     }
 
-    /// Leaves and destroys every channel and releases all codecs. Later calls are refused.
+    /// Leaves and destroys every channel, releases all codecs and drops the frame observers
+    /// (a playout or render round that began before may still call them once). Later calls
+    /// are refused.
     public func destroy() {
         for ref in control.withLock({ $0.channels.map(\.ref) }) {
             // Through the app's object when it still has one, so its event sequences end too.
@@ -147,6 +149,8 @@ public final class MediaEngine: Sendable {
         control.withLock {
             $0.destroyed = true
             $0.canvases.removeAll()
+            $0.observer = nil
+            $0.videoObserver = nil
         }
         local.withLock { $0 = Publisher(configuration: configuration, identity: rtp) }
     }
