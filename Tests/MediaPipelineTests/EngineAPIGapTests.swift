@@ -4,7 +4,7 @@ import Testing
 @testable import MediaPipeline
 
 // Engine API that had no test (issue 22): auto-subscribe options, mute-all video, default mute,
-// the channel mix switch, canvas lookup and clearing observers.
+// the channel mix switch, canvas lookup, clearing observers, and the engine after destroy().
 // Media is judged by content: every sender has its own tone and its own pictures, so a stream
 // that leaks or lands on the wrong user fails.
 
@@ -137,7 +137,26 @@ private final class VideoObserverLog: VideoFrameObserver, @unchecked Sendable {
     }
 }
 
-@Suite("Engine API gaps: subscribing, mutes, mixes, canvases, observers")
+/// The events of `stream` up to its end, or nil if it has not ended after `timeout` of wall
+/// time (a sequence that never ends fails the check instead of hanging the test).
+private func drain(_ stream: AsyncStream<ChannelEvent>, timeout: Duration = .seconds(10)) async -> [ChannelEvent]? {
+    await withTaskGroup(of: [ChannelEvent]?.self) { group in
+        group.addTask {
+            var events: [ChannelEvent] = []
+            for await event in stream { events.append(event) }
+            return Task.isCancelled ? nil : events
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
+@Suite("Engine API gaps: subscribing, mutes, mixes, canvases, observers, destroy")
 struct EngineAPIGapTests {
     @Test(
         "autoSubscribe off: nothing of that kind arrives until the app subscribes a user, then that user's does; the other kind flows",
@@ -515,5 +534,200 @@ struct EngineAPIGapTests {
         print(
             "observers: audio \(remote) remote / \(mixed) mixed frames then none (playout 400 Hz \(playedTone)); video \(observedPictures) pictures then none (canvas \(rendered) → \(canvas.framesRendered))"
         )
+    }
+
+    @Test(
+        "destroy() leaves every channel and relay (the hub and the others see it go), releases decoders and canvases and ends event sequences; every later call is refused or does nothing"
+    )
+    func destroyAndAfter() async throws {
+        let folder = TemporaryFolder()
+        let session = TestSession()
+        let me = try session.user(frequency: 400)
+        let other = try session.user(frequency: 1000)
+        other.pictureOffset = 40
+        try me.join("a", uid: 1)
+        let channelA = try me.channel("a")
+        try channelA.startChannelMediaRelay([ChannelMediaRelayDestination(channelId: "b", uid: 201)])
+        try me.join("c", uid: 5, options: .subscribeOnly, role: .audience)
+        let channelC = try me.channel("c")
+        try other.join("c", uid: 7)
+        let viewerA = try session.user()
+        try viewerA.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        let viewerB = try session.user()
+        try viewerB.join("b", uid: 3, options: .subscribeOnly, role: .audience)
+        let canvas = try me.engine.setupRemoteVideo(canvasBinding("c", 7))
+        let sequence = channelA.events
+        let audio = AudioObserverLog()
+        let video = VideoObserverLog()
+        me.engine.setAudioFrameObserver(audio)
+        me.engine.setVideoFrameObserver(video)
+        let heard = try session.played(40, by: [viewerA, viewerB, me], video: true, publishers: [me, other])
+
+        // Before: my stream reaches a and, relayed, b; I receive uid 7 in c.
+        let before = heard.map { toneAmplitude(last(20, of: $0), hz: 400) }
+        #expect(before[0] > 4000 && before[1] > 4000, "my tone at the viewers of a and b: \(before)")
+        #expect(toneAmplitude(last(20, of: heard[2]), hz: 1000) > 4000)
+        #expect(try bestPSNR(canvas, against: other) >= 30)
+        #expect(me.engine.statistics.liveAudioDecoders == 1 && me.engine.statistics.liveVideoDecoders == 1)
+        #expect(session.hub.members(of: "a").map(\.uid) == [1, 2])
+        #expect(session.hub.members(of: "b").map(\.uid) == [201, 3])
+        #expect(session.hub.members(of: "c").map(\.uid) == [5, 7])
+
+        me.engine.destroy()
+
+        // Every channel was left, with its events, and the relay's membership given back.
+        for id in ["a", "c"] {
+            let log = try #require(me.logs[id])
+            #expect(log.events.contains { if case .leave = $0 { true } else { false } }, "channel \(id)")
+            #expect(log.connectionStates.last.map { $0 == (.disconnected, .leaveChannel) } == true)
+        }
+        #expect(session.hub.members(of: "a").map(\.uid) == [2])
+        #expect(session.hub.members(of: "b").map(\.uid) == [3])
+        #expect(session.hub.members(of: "c").map(\.uid) == [7])
+        #expect(viewerA.logs["a"]?.events.last == .userOffline(uid: 1, reason: .quit))
+        #expect(viewerB.logs["b"]?.events.last == .userOffline(uid: 201, reason: .quit))
+        #expect(me.engine.statistics.liveAudioDecoders == 0 && me.engine.statistics.liveVideoDecoders == 0)
+        #expect(me.engine.canvas(channelId: "c", uid: 7) == nil)
+        #expect(me.engine.canvases(inChannel: "c").isEmpty)
+        // The sequence taken before ends after the leave; one asked for now ends at once.
+        let drained = await drain(sequence)
+        #expect(drained?.contains { if case .leave = $0 { true } else { false } } == true)
+        let lateSequence = await drain(channelA.events)
+        #expect(lateSequence == [], "a sequence asked for after destroy(): \(String(describing: lateSequence))")
+
+        // Later calls: refused with ERR_NOT_READY naming the destruction ...
+        for log in me.logs.values { _ = log.take() }
+        let (audioObserved, videoObserved) = (audio.mixedFrames, video.frames("c", 7))
+        func refused(_ code: EngineError.Code = .notReady, _ body: () throws -> Void) {
+            do {
+                try body()
+                Issue.record("a call after destroy() succeeded")
+            } catch let error as EngineError {
+                #expect(error.code == code, "\(error)")
+                #expect(!error.message.isEmpty)
+            } catch {
+                Issue.record("a call after destroy() threw \(error)")
+            }
+        }
+        expectEngineError(.notReady) { _ = try me.engine.createChannel("d") }
+        expectEngineError(.notReady) { _ = try me.engine.createChannel("a") }
+        expectEngineError(.notReady) { _ = try me.engine.setupRemoteVideo(canvasBinding("c", 7)) }
+        expectEngineError(.notReady) {
+            _ = try me.engine.startRecording(channelId: "c", uid: 7, path: folder.file("user.webm"))
+        }
+        expectEngineError(.notReady) {
+            _ = try me.engine.startChannelRecording(channelId: "c", path: folder.file("channel.webm"))
+        }
+        do {
+            _ = try me.engine.createChannel("e")
+        } catch let error as EngineError {
+            #expect(error.message.contains("destroyed"), "\(error)")
+        }
+        var mix = [Int16](repeating: 0, count: me.engine.playoutFrameSampleCount)
+        for channel in [channelA, channelC] {
+            do {
+                try channel.muteAllRemoteAudioStreams(true)
+            } catch let error as EngineError {
+                #expect(error.message.contains("destroyed"), "\(error)")
+            }
+            refused { try channel.join(uid: 9) }
+            refused { try channel.join(token: "pin", uid: 9) }
+            refused(.leaveChannelRejected) { try channel.leave() }
+            refused { try channel.setClientRole(.audience) }
+            refused { try channel.setClientRole(.broadcaster) }
+            for mute in [true, false] {
+                refused { try channel.muteLocalAudioStream(mute) }
+                refused { try channel.muteLocalVideoStream(mute) }
+                refused { try channel.muteRemoteAudioStream(7, mute: mute) }
+                refused { try channel.muteRemoteVideoStream(7, mute: mute) }
+                refused { try channel.muteAllRemoteAudioStreams(mute) }
+                refused { try channel.muteAllRemoteVideoStreams(mute) }
+                refused { try channel.enableChannelMix(mute) }
+            }
+            refused { try channel.adjustUserPlaybackSignalVolume(7, volume: 100) }
+            refused { try channel.enableAudioVolumeIndication(intervalMs: 200) }
+            refused { try mix.withUnsafeMutableBufferPointer { try channel.copyChannelMix(into: $0) } }
+            refused { try channel.startChannelMediaRelay([ChannelMediaRelayDestination(channelId: "b", uid: 202)]) }
+            refused { try channel.updateChannelMediaRelay([ChannelMediaRelayDestination(channelId: "b", uid: 202)]) }
+            refused { try channel.pauseAllChannelMediaRelay() }
+            refused { try channel.resumeAllChannelMediaRelay() }
+            refused { try channel.stopChannelMediaRelay() }
+            // ... or doing nothing: the calls that return nothing, and the reads.
+            channel.setDefaultMuteAllRemoteAudioStreams(true)
+            channel.setDefaultMuteAllRemoteVideoStreams(true)
+            channel.destroy()
+            #expect(!channel.isJoined && channel.localUid == 0)
+            #expect(channel.remoteUsers.isEmpty && channel.publishedMedia.isEmpty)
+            #expect(channel.remoteState(7, .audio) == .stopped && channel.remoteState(7, .video) == .stopped)
+            #expect(channel.remoteAudioStats(7) == nil && channel.remoteVideoStats(7) == nil)
+            #expect(channel.remoteStreamTotals(7) == nil)
+            #expect(channel.statistics == ChannelStats())
+        }
+        me.engine.destroy()
+        me.engine.removeRemoteVideo(channelId: "c", uid: 7)
+        #expect(me.engine.canvas(channelId: "c", uid: 7) == nil)
+
+        // Media calls do nothing: nothing encoded, nothing sent, silence played.
+        let statistics = me.engine.statistics
+        let deliveries = session.hub.deliveries
+        for tick in 0..<20 {
+            try me.pushAudio()
+            if tick % 7 == 0 { try me.pushVideo(timestamp: session.clock.nowMicroseconds) }
+            me.pull()
+            #expect(me.playout.allSatisfy { $0 == 0 })
+            me.engine.renderVideo()
+            session.clock.advance(byMicroseconds: 10_000)
+            session.hub.deliverDue()
+        }
+        me.engine.pushEncodedFrame(
+            EncodedFrame(
+                bytes: [0xFC, 0xFF, 0xFE], codec: .opus, isKeyframe: true, timestampMicroseconds: 0,
+                durationMicroseconds: 20_000))
+        let after = me.engine.statistics
+        #expect(after.audioFramesEncoded == statistics.audioFramesEncoded)
+        #expect(after.videoFramesEncoded == statistics.videoFramesEncoded)
+        #expect(after.audioFramesSent == statistics.audioFramesSent)
+        #expect(after.videoFramesSent == statistics.videoFramesSent)
+        #expect(session.hub.deliveries == deliveries)
+        #expect(session.hub.members(of: "a").map(\.uid) == [2])
+        // No event reached the channels' handlers after destroy().
+        #expect(me.logs.values.allSatisfy { $0.events.isEmpty && $0.connectionStates.isEmpty })
+        #expect(viewerA.logs["a"]?.events.last == .userOffline(uid: 1, reason: .quit))
+        // The observers were dropped: the pulls and renders above called neither.
+        #expect(audioObserved >= 40 && videoObserved >= 3)
+        #expect(audio.mixedFrames == audioObserved && video.frames("c", 7) == videoObserved)
+        print(
+            "destroy: my tone at the viewers of a and b \(before[0]), \(before[1]) before; hub a \(session.hub.members(of: "a").map(\.uid)), b \(session.hub.members(of: "b").map(\.uid)), c \(session.hub.members(of: "c").map(\.uid)) after; observers \(audioObserved) mixes, \(videoObserved) pictures, none after"
+        )
+    }
+
+    @Test(
+        "destroy() with recordings running: the user's recording holds what was decoded before and can still be finished; the channel composite stops growing"
+    )
+    func destroyWithRecordings() throws {
+        let folder = TemporaryFolder()
+        let session = TestSession()
+        let host = try session.user(frequency: 400)
+        try host.join("c", uid: 7)
+        let me = try session.user()
+        try me.join("c", uid: 5, options: .subscribeOnly, role: .audience)
+        _ = try me.engine.setupRemoteVideo(canvasBinding("c", 7))
+        let user = try me.engine.startRecording(channelId: "c", uid: 7, path: folder.file("user.webm"))
+        let room = try me.engine.startChannelRecording(
+            channelId: "c", path: folder.file("room.webm"), width: 160, height: 96, framesPerSecond: 15)
+        // One second recorded (50 Opus packets of 20 ms, 15 pictures), then two after destroy().
+        try session.run(ticks: 100, video: true, publishers: [host])
+        me.engine.destroy()
+        try session.run(ticks: 200, video: true, publishers: [host])
+        let written = try me.engine.stopRecording(user)
+        #expect((40...50).contains(written.audio) && (10...15).contains(written.video), "user recording \(written)")
+        let composite = try me.engine.stopChannelRecording(room)
+        print(
+            "destroy with recordings: user \(written), composite \(composite) after 1 s before and 2 s after destroy()")
+        // destroy() "releases all codecs", but the composite's encoders go on with silence and
+        // empty grids: 151 packets and 45 pictures, three seconds' worth.
+        withKnownIssue("a channel recording keeps encoding after destroy()") {
+            #expect(composite.audioPackets <= 51 && composite.pictures <= 16, "\(composite)")
+        }
     }
 }
