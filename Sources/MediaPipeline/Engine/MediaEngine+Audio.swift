@@ -96,7 +96,8 @@ extension MediaEngine {
             }
             sendQueuedReports(&round)
             // Encoded here, with the playout round held (rounds run one at a time), not the control lock.
-            let recorders = control.withLock { $0.channelRecordings }
+            // After destroy() they take nothing more (they are still stopped, and written, by the app).
+            let recorders = control.withLock { $0.destroyed ? [] : $0.channelRecordings }
             for recorder in recorders { recorder.addMix() }
             let failedRecording = reportRecordingFailures(recorders)
             round.streams.removeAll(keepingCapacity: true)

@@ -116,7 +116,7 @@ extension MediaEngine {
         }
         for request in requests { sendFeedback(request) }
         // Channel composites take a picture of their grid when one is due.
-        let (recorders, now) = control.withLock { ($0.channelRecordings, $0.now) }
+        let (recorders, now) = control.withLock { ($0.destroyed ? [] : $0.channelRecordings, $0.now) }
         for recorder in recorders {
             recorder.addPictureIfDue(now: now) {
                 renderGrid(channelId: recorder.channelId, into: $0, labels: recorder.labels)

@@ -135,8 +135,8 @@ public final class MediaEngine: Sendable {
     }
 
     /// Leaves and destroys every channel, releases all codecs and drops the frame observers
-    /// (a playout or render round that began before may still call them once). Later calls
-    /// are refused.
+    /// (a playout or render round that began before may still call them once). Recordings
+    /// running take nothing more; stop them to finish their files. Later calls are refused.
     public func destroy() {
         for ref in control.withLock({ $0.channels.map(\.ref) }) {
             // Through the app's object when it still has one, so its event sequences end too.
@@ -168,14 +168,16 @@ public final class MediaEngine: Sendable {
     /// Receives decoded audio before and after mixing (nil to stop). The observer is called on
     /// the thread that pulls playout, after its playout round, with no lock held: the remote
     /// frames are copies, the mix is the caller's output. Two threads pulling at once call it
-    /// at once.
-    public func setAudioFrameObserver(_ observer: AudioFrameObserver?) { control.withLock { $0.observer = observer } }
+    /// at once. Ignored after ``destroy()``.
+    public func setAudioFrameObserver(_ observer: AudioFrameObserver?) {
+        control.withLock { if !$0.destroyed { $0.observer = observer } }
+    }
 
     /// Receives every remote picture decoded, at its own size (nil to stop). Called during
     /// ``renderVideo()`` on the decode threads (see ``VideoFrameObserver``); takes effect from
-    /// the next render round.
+    /// the next render round. Ignored after ``destroy()``.
     public func setVideoFrameObserver(_ observer: VideoFrameObserver?) {
-        control.withLock { $0.videoObserver = observer }
+        control.withLock { if !$0.destroyed { $0.videoObserver = observer } }
     }
 
     // MARK: - Actions
