@@ -80,7 +80,9 @@ struct AudioReceiverTests {
         // The stall was concealed while it lasted; every packet played once it came.
         #expect(receiver.latePackets == 0)
         let concealed = outputs.indices.filter { outputs[$0] == .concealed }
-        #expect((4...16).contains(concealed.count), "concealed ticks \(concealed)")
+        // 150 ms held, less the delay the buffer had: 9 ticks (86-94) concealed, as the
+        // synthetic arrivals make it every run; one either side for a target moved by a tick.
+        #expect((8...10).contains(concealed.count), "concealed ticks \(concealed)")
         // The delay the stall added was taken out again by shortening (the delay back near its
         // target), and the audio after it is the source's.
         #expect(receiver.counters.accelerations > 0)

@@ -234,10 +234,12 @@ struct EngineStatisticsTests {
         let channel = reports.compactMap { if case .rtcStats(let stats) = $0 { stats } else { nil } }
         #expect(audio.count == 3 && video.count == 3 && channel.count == 3)
         #expect(channel.map(\.durationMs) == [2000, 4000, 6000])
-        // The link loses 10 % of packets each way: every interval sees some, none sees most.
-        for stats in audio {
+        // The link loses 10 % of packets each way. The run is seeded: its intervals lose 9.1,
+        // 13.0 and 8.0 % of the audio, and the figures must stay within 1 point of those (a
+        // regression in counting, such as repairs or duplicates taken as arrivals, moves them).
+        for (stats, seeded) in zip(audio, [9.1, 13.0, 8.0]) {
             #expect(stats.uid == 1)
-            #expect((3...25).contains(stats.packetLossRatePercent), "\(stats)")
+            #expect(abs(stats.packetLossRatePercent - seeded) <= 1, "\(stats)")
             // Under this loss each packet also carries up to two earlier frames (RFC 2198).
             #expect(stats.receivedBitrateKbps > 10 && stats.receivedBitrateKbps < 200, "\(stats)")
         }
@@ -257,17 +259,18 @@ struct EngineStatisticsTests {
             // A frame every 70 ms (14.3 fps); retransmission fills the gaps, so the decoder
             // keeps the rate (an interval in which the render delay grows shows fewer).
             #expect(stats.decoderOutputFrameRate >= 11 && stats.decoderOutputFrameRate <= 15, "\(stats)")
-            // (Frames recovered together render as one: a run of losses lowers this.)
-            #expect(stats.rendererOutputFrameRate >= 7, "\(stats)")
+            // (Frames recovered together render as one: a run of losses lowers this. Seeded:
+            // 14.0 and 11.5 fps.)
+            #expect(stats.rendererOutputFrameRate >= 11, "\(stats)")
             #expect(stats.width == 160 && stats.height == 90)
             #expect(stats.receivedBitrateKbps > 30, "\(stats)")
         }
         #expect(video.last!.nacksSent > 0)
-        #expect(video.last!.framesDecoded >= 75, "\(video.last!)")  // of 86 sent in 6 s
-        // Every gap was filled by retransmission: no keyframe was needed. (This seed's link
-        // loses six video packets in a row once, a 490 ms hole: one freeze.)
+        #expect(video.last!.framesDecoded >= 77, "\(video.last!)")  // of 86 sent in 6 s (seeded: 78)
+        // Every gap was filled by retransmission in time: no keyframe was needed, and no
+        // picture froze (the render delay covers a retransmission's round).
         #expect(video.last!.keyframeRequestsSent == 0 && video.last!.framesDroppedBeforeDecode == 0, "\(video.last!)")
-        #expect(video.last!.frozenRatePercent < 15, "\(video.last!)")
+        #expect(video.last!.frozenRatePercent == 0, "\(video.last!)")
         #expect(video.last!.delayMs == 20)
         #expect(viewer.channels["a"]!.remoteAudioStats(1) == audio.last)
         #expect(viewer.channels["a"]!.remoteVideoStats(1) == video.last)

@@ -73,7 +73,9 @@ struct EngineReportTests {
         try session.run(ticks: 400, video: true, publishers: [host])
         let stats = try host.channel("a").statistics
         #expect((75...95).contains(stats.roundTripTimeMs), "round trip \(stats.roundTripTimeMs) ms")
-        #expect((3...20).contains(stats.txPacketLossPercent), "loss \(stats.txPacketLossPercent) %")
+        // The last report's fraction lost, over its interval (seeded: 19 %, a noisy figure on so
+        // short an interval; within 2 points of it).
+        #expect((17...21).contains(stats.txPacketLossPercent), "loss \(stats.txPacketLossPercent) %")
         #expect(try viewer.channel("a").statistics.rxPacketsLost > 0)
     }
 }
