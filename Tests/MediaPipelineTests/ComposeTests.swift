@@ -85,13 +85,16 @@ struct ComposeTests {
     @Test("bad inputs and settings are typed errors naming the file; no output is left")
     func badInputs() throws {
         let folder = TemporaryFolder()
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: Fixtures.speechWAV) {
             try FileCompositor.compose(inputs: [Fixtures.speechWAV], output: folder.file("x.webm"))
         }
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: folder.file("x.ivf")) {
             try FileCompositor.compose(inputs: [Fixtures.motionIVF], output: folder.file("x.ivf"))
         }
-        #expect(throws: MediaError.self) { try FileCompositor.compose(inputs: [], output: folder.file("x.webm")) }
+        // No input: no file to name; the message says what is missing.
+        expectMediaError(naming: "needs an input file") {
+            try FileCompositor.compose(inputs: [], output: folder.file("x.webm"))
+        }
         let cut = folder.file("cut.ivf")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: Fixtures.motionIVF))
         try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: cut))

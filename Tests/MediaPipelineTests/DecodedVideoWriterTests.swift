@@ -57,7 +57,7 @@ struct DecodedVideoWriterTests {
         }
         #expect(!FileManager.default.fileExists(atPath: path))
         let empty = DecodedVideoWriter(path: path, computeMD5: true, stream: key)
-        #expect(throws: MediaError.self) { try empty.finish() }
+        expectMediaError(naming: path) { _ = try empty.finish() }
         #expect(!FileManager.default.fileExists(atPath: path))
         // Only MD5s: nothing to write, nothing missing.
         let digestsOnly = DecodedVideoWriter(path: nil, computeMD5: true, stream: key)

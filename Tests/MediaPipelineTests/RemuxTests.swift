@@ -94,16 +94,16 @@ struct RemuxTests {
     @Test("bad remuxes are typed errors naming the file")
     func badRemuxes() throws {
         let folder = TemporaryFolder()
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: Fixtures.speechWAV) {
             try MediaRemuxer.remux(inputs: [Fixtures.speechWAV], output: folder.file("x.webm"))
         }
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: folder.file("x.opus")) {
             try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.opus"))
         }
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: folder.file("x.ivf")) {
             try MediaRemuxer.remux(inputs: [Fixtures.motionIVF, Fixtures.motionIVF], output: folder.file("x.ivf"))
         }
-        #expect(throws: MediaError.self) {
+        expectMediaError(naming: folder.file("x.wav")) {
             try MediaRemuxer.remux(inputs: [Fixtures.motionIVF], output: folder.file("x.wav"))
         }
         #expect(folder.contents.isEmpty)

@@ -238,3 +238,22 @@ func ffmpegAudio(_ path: String, libopus: Bool = false) throws -> [Int16] {
         ])
     return try rawInt16(raw)
 }
+
+/// Expects `body` to throw a ``MediaError`` whose message names `name` (a file's path, a
+/// field or a value), and contains `words` when given.
+func expectMediaError(
+    naming name: String, _ words: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) {
+    do {
+        try body()
+        Issue.record("expected an error naming \(name), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as MediaError {
+        #expect("\(error)".contains(name), "\(error) does not name \(name)", sourceLocation: sourceLocation)
+        if let words {
+            #expect("\(error)".contains(words), "\(error) does not say \(words)", sourceLocation: sourceLocation)
+        }
+    } catch {
+        Issue.record("expected a MediaError naming \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}

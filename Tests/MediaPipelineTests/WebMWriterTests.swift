@@ -167,9 +167,11 @@ struct WebMWriterTests {
     func badCalls() throws {
         let folder = TemporaryFolder()
         let path = folder.file("bad.webm")
-        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: []) }
-        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: [.video(.vp8, width: 0, height: 90)]) }
-        #expect(throws: MediaError.self) { try WebMWriter(path: path, tracks: [WebMTrack(codec: .opus)]) }
+        expectMediaError(naming: path) { _ = try WebMWriter(path: path, tracks: []) }
+        expectMediaError(naming: path, "0x90") {
+            _ = try WebMWriter(path: path, tracks: [.video(.vp8, width: 0, height: 90)])
+        }
+        expectMediaError(naming: path) { _ = try WebMWriter(path: path, tracks: [WebMTrack(codec: .opus)]) }
         do {
             let writer = try WebMWriter(path: path, tracks: [.video(.vp8, width: 160, height: 90)])
             let frame: [UInt8] = [0x10, 0x02, 0x00]
@@ -194,7 +196,7 @@ struct WebMWriterTests {
         // Dropped without finish(): nothing at the destination.
         #expect(!FileManager.default.fileExists(atPath: path))
         let empty = try WebMWriter(path: path, tracks: [.video(.vp8, width: 160, height: 90)])
-        #expect(throws: MediaError.self) { try empty.finish() }
+        expectMediaError(naming: path) { try empty.finish() }
     }
 }
 
