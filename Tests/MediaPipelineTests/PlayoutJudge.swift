@@ -29,13 +29,17 @@ struct PlayoutMatch: CustomStringConvertible {
 
 extension TestUser {
     /// What a fresh Opus encoder with `configuration` (the engine's default settings unless
-    /// given) and a decoder make of everything this user pushed (48 kHz stereo, interleaved).
-    func referenceDecode(_ configuration: OpusEncoderConfiguration = EngineConfiguration().audio) throws -> [Int16] {
+    /// given) and a decoder make of everything this user pushed (48 kHz stereo, interleaved),
+    /// decoded at `sampleRate` with `channelCount` channels (interleaved).
+    func referenceDecode(
+        _ configuration: OpusEncoderConfiguration = EngineConfiguration().audio, sampleRate: Int = 48000,
+        channelCount: Int = 2
+    ) throws -> [Int16] {
         let encoder = try OpusEncoder(configuration: configuration)
-        let decoder = try OpusDecoder(sampleRate: 48000, channelCount: 2)
+        let decoder = try OpusDecoder(sampleRate: sampleRate, channelCount: channelCount)
         let frameSamples = encoder.samplesPerFrame * 2
         var decoded: [Int16] = []
-        var pcm = [Int16](repeating: 0, count: frameSamples)
+        var pcm = [Int16](repeating: 0, count: encoder.samplesPerFrame * channelCount)
         var start = 0
         while start + frameSamples <= sent.count {
             let frame = try sent[start..<start + frameSamples].withUnsafeBufferPointer {
@@ -44,7 +48,7 @@ extension TestUser {
             let count = try frame.bytes.withUnsafeBytes { packet in
                 try pcm.withUnsafeMutableBufferPointer { try decoder.decode(packet, into: $0) }
             }
-            decoded += pcm[0..<count * 2]
+            decoded += pcm[0..<count * channelCount]
             start += frameSamples
         }
         return decoded
@@ -60,29 +64,36 @@ extension TestUser {
     func hears(
         _ sources: [TestUser], lastMilliseconds: Int, maximumLagMilliseconds: Int = 1000, wholeFrames: Bool = false
     ) throws -> PlayoutMatch {
-        let references = try sources.map { try $0.referenceDecode() }
-        let frames = lastMilliseconds * 48
-        let end = heard.count / 2
+        let rate = engine.configuration.playoutSampleRate
+        let channels = engine.configuration.playoutChannelCount
+        let perMs = rate / 1000
+        let references = try sources.map { try $0.referenceDecode(sampleRate: rate, channelCount: channels) }
+        let frames = lastMilliseconds * perMs
+        let end = heard.count / channels
         let first = end - frames
         precondition(first >= 0, "only \(end) frames heard")
         precondition(!wholeFrames || sources.count <= 2, "whole-frame lags are searched for two sources at most")
-        let maximum = min(maximumLagMilliseconds, end / 48)
+        let maximum = min(maximumLagMilliseconds, end / perMs)
         var lags: [Int] = []
         if wholeFrames {
-            let candidates = Array(stride(from: 0, through: maximum, by: 10)).map { $0 * 48 }
+            let candidates = Array(stride(from: 0, through: maximum, by: 10)).map { $0 * perMs }
             var best = (error: Double.infinity, lags: [Int]())
             for a in candidates {
                 for b in sources.count == 2 ? candidates : [0] {
                     let tuple = sources.count == 2 ? [a, b] : [a]
                     let error = squaredError(
-                        references, tuple, from: first, frames: min(frames, 480), above: best.error)
+                        references, tuple, from: first, frames: min(frames, 10 * perMs), channels: channels,
+                        above: best.error)
                     if error < best.error { best = (error, tuple) }
                 }
             }
             lags = best.lags
         } else {
             for reference in references {
-                lags.append(bestLag(of: reference, windowStart: first, frames: frames, maximum: maximum * 48))
+                lags.append(
+                    bestLag(
+                        of: reference, windowStart: first, frames: frames, maximum: maximum * perMs,
+                        channels: channels))
             }
         }
         var signal = 0.0
@@ -90,14 +101,14 @@ extension TestUser {
         var exact = 0
         for t in first..<end {
             var equal = true
-            for channel in 0..<2 {
+            for channel in 0..<channels {
                 var expected = 0
                 for (reference, lag) in zip(references, lags) {
-                    let index = (t - lag) * 2 + channel
+                    let index = (t - lag) * channels + channel
                     if index >= 0 && index < reference.count { expected += Int(reference[index]) }
                 }
                 expected = min(Int(Int16.max), max(Int(Int16.min), expected))
-                let actual = Int(heard[t * 2 + channel])
+                let actual = Int(heard[t * channels + channel])
                 signal += Double(expected * expected)
                 noise += Double((actual - expected) * (actual - expected))
                 if actual != expected { equal = false }
@@ -110,17 +121,17 @@ extension TestUser {
 
     /// The squared difference, left channel, between the playout and `references` summed at
     /// `lags`, over `frames` frames from `first`; stops once above `bound`.
-    private func squaredError(_ references: [[Int16]], _ lags: [Int], from first: Int, frames: Int, above bound: Double)
-        -> Double
-    {
+    private func squaredError(
+        _ references: [[Int16]], _ lags: [Int], from first: Int, frames: Int, channels: Int, above bound: Double
+    ) -> Double {
         var error = 0.0
         for t in first..<first + frames {
             var expected = 0
             for (reference, lag) in zip(references, lags) {
-                let index = (t - lag) * 2
+                let index = (t - lag) * channels
                 if index >= 0 && index < reference.count { expected += Int(reference[index]) }
             }
-            let difference = Double(Int(heard[t * 2]) - min(Int(Int16.max), max(Int(Int16.min), expected)))
+            let difference = Double(Int(heard[t * channels]) - min(Int(Int16.max), max(Int(Int16.min), expected)))
             error += difference * difference
             if error > bound { return error }
         }
@@ -130,7 +141,7 @@ extension TestUser {
     /// The lag (frames, 0...`maximum`) at which `reference` correlates best with the playout's
     /// left channel over `frames` frames from `windowStart`: every fourth frame first, then
     /// every frame within 4 of the best.
-    private func bestLag(of reference: [Int16], windowStart: Int, frames: Int, maximum: Int) -> Int {
+    private func bestLag(of reference: [Int16], windowStart: Int, frames: Int, maximum: Int, channels: Int) -> Int {
         heard.withUnsafeBufferPointer { h in
             reference.withUnsafeBufferPointer { r in
                 func score(_ lag: Int, stride step: Int) -> Double {
@@ -138,10 +149,10 @@ extension TestUser {
                     var energy = 0.0
                     var t = windowStart
                     while t < windowStart + frames {
-                        let index = (t - lag) * 2
+                        let index = (t - lag) * channels
                         if index >= 0 && index < r.count {
                             let x = Double(r[index])
-                            dot += Double(h[t * 2]) * x
+                            dot += Double(h[t * channels]) * x
                             energy += x * x
                         }
                         t += step
