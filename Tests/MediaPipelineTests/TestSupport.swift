@@ -257,3 +257,10 @@ func expectMediaError(
         Issue.record("expected a MediaError naming \(name), got \(error)", sourceLocation: sourceLocation)
     }
 }
+
+/// How far the share of successes in `trials` independent trials, each a success with
+/// `probability`, may stray from `probability` before a check calls it wrong: four standard
+/// deviations (normal approximation), exceeded by chance in about one run in 16,000.
+func binomialTolerance(probability: Double, trials: Int) -> Double {
+    4 * (probability * (1 - probability) / Double(max(1, trials))).squareRoot()
+}
