@@ -29,6 +29,50 @@ func oggOpusBitrate(_ path: String) throws -> Double {
     return Double(bytes * 8) / seconds
 }
 
+/// The bitrate of an IVF file's video in bits per second: its frames' bytes over their count
+/// times the frame duration of the header's time base (one tick a frame, as pipebench writes).
+func ivfBitrate(_ path: String) throws -> Double {
+    let reader = try IVFReader(path: path)
+    var bytes = 0
+    var frames = 0
+    while let frame = try reader.readFrame() {
+        bytes += frame.bytes.count
+        frames += 1
+    }
+    let seconds = Double(frames * reader.header.timebaseNumerator) / Double(reader.header.timebaseDenominator)
+    #expect(seconds > 0, "\(path) holds no frame")
+    return Double(bytes * 8) / seconds
+}
+
+/// The PSNR in dB of an IVF file's pictures, decoded here, against the Y4M file they were
+/// encoded from: from the mean squared error over all frames (as ffmpeg's psnr filter's "average").
+func ivfPSNR(_ ivf: String, reference y4m: String) throws -> Double {
+    let reader = try IVFReader(path: ivf)
+    let source = try Y4MReader(path: y4m, bufferCount: 2)
+    let decoder = try VPXDecoder(codec: reader.header.codec)
+    var total = 0.0
+    var frames = 0
+    while let frame = try reader.readFrame() {
+        let original = try #require(try source.readFrame(), "\(y4m) has fewer frames than \(ivf)")
+        let decoded = try #require(try decoder.decode(frame.bytes), "frame \(frames) of \(ivf) shows nothing")
+        total += original.withView { a in decoded.withView { PictureQuality.meanSquaredError(reference: a, test: $0) } }
+        frames += 1
+    }
+    #expect(try source.readFrame() == nil, "\(ivf) has fewer frames than \(y4m)")
+    return 10 * log10(255 * 255 / (total / Double(max(frames, 1))))
+}
+
+/// A Y4M file of ffmpeg's testsrc2 pattern (moving, with detail everywhere), `seconds` long.
+func testPatternY4M(_ path: String, width: Int, height: Int, framesPerSecond: Int, seconds: Int) throws {
+    try reference(
+        "ffmpeg",
+        [
+            "-nostdin", "-v", "error", "-f", "lavfi", "-i",
+            "testsrc2=size=\(width)x\(height):rate=\(framesPerSecond)", "-frames:v",
+            String(framesPerSecond * seconds), "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", path,
+        ])
+}
+
 /// The CPU time (user and system, in seconds) a pipebench run of `arguments` takes, as bash's
 /// `times` reports for its child; the least of `runs` runs. CPU time, unlike the time on the
 /// clock, hardly grows when other processes share the cores; the least of a few runs drops
