@@ -22,5 +22,8 @@ filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|En
   --skip "RTPImpairedNetworkTests|JanusChannelTests/(threeEnginesTwoChannels|janusKilled)|JanusBrowserTests|JanusLossTests|JanusLipSyncTests|ChannelConformanceTests|keyframeIsPaced")
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+MEDIAPIPELINE_TEST_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/mediapipeline-run.XXXXXX")
+chmod 1777 "$MEDIAPIPELINE_TEST_TMPDIR"
+export MEDIAPIPELINE_TEST_TMPDIR
 SWIFT_BACKTRACE=enable=no swift test --skip-build --sanitize=thread --scratch-path .build-tsan "${filter[@]}"
 bash scripts/leftovers.sh

@@ -45,7 +45,7 @@ final class JanusServer: @unchecked Sendable {
     init(sessionTimeout: Int = 60, stringIDs: Bool = true) throws {
         Self.sweepStale()
         namespace = "\(Self.prefix)\(getpid())x\(Self.serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
-        folder = NSTemporaryDirectory() + "/\(namespace)-" + UUID().uuidString.prefix(8)
+        folder = TemporaryFolder.root + "\(namespace)-" + UUID().uuidString.prefix(8)
         do {
             try makeNamespace()
             try writeConfiguration(sessionTimeout: sessionTimeout, stringIDs: stringIDs)

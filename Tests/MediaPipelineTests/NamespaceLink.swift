@@ -18,7 +18,9 @@ final class NamespaceLink {
 
     /// Makes the pair, with no loss yet.
     init() throws {
-        let id = "\(getpid() % 100_000)x\(Self.serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
+        // The test process's pid (up to 7 digits), then a serial: device names stay within 15
+        // characters, and a namespace whose process is gone is known to be left behind.
+        let id = "\(getpid())x\(Self.serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
         a = "mpa\(id)"
         b = "mpb\(id)"
         let (va, vb) = ("va\(id)", "vb\(id)")
@@ -93,6 +95,8 @@ final class NamespaceLink {
 
     /// The delay line, while it runs.
     private var delayLine: Process?
+    /// The delay line's output, removed with the link.
+    private let files = TemporaryFolder()
 
     deinit {
         delayLine?.wait(upTo: 0)
@@ -105,13 +109,20 @@ final class NamespaceLink {
     /// when both are used: what is dropped is not delayed.
     func delayFromA(delayMilliseconds: Int, jitterMilliseconds: Int, reorderPercent: Int, seed: Int = 1) throws {
         let tool = try Self.delayTool()
-        let folder = NSTemporaryDirectory()
+        let errors = files.file("nfdelay.err")
         let line = try start(
             in: a, [tool, "7", "\(delayMilliseconds)", "\(jitterMilliseconds)", "\(reorderPercent)", "\(seed)"],
-            stdout: folder + "/nfdelay-\(a).out", stderr: folder + "/nfdelay-\(a).err")
+            stdout: files.file("nfdelay.out"), stderr: errors)
         delayLine = line
-        Thread.sleep(forTimeInterval: 0.2)  // its queue bound before packets go to it
-        guard line.isRunning else { throw LinkError("the delay line did not start (nfnetlink_queue is needed)") }
+        // Its queue bound before packets go to it: it says so on standard error (up to 10 s).
+        let deadline = Date().addingTimeInterval(10)
+        func ready() -> Bool { ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("ready") }
+        while !ready() && line.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        guard ready() else {
+            throw LinkError(
+                "the delay line did not start (nfnetlink_queue is needed): \(String(describing: try? String(contentsOfFile: errors, encoding: .utf8)))"
+            )
+        }
         let rule = try runTool(
             "/usr/sbin/ip",
             [

@@ -56,9 +56,19 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// A temporary folder removed when the value is dropped.
 final class TemporaryFolder {
+    /// Where the tests put their temporary files: `MEDIAPIPELINE_TEST_TMPDIR` when set
+    /// (scripts/test.sh gives each run a folder of its own, which scripts/leftovers.sh checks
+    /// afterwards), else the system's temporary folder. Ends with a slash.
+    static let root: String = {
+        guard let folder = ProcessInfo.processInfo.environment["MEDIAPIPELINE_TEST_TMPDIR"], !folder.isEmpty else {
+            return NSTemporaryDirectory()
+        }
+        return folder.hasSuffix("/") ? folder : folder + "/"
+    }()
+
     let path: String
     init() {
-        path = NSTemporaryDirectory() + "mediapipeline-tests-" + UUID().uuidString
+        path = Self.root + "mediapipeline-tests-" + UUID().uuidString
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
     deinit { try? FileManager.default.removeItem(atPath: path) }
