@@ -447,7 +447,12 @@ struct RTPFrameAssembler {
                 }
             case .vp9:
                 if let descriptor = try? VP9PayloadDescriptor(parsing: payload) {
-                    isKeyframe = !descriptor.interPicturePredicted
+                    // A keyframe is not inter-picture predicted (RFC 9628 4.2: P clear) and is
+                    // one to the bitstream too (frame_type KEY_FRAME, VP9 6.2): ffmpeg's
+                    // packetizer (rtpenc_vp9.c) leaves P clear on every frame.
+                    isKeyframe =
+                        !descriptor.interPicturePredicted
+                        && VideoBitstream.isKeyframe(firstByte: data.first, codec: .vp9)
                     if let size = descriptor.scalability?.sizes.first { (width, height) = size }
                 }
             case .opus:

@@ -151,7 +151,13 @@ enum VideoBitstream {
     /// True when `frame` starts a keyframe: VP8's frame tag has bit 0 clear (RFC 6386 §9.1);
     /// VP9's uncompressed header has frame_type 0 and does not just show an existing frame.
     static func isKeyframe(_ frame: [UInt8], codec: MediaCodec) -> Bool {
-        guard let first = frame.first else { return false }
+        isKeyframe(firstByte: frame.first, codec: codec)
+    }
+
+    /// True when a frame whose first byte is `first` starts a keyframe (see
+    /// ``isKeyframe(_:codec:)``); false for an empty frame (nil).
+    static func isKeyframe(firstByte first: UInt8?, codec: MediaCodec) -> Bool {
+        guard let first else { return false }
         switch codec {
         case .vp8:
             return first & 0x01 == 0
