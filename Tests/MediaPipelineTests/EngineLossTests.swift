@@ -20,7 +20,7 @@ private func digest(_ canvas: CanvasBuffer) -> Int {
 
 /// A publisher of 640x360 video and two audience viewers: one behind a clean link (its canvas
 /// shows the sender's own decoded pictures) and one behind a link the test impairs.
-private final class LossyRoom {
+final class LossyRoom {
     let session = TestSession()
     let host: TestUser
     let clean: TestUser
