@@ -156,14 +156,15 @@ struct SimulateCommand: ParsableCommand {
         elapsed > 0 ? report.durationSeconds / elapsed : 0
     }
 
-    /// The columns: rates, delays, loss and fps are means per remote user; "frozen ms" is per
-    /// user (audio: Agora's, a report with 4 % of its frames lost counts whole; video: gaps over
+    /// The columns: "rx kbps" and "loss %" are the channel's (what it received from all its
+    /// users); delays, audio loss and fps are means per remote user; "frozen ms" is per user
+    /// (audio: Agora's, a report with 4 % of its frames lost counts whole; video: gaps over
     /// 500 ms between decoded frames, from a stream's first frame on); rebuilt packets, NACKs and
     /// PLIs are summed over the users. An interval's line counts what happened in those 2 s; the
     /// `all` line, the whole session.
     static let intervalHeader =
         "time s  channel        rx kbps  loss %  net ms | audio loss %  jb ms  rebuilt  frozen ms | video fps  "
-        + "frozen ms  NACKs  PLIs   (per user, but rebuilt, NACKs, PLIs: all users)"
+        + "frozen ms  NACKs  PLIs   (per user, but rx kbps, loss %, rebuilt, NACKs, PLIs: all users)"
 
     /// One line of statistics: a 2 s interval (what happened in it) or the whole session.
     static func intervalLine(_ summary: ChannelStatisticsSummary, sessionMs: Int64?) -> String {

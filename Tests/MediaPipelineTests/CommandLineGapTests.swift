@@ -249,8 +249,9 @@ struct CommandLineGapTests {
     func simulateBandwidth() throws {
         let folder = TemporaryFolder()
         // One remote user sends the motion sample as it is (about 500 kbit/s with its audio).
-        func received(_ extra: [String]) throws -> (session: Double, intervals: [Double], dropped: Int) {
-            let arguments = ["--duration", "6", "--users", "1", "--no-canvas-video"] + extra
+        func received(_ extra: [String], users: Int = 1) throws -> (session: Double, intervals: [Double], dropped: Int)
+        {
+            let arguments = ["--duration", "6", "--users", "\(users)", "--no-canvas-video"] + extra
             let report = try simulate(arguments, output: folder.path).report
             let channel = try #require((report["channels"] as? [[String: Any]])?.first)
             let statistics = try #require(channel["statistics"] as? [String: Any])
@@ -272,6 +273,10 @@ struct CommandLineGapTests {
             }
             #expect(capped.dropped > 100, "\(capped)")  // 880 and 741
         }
+        // Two users, each through a link of its own: the channel receives what both links carry,
+        // more than one can (the rate is the channel's, as the text report's header says: 290).
+        let two = try received(["--bandwidth", "150k"], users: 2)
+        #expect(two.session > 1.5 * 150 && two.session <= 2 * 150, "\(two)")
     }
 
     @Test("simulate --realtime takes the session's wall-clock time; without it, the session runs faster")
