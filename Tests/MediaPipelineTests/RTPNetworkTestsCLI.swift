@@ -252,21 +252,16 @@ struct RTPNetworkTestsCLI {
             firstDifference(videoFrames, sourceFrames) == nil,
             "\(videoFrames.count) frames, the first unlike the file's at \(firstDifference(videoFrames, sourceFrames) ?? -1)"
         )
-        // The .opus file, "the audio packets, as received", is written as the jitter buffer
-        // decodes them: its queue holds 100 packets (2 s) and drops the oldest when a burst
-        // brings more, so about half of the 201 packets are missing (seen: 102 and 107 kept,
-        // the first few, then the last 100), while the transport counted all 201 and none lost.
+        // The .opus file holds "the audio packets, as received", every one of the 201 in order:
+        // the jitter buffer's queue holds 100 (2 s) and pushes the oldest out unplayed when a
+        // burst brings more, and those go to the recording as they leave (before, about half
+        // were missing: 102 and 107 kept, while the transport counted all 201 and none lost).
         let packets = try oggPackets(audio)
         let sourcePackets = try oggPackets(opus)
-        withKnownIssue("receive's .opus output misses a burst's oldest audio packets (2 s jitter queue)") {
-            #expect(
-                firstDifference(packets, sourcePackets) == nil,
-                "\(packets.count) packets of \(sourcePackets.count), the first unlike the file's at \(firstDifference(packets, sourcePackets) ?? -1)"
-            )
-        }
-        // What it holds is the file's own packets, in order, the last ones among them.
-        #expect(packets.count > 50 && packets.allSatisfy(sourcePackets.contains), "\(packets.count) packets")
-        #expect(packets.last == sourcePackets.last)
+        #expect(
+            firstDifference(packets, sourcePackets) == nil && packets.count == sourcePackets.count,
+            "\(packets.count) packets of \(sourcePackets.count), the first unlike the file's at \(firstDifference(packets, sourcePackets) ?? -1)"
+        )
     }
 
     @Test("receive --duration N ends after N s while the packets keep coming; the frames so far are in whole files")

@@ -171,7 +171,10 @@ final class RTPPeerWorker: @unchecked Sendable {
         let verdict = shared.withLock { shared -> (send: Bool, wake: Bool) in
             guard shared.channelId == channelId else { return (false, false) }
             shared.sentSSRC[index] = packet.header.ssrc
-            if packet.header.sequenceNumber &- (shared.lastSent[index]?.header.sequenceNumber ?? 0) < 0x8000 {
+            // The latest in sequence order (the first one sent when none is kept yet, whatever
+            // its number: against 0, a stream starting at 0x8000 or above kept none).
+            if shared.lastSent[index].map({ packet.header.sequenceNumber &- $0.header.sequenceNumber < 0x8000 }) ?? true
+            {
                 shared.lastSent[index] = packet
             }
             shared.statistics[index].packetsSent += 1

@@ -205,11 +205,24 @@ final class AudioReceiver: @unchecked Sendable {
             let packet = QueuedAudio(
                 frame: frame, durationMicroseconds: duration, arrivalMicroseconds: arrival, sequence: sequence,
                 isRedundantCopy: redundantCopy)
-            guard queue.insertOrdered(packet) else {
+            var dropped: QueuedAudio?
+            guard queue.insertOrdered(packet, evicted: &dropped) else {
                 if !redundantCopy { latePackets += 1 }
                 return false
             }
+            // A burst longer than the queue pushed its oldest packet out unplayed: a recording
+            // still takes it (the receiver hands it over once out of the lock).
+            if let dropped { evicted.append(dropped.frame) }
             return true
+        }
+
+        /// Packets pushed out of a full queue unplayed since the last ``takeEvicted()``.
+        private(set) var evicted: [EncodedFrame] = []
+
+        /// Returns and forgets the packets pushed out unplayed.
+        mutating func takeEvicted() -> [EncodedFrame] {
+            defer { evicted.removeAll(keepingCapacity: true) }
+            return evicted
         }
 
         /// Forgets what is queued, where playout stood and the arrival statistics: it starts
@@ -363,10 +376,23 @@ final class AudioReceiver: @unchecked Sendable {
     /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1)
     /// and the packets it showed to be lost.
     func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64, nack: [UInt8]?) {
-        inbox.withLock { inbox in
+        let (result, evicted, offset) = inbox.withLock { inbox in
             let lost = inbox.packetsLost
             let frames = inbox.receive(packet, now: now)
-            return (frames, inbox.packetsLost - lost, inbox.takeNack(now: now))
+            let evicted = inbox.evicted.isEmpty ? [] : inbox.takeEvicted()
+            let offset = evicted.isEmpty ? nil : inbox.senderOffsetMicroseconds
+            return ((frames, inbox.packetsLost - lost, inbox.takeNack(now: now)), evicted, offset)
+        }
+        recordEvicted(evicted, now: now, senderOffsetMicroseconds: offset)
+        return result
+    }
+
+    /// Hands packets a burst pushed out of the queue unplayed to the recording, if any: it
+    /// holds the packets as received, played or not.
+    private func recordEvicted(_ frames: [EncodedFrame], now: Int64, senderOffsetMicroseconds: Int64?) {
+        guard !frames.isEmpty, let recording = recorder.withLock({ $0 }) else { return }
+        for frame in frames {
+            recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: senderOffsetMicroseconds)
         }
     }
 
@@ -376,7 +402,12 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
-        _ = inbox.withLock { $0.enqueue(frame, arrival: arrival, sequence: sequence) }
+        let (evicted, offset) = inbox.withLock { inbox in
+            inbox.enqueue(frame, arrival: arrival, sequence: sequence)
+            let evicted = inbox.evicted.isEmpty ? [] : inbox.takeEvicted()
+            return (evicted, evicted.isEmpty ? nil : inbox.senderOffsetMicroseconds)
+        }
+        recordEvicted(evicted, now: arrival, senderOffsetMicroseconds: offset)
     }
 
     /// Sequence numbers never received.

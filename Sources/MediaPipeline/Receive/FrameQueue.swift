@@ -31,9 +31,9 @@ struct FrameQueue<Element: Timestamped> {
 
     /// Inserts `element` in timestamp order (a packet that overtook an earlier one), refusing a
     /// duplicate timestamp; when full, the oldest is dropped to make room (or `element`, when it
-    /// is the oldest). Returns false when `element` was refused.
+    /// is the oldest), and handed back in `evicted`. Returns false when `element` was refused.
     @discardableResult
-    mutating func insertOrdered(_ element: Element) -> Bool {
+    mutating func insertOrdered(_ element: Element, evicted: inout Element?) -> Bool {
         var position = count
         while position > 0 {
             let previous = slots[(head + position - 1) % slots.count]!
@@ -43,7 +43,7 @@ struct FrameQueue<Element: Timestamped> {
         }
         if isFull {
             guard position > 0 else { return false }  // older than everything in a full queue
-            _ = pop()
+            evicted = pop()
             position -= 1
         }
         var index = count
