@@ -216,14 +216,14 @@ final class AudioReceiver: @unchecked Sendable {
             return true
         }
 
-        /// Packets pushed out of a full queue unplayed since the last ``takeEvicted()``.
-        private(set) var evicted: [EncodedFrame] = []
-
-        /// Returns and forgets the packets pushed out unplayed.
-        mutating func takeEvicted() -> [EncodedFrame] {
-            defer { evicted.removeAll(keepingCapacity: true) }
-            return evicted
-        }
+        /// Packets pushed out of a full queue unplayed, until the receiver hands them to its
+        /// recording (it empties the list, keeping its storage). Room for the most one arrival
+        /// can push out (its frame and two redundant copies) is made once, up front.
+        var evicted: [EncodedFrame] = {
+            var list: [EncodedFrame] = []
+            list.reserveCapacity(8)
+            return list
+        }()
 
         /// Forgets what is queued, where playout stood and the arrival statistics: it starts
         /// again like a new stream.
@@ -376,24 +376,27 @@ final class AudioReceiver: @unchecked Sendable {
     /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1)
     /// and the packets it showed to be lost.
     func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64, nack: [UInt8]?) {
-        let (result, evicted, offset) = inbox.withLock { inbox in
+        inbox.withLock { inbox in
             let lost = inbox.packetsLost
             let frames = inbox.receive(packet, now: now)
-            let evicted = inbox.evicted.isEmpty ? [] : inbox.takeEvicted()
-            let offset = evicted.isEmpty ? nil : inbox.senderOffsetMicroseconds
-            return ((frames, inbox.packetsLost - lost, inbox.takeNack(now: now)), evicted, offset)
+            recordEvicted(&inbox, now: now)
+            return (frames, inbox.packetsLost - lost, inbox.takeNack(now: now))
         }
-        recordEvicted(evicted, now: now, senderOffsetMicroseconds: offset)
-        return result
     }
 
-    /// Hands packets a burst pushed out of the queue unplayed to the recording, if any: it
-    /// holds the packets as received, played or not.
-    private func recordEvicted(_ frames: [EncodedFrame], now: Int64, senderOffsetMicroseconds: Int64?) {
-        guard !frames.isEmpty, let recording = recorder.withLock({ $0 }) else { return }
-        for frame in frames {
-            recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: senderOffsetMicroseconds)
+    /// Hands the packets a burst pushed out of the queue unplayed to the recording, if any (it
+    /// holds the packets as received, played or not), and empties the list in place: nothing
+    /// is allocated, however long the burst. Called with the inbox's lock held; the recording's
+    /// locks are never held while the inbox's is taken.
+    private func recordEvicted(_ inbox: inout Inbox, now: Int64) {
+        guard !inbox.evicted.isEmpty else { return }
+        if let recording = recorder.withLock({ $0 }) {
+            let offset = inbox.senderOffsetMicroseconds
+            for frame in inbox.evicted {
+                recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: offset)
+            }
         }
+        inbox.evicted.removeAll(keepingCapacity: true)
     }
 
     /// The NACK due at clock time `now` (a packet found missing whose reorder wait is over),
@@ -402,12 +405,10 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
-        let (evicted, offset) = inbox.withLock { inbox in
+        inbox.withLock { inbox in
             inbox.enqueue(frame, arrival: arrival, sequence: sequence)
-            let evicted = inbox.evicted.isEmpty ? [] : inbox.takeEvicted()
-            return (evicted, evicted.isEmpty ? nil : inbox.senderOffsetMicroseconds)
+            recordEvicted(&inbox, now: arrival)
         }
-        recordEvicted(evicted, now: arrival, senderOffsetMicroseconds: offset)
     }
 
     /// Sequence numbers never received.
