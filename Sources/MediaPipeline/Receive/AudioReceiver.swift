@@ -212,13 +212,14 @@ final class AudioReceiver: @unchecked Sendable {
             }
             // A burst longer than the queue pushed its oldest packet out unplayed: a recording
             // still takes it (the receiver hands it over once out of the lock).
-            if let dropped { evicted.append(dropped.frame) }
+            if let dropped, evicted.count < evicted.capacity { evicted.append(dropped.frame) }
             return true
         }
 
         /// Packets pushed out of a full queue unplayed, until the receiver hands them to its
-        /// recording (it empties the list, keeping its storage). Room for the most one arrival
-        /// can push out (its frame and two redundant copies) is made once, up front.
+        /// recording (it empties the list, keeping its storage). Room for more than one arrival
+        /// can push out (its frame and two redundant copies) is made once, up front, and the
+        /// list never grows past it.
         var evicted: [EncodedFrame] = {
             var list: [EncodedFrame] = []
             list.reserveCapacity(8)
