@@ -67,7 +67,7 @@ final class JanusServer: @unchecked Sendable {
     /// Starts `arguments` inside the namespace, its output into files; the caller waits for it
     /// (whatever still runs in the namespace is killed at ``stop()``).
     func start(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
-        let process = try Self.spawn(
+        let process = try startWithSignalsUnblocked(
             ["/usr/sbin/ip", "netns", "exec", namespace] + arguments, stdout: stdout, stderr: stderr)
         children.withLock { $0.append(process) }
         return process
@@ -259,7 +259,7 @@ final class JanusServer: @unchecked Sendable {
                 ["/usr/bin/socat", "UNIX-LISTEN:\(socket),fork,mode=600", "TCP:127.0.0.1:\(Self.port)"],
                 stdout: folder + "/bridge-inside.log", stderr: folder + "/bridge-inside.err"))
         try waitFor("the bridge's socket", upTo: 10) { FileManager.default.fileExists(atPath: socket) }
-        let outside = try Self.spawn(
+        let outside = try startWithSignalsUnblocked(
             ["/usr/bin/socat", "TCP-LISTEN:0,bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:\(socket)"],
             stdout: folder + "/bridge-outside.log", stderr: folder + "/bridge-outside.err")
         bridges.append(outside)
@@ -288,26 +288,6 @@ final class JanusServer: @unchecked Sendable {
             guard Date() < deadline else { throw LinkError("\(what): not ready within \(seconds) s") }
             Thread.sleep(forTimeInterval: 0.02)
         }
-    }
-
-    /// Starts `arguments` with no signal blocked: children of the test process inherit its
-    /// threads' mask, where SIGINT and SIGTERM are blocked (seen in /proc/PID/status: Janus and
-    /// socat then ignored both, and every stop waited for SIGKILL). A Python `exec` wrapper unblocks
-    /// them and keeps the pid.
-    private static func spawn(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments =
-            [
-                "-c",
-                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-            ] + arguments
-        for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
     }
 
     /// Waits up to `seconds` for `process` to end after its signal, then kills it; reaps it.

@@ -9,13 +9,30 @@ import Foundation
 /// checked by binding them. Released before returning, to be passed to the process that binds
 /// them. Tries up to 200 of the kernel's choices.
 func kernelUDPPorts(count: Int) throws -> Int {
+    let (port, sockets) = try kernelBoundUDPPorts(count: count, even: true)
+    for fd in sockets { close(fd) }
+    return port
+}
+
+/// `count` UDP sockets bound to consecutive ports of 127.0.0.1, the first the kernel's choice
+/// (even, with `even`), each with a receive buffer of `receiveBufferBytes` when given: held by
+/// this process, with no race with other programs. The caller closes them. Tries up to 200 of
+/// the kernel's choices.
+func kernelBoundUDPPorts(count: Int, even: Bool = false, receiveBufferBytes: Int32? = nil) throws -> (
+    port: Int, sockets: [Int32]
+) {
     for _ in 0..<200 {
         var sockets: [Int32] = []
-        defer { sockets.forEach { close($0) } }
-        guard let first = bindUDP(port: 0, into: &sockets), first % 2 == 0, first + count <= 65536 else { continue }
-        if (1..<count).allSatisfy({ bindUDP(port: first + $0, into: &sockets) != nil }) { return first }
+        func bound(_ port: Int) -> Int? { bindUDP(port: port, receiveBufferBytes: receiveBufferBytes, into: &sockets) }
+        if let first = bound(0), !even || first % 2 == 0, first + count <= 65536,
+            (1..<count).allSatisfy({ bound(first + $0) != nil })
+        {
+            return (first, sockets)
+        }
+        for fd in sockets { close(fd) }
     }
-    throw TestFailure("the kernel gave no \(count) consecutive free UDP ports starting even in 200 tries")
+    throw TestFailure(
+        "the kernel gave no \(count) consecutive free UDP ports\(even ? " starting even" : "") in 200 tries")
 }
 
 /// A TCP port on 127.0.0.1 that nobody listens on (bound by the kernel's choice, then closed).
@@ -27,12 +44,15 @@ func kernelTCPPort() throws -> Int {
     return port
 }
 
-/// Binds a new UDP socket to 127.0.0.1:`port` (0: the kernel's choice), appending it to
-/// `sockets`; the port bound, or nil.
-private func bindUDP(port: Int, into sockets: inout [Int32]) -> Int? {
+/// Binds a new UDP socket to 127.0.0.1:`port` (0: the kernel's choice), with a receive buffer
+/// of `receiveBufferBytes` when given, appending it to `sockets`; the port bound, or nil.
+private func bindUDP(port: Int, receiveBufferBytes: Int32?, into sockets: inout [Int32]) -> Int? {
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     sockets.append(fd)
+    if var size = receiveBufferBytes {
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     return bind(fd, port: port)
 }
 

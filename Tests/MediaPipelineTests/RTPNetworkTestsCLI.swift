@@ -7,43 +7,6 @@ import Testing
 // --duration and --wait. Loopback only, on ports the kernel chose; in the serial real-time pass
 // of scripts/test.sh (the struct's name holds "RTPNetworkTests").
 
-/// Binds a UDP socket to 127.0.0.1:`port` (0: the kernel's choice) with a 4 MB receive buffer,
-/// appending it to `sockets`; the port bound, or nil.
-private func bindUDP(_ port: Int, into sockets: inout [Int32]) -> Int? {
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    sockets.append(fd)
-    var size: Int32 = 4 << 20
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            Glibc.bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-        }
-    }
-    return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
-}
-
-/// `count` UDP sockets bound to consecutive ports of 127.0.0.1, the first the kernel's choice:
-/// the RTP and RTCP ports of a sender's streams, held by this process (no race with other
-/// programs). The caller closes them.
-private func boundUDPPorts(count: Int) throws -> (port: Int, sockets: [Int32]) {
-    for _ in 0..<200 {
-        var sockets: [Int32] = []
-        if let first = bindUDP(0, into: &sockets), first + count <= 65536,
-            (1..<count).allSatisfy({ bindUDP(first + $0, into: &sockets) != nil })
-        {
-            return (first, sockets)
-        }
-        for fd in sockets { close(fd) }
-    }
-    throw TestFailure("the kernel gave no \(count) consecutive free UDP ports in 200 tries")
-}
-
 /// The datagrams that reach each of `sockets` while `sender` runs and until 0.2 s without one
 /// after it ended (60 s at most), each with its arrival time in seconds from the first of all.
 private func capture(_ sockets: [Int32], while sender: Process) -> [[(seconds: Double, bytes: [UInt8])]] {
@@ -142,7 +105,7 @@ struct RTPNetworkTestsCLI {
         var audioTimes: [Bool: [Double]] = [:]
         for paced in [true, false] {
             // Video RTP and RTCP, audio RTP and RTCP.
-            let (port, sockets) = try boundUDPPorts(count: 4)
+            let (port, sockets) = try kernelBoundUDPPorts(count: 4, receiveBufferBytes: 4 << 20)
             defer {
                 for fd in sockets { close(fd) }
             }

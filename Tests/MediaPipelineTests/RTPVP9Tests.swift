@@ -47,27 +47,6 @@ struct RTPNetworkTestsVP9 {
         return receiver
     }
 
-    /// Starts `arguments` (the program's absolute path first), its outputs to files, with no
-    /// signal blocked: children of the test process inherit its threads' mask, where SIGINT is
-    /// blocked (seen in /proc/PID/status: gst-launch-1.0 -e then ignored the SIGINT that ends it
-    /// with an end of stream). As JanusServer starts Janus: a Python `exec` wrapper unblocks
-    /// them and keeps the pid.
-    static func start(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments =
-            [
-                "-c",
-                "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
-            ] + arguments
-        for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     /// What `pipebench receive` wrote from a VP9 sender of `source`, checked against it: every
     /// frame byte for byte in the WebM (ffmpeg's packet MD5s), its keyframes where the source
     /// has them, and each picture decoded as vpxdec decodes the source.
@@ -165,7 +144,7 @@ struct RTPNetworkTestsVP9 {
         // GStreamer on the first two ports (RTP, and RTCP it takes and drops), the sender on the
         // next two.
         let port = try kernelUDPPorts(count: 4)
-        let gstreamer = try Self.start(
+        let gstreamer = try startWithSignalsUnblocked(
             [
                 "/usr/bin/gst-launch-1.0", "-e", "udpsrc", "port=\(port)",
                 "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP9,payload=98", "!",
@@ -174,7 +153,7 @@ struct RTPNetworkTestsVP9 {
             ], stdout: folder.file("gst.out"), stderr: folder.file("gst.err"))
         defer { gstreamer.finish(within: 0) }
         try waitForUDPListeners([port, port + 1])
-        let sender = try Self.start(
+        let sender = try startWithSignalsUnblocked(
             [
                 Fixtures.pipebench, "send", source, "rtp://127.0.0.1:\(port)", "--local-port", "\(port + 2)", "--quiet",
                 "--json",
@@ -220,7 +199,7 @@ struct RTPNetworkTestsVP9 {
         defer { receiver.finish(within: 0) }
         try waitForUDPListeners([port, port + 1])
         // udpsink paces the packets by the file's times (sync), as a live sender would.
-        let gstreamer = try Self.start(
+        let gstreamer = try startWithSignalsUnblocked(
             [
                 "/usr/bin/gst-launch-1.0", "filesrc", "location=\(webmSource)", "!", "matroskademux", "!",
                 "rtpvp9pay", "pt=98", "mtu=1200", "picture-id-mode=15-bit", "!", "udpsink", "host=127.0.0.1",

@@ -115,6 +115,27 @@ func runTool(
     return ToolResult(status: process.terminationStatus, stdout: text(out), stderr: text(err))
 }
 
+/// Starts `arguments` (the program's absolute path first), its outputs to files, with no
+/// signal blocked: children of the test process inherit its threads' mask, where SIGINT and
+/// SIGTERM are blocked (seen in /proc/PID/status: Janus and socat ignored both, and every stop
+/// waited for SIGKILL; gst-launch-1.0 -e ignored the SIGINT that ends it with an end of
+/// stream). A Python `exec` wrapper unblocks them and keeps the pid.
+func startWithSignalsUnblocked(_ arguments: [String], stdout: String, stderr: String) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments =
+        [
+            "-c",
+            "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])",
+        ] + arguments
+    for path in [stdout, stderr] { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdout))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderr))
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
 extension Process {
     /// Waits up to `seconds` for the process to end; if it has not, kills it (SIGKILL, by its
     /// PID). Reaps it either way. Whether it ended by itself.
