@@ -185,7 +185,7 @@ struct RTPNetworkTestsCLI {
     }
 
     @Test(
-        "send --no-pacing to pipebench receive: the video arrives whole, byte for byte; the audio file misses the burst's oldest packets (known issue)"
+        "send --no-pacing to pipebench receive: the video arrives whole, byte for byte, and the audio file holds every packet"
     )
     func noPacingReceived() throws {
         let folder = TemporaryFolder()
