@@ -192,10 +192,11 @@ struct EngineLossTests {
     }
 
     @Test(
-        "without retransmission, through 2 s of 10 % loss no picture decoded across a gap is shown; recovery within 500 ms"
-    )
-    func lossyLink() throws {
+        "without retransmission, through 2 s of 10 % loss no picture decoded across a gap is shown; recovery within 500 ms",
+        arguments: VideoCodec.allCases)
+    func lossyLink(codec: VideoCodec) throws {
         var configuration = EngineConfiguration()
+        configuration.videoCodec = codec
         configuration.videoRetransmission = false
         let room = try LossyRoom(configuration: configuration)
         try room.run(ticks: 100)

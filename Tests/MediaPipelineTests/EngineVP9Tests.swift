@@ -261,30 +261,4 @@ struct EngineVP9Tests {
             "VP9 over 10 % loss: \(stats.rxPacketsLost) packets lost, \(stats.nacksSent) NACKs, "
                 + "\(host.packetsRetransmitted) retransmitted, \(stats.videoFramesDecoded) pictures decoded")
     }
-
-    @Test(
-        "without retransmission, through 2 s of 10 % loss no VP9 picture decoded across a gap is shown; frames are dropped before decoding, keyframes asked for"
-    )
-    func lossWithoutRetransmission() throws {
-        var configuration = vp9Configuration()
-        configuration.videoRetransmission = false
-        let room = try LossyRoom(configuration: configuration)
-        try room.run(ticks: 100)
-        try room.impair(.init(lossPercent: 10, delayMs: 20))
-        try room.run(ticks: 200)
-        let statsDuringLoss = try room.lossy.channel("a").statistics
-        try room.healAndCheckRecovery()
-        #expect(statsDuringLoss.rxPacketsLost > 0)
-        #expect(statsDuringLoss.videoFramesDroppedBeforeDecode > 0)
-        #expect(statsDuringLoss.keyframeRequestsSent >= 1 && statsDuringLoss.keyframeRequestsSent <= 8)
-        let clean = try room.clean.channel("a").statistics
-        #expect(clean.rxPacketsLost == 0 && clean.videoFramesDroppedBeforeDecode == 0)
-        let video = room.lossy.logs["a"]!.remoteStates(1, .video)
-        #expect(video.contains { $0.0 == .frozen })
-        #expect(video.last?.0 == .decoding && video.last?.1 == .networkRecovery)
-        print(
-            "VP9 over 10 % loss, no retransmission: \(statsDuringLoss.rxPacketsLost) packets lost, "
-                + "\(statsDuringLoss.videoFramesDroppedBeforeDecode) frames dropped before decoding, "
-                + "\(statsDuringLoss.keyframeRequestsSent) keyframe requests, \(room.wrongPictures) wrong pictures")
-    }
 }

@@ -211,7 +211,7 @@ final class AudioReceiver: @unchecked Sendable {
                 return false
             }
             // A burst longer than the queue pushed its oldest packet out unplayed: a recording
-            // still takes it (the receiver hands it over once out of the lock).
+            // still takes it (the receiver hands it over before it lets go of the inbox).
             if let dropped, evicted.count < evicted.capacity { evicted.append(dropped.frame) }
             return true
         }
