@@ -68,7 +68,7 @@ struct JanusSignallingTests {
             Issue.record("expected unreachable, got \(String(describing: caught))")
             return
         }
-        // A refused connection is tried again until the connect timeout (3 s); a loaded machine
+        // A refused connection is tried again until the connect timeout (1 s here); a loaded machine
         // adds to it (2.2 s seen in CI), a hang would not end at all.
         #expect(elapsed < 4.5, "took \(elapsed) s")
     }
