@@ -17,7 +17,8 @@ struct JanusLipSyncTests {
 
     /// The same with 10 % of the subscriber's datagrams dropped each way (from its fourth
     /// second on): the track recording, placed on the sender's clock, holds every mark within
-    /// ±45 ms. The channel recording (the live playout against the canvases) is printed, not
+    /// ±45 ms, but for the few a packet lost beyond repair may spoil (the run's own loss says
+    /// how many). The channel recording (the live playout against the canvases) is printed, not
     /// judged: under loss through Janus the video's render delay swings by a few hundred
     /// milliseconds from one second to the next, faster than the audio's added delay follows
     /// (measured -194 to +142 ms), an open part of the lip-sync work.
@@ -42,17 +43,46 @@ struct JanusLipSyncTests {
                 "--uid", "22", "--subscribe", "channel-1", "--record-users", "--md5", "--duration", "90",
             ])
         defer { subscriber.stop() }
+        var loss: (link: PortLoss, started: Date, before: (down: PortLoss.Counts, up: PortLoss.Counts))?
         if lossPercent > 0 {
             // Loss once the subscriber has decoded 3 s of pictures (Janus retransmits only once its
             // reports gave it the round trip).
             let first = await subscriber.waitFor(within: 40) { $0.pictures(in: "channel-1", uid: 11).count >= 75 }
             try #require(first, "the subscriber decodes the publisher:\n\(subscriber.summary)")
-            try await PortLoss(server: server, run: subscriber).startDropping(percent: lossPercent)
+            let link = try await PortLoss(server: server, run: subscriber)
+            try link.startCounting()
+            loss = (link, Date(), (try link.counters("INPUT"), try link.counters("OUTPUT")))
+            try link.startDropping(percent: lossPercent)
         }
         // 19 s of pictures (25 a second) decoded: eight marks after the first one.
         let decoded = await subscriber.waitFor(within: 60) { $0.pictures(in: "channel-1", uid: 11).count >= 475 }
         try #require(
             decoded, "the subscriber decodes 19 s of the publisher:\n\(subscriber.summary)\n\(publisher.summary)")
+        // Marks the loss may spoil. Confidence, from this run's own loss: a video packet lost on
+        // its first way stays missing when every round of requests fails (its retransmission
+        // lost, or both copies of its request), at least 3 rounds (NackTracker.roundsNeeded), so
+        // the run expects λ = lost × fail³ give-ups (≈ 60 × 0.109³ ≈ 0.08 at 10 %). Each drops
+        // about 0.9 s of pictures until the live keyframe it asks for, spoiling at most one mark
+        // (marks are 2 s apart): a missing picture or one shown late. The check allows as many
+        // spoiled marks as a Poisson count of mean λ exceeds less than once in 1,000 runs; a
+        // lossless run allows none.
+        var spoilable = 0
+        if let loss {
+            let during = (down: try loss.link.counters("INPUT"), up: try loss.link.counters("OUTPUT"))
+            let seconds = Date().timeIntervalSince(loss.started)
+            let down = (offered: during.down.offered - loss.before.down.offered, dropped: during.down.dropped)
+            let up = (offered: during.up.offered - loss.before.up.offered, dropped: during.up.dropped)
+            let downShare = Double(down.dropped) / Double(max(1, down.offered))
+            let upShare = Double(up.dropped) / Double(max(1, up.offered))
+            // The downlink's datagrams less the audio's 50 a second (RTCP and retransmissions
+            // stay in: λ errs high).
+            let videoLost = Double(max(0, down.offered - Int(50 * seconds))) * downShare
+            let unrepairedExpected = videoLost * pow(downShare + (1 - downShare) * upShare * upShare, 3)
+            spoilable = poissonQuantile(mean: unrepairedExpected, probability: 0.999)
+            print(
+                "lip sync through Janus: downlink dropped \(down.dropped) of \(down.offered), uplink \(up.dropped) of "
+                    + "\(up.offered); λ = \(unrepairedExpected), \(spoilable) marks may be spoiled")
+        }
         // SIGINT: both leave and write their files whole.
         subscriber.signal(SIGINT)
         publisher.signal(SIGINT)
@@ -70,10 +100,11 @@ struct JanusLipSyncTests {
             )
             guard file.hasPrefix("user") || judgingComposite else { continue }
             #expect(offsets.count >= 6, "\(file): beeps \(marks.beeps)")
-            for offset in offsets {
-                let value = try #require(offset, "\(file): a beep without its picture (whites \(marks.whites))")
-                #expect(abs(value) <= 45, "\(file): audio \(value) ms after its picture")
-            }
+            let spoiled = offsets.filter { offset in offset.map { abs($0) > 45 } ?? true }
+            let detail = "audio after picture (ms) \(offsets), whites \(marks.whites)"
+            #expect(
+                spoiled.count <= spoilable,
+                "\(file): \(spoiled.count) beeps without their picture within ±45 ms (\(spoilable) allowed): \(detail)")
         }
         server.stop()
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")

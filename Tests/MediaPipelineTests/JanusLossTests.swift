@@ -64,8 +64,11 @@ struct PortLoss {
         }
     }
 
+    /// Datagrams offered to a chain (counted before the drop rule) and dropped by it.
+    typealias Counts = (offered: Int, dropped: Int)
+
     /// Datagrams offered (counted before the drop rule) and dropped so far in `chain`.
-    func counters(_ chain: String) throws -> (offered: Int, dropped: Int) {
+    func counters(_ chain: String) throws -> Counts {
         let listing = try server.run(["iptables", "-L", chain, "-n", "-v", "-x"]).stdout
         func packets(_ marker: String) -> Int {
             let line = listing.split(separator: "\n").first { $0.contains(marker) } ?? ""
@@ -210,7 +213,7 @@ struct JanusLossTests {
         let videoLost = Double(max(0, down.offered - Int(50 * lossSeconds))) * downShare
         let roundFails = downShare + (1 - downShare) * upShare * upShare
         let unrepairedExpected = videoLost * pow(roundFails, 3)
-        let freezesAllowed = poissonAllowance(mean: unrepairedExpected, falseAlarm: 0.001)
+        let freezesAllowed = poissonQuantile(mean: unrepairedExpected, probability: 0.999)
         #expect(
             frozenMs <= 2_500 * Double(freezesAllowed),
             "video frozen \(frozenMs) of \(activeMs) ms (\(freezesAllowed) freezes allowed, λ = \(unrepairedExpected))")

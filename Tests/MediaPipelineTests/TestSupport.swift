@@ -300,14 +300,13 @@ func binomialTolerance(probability: Double, trials: Int) -> Double {
     4 * (probability * (1 - probability) / Double(max(1, trials))).squareRoot()
 }
 
-/// The fewest events a check may allow when their count is Poisson with `mean`, so that a
-/// sound run exceeds it with probability below `falseAlarm`: the smallest k with
-/// P(count > k) < falseAlarm.
-func poissonAllowance(mean: Double, falseAlarm: Double) -> Int {
+/// The smallest `k` with P(X ≤ k) ≥ `probability` for X Poisson with `mean`: with 0.999, the
+/// most events of that count a check may allow for a false alarm rarer than once in 1,000 runs.
+func poissonQuantile(mean: Double, probability: Double) -> Int {
     var term = exp(-mean)
     var cumulative = term
     var k = 0
-    while 1 - cumulative >= falseAlarm && k < 1_000 {
+    while cumulative < probability && k < 10_000 {
         k += 1
         term *= mean / Double(k)
         cumulative += term
