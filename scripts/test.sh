@@ -26,6 +26,10 @@ if [ "$#" -gt 0 ]; then
     exit
 fi
 realtime='Janus|ChannelConformance|RTPNetworkTests|RTPImpairedNetworkTests|RTPSessionTests|LipSyncRTPTests|WebRTC|ICEAgentTests|DTLSSRTPTests|SRTPCryptoTests'
-swift test --skip-build --skip "$realtime"
+# The virtual-clock run is batch work and yields the CPU (nice 10): a real-time run of another
+# suite beside it (a second clone's, as load) keeps its media processes on time. Beside one at
+# the same priority, a Janus subscriber concealed 12.8 % of its audio ticks with 1.2 % of its
+# packets lost: late, not lost.
+nice -n 10 swift test --skip-build --skip "$realtime"
 swift test --skip-build --no-parallel --filter "$realtime"
 bash scripts/leftovers.sh
