@@ -19,7 +19,7 @@ bash scripts/install-deps.sh
 # before the socket's buffer overflows). Also left out, as single-threaded media work that only
 # loads the run: the adaptation session (32 s of 640x360 video), VP9, resolution-change,
 # playout-format and API-gap tests, and the CLI's send/receive processes; beside them the Janus
-# connect-timeout bound (4.5 s) took 50-76 s and ffmpeg's lip-sync marks 52 ms. And the SRTP
+# connect-timeout bound (4.5 s) took 38-76 s and ffmpeg's lip-sync marks 52 ms. And the SRTP
 # bench's ratio to libsrtp2 (it times the release pipebench, nothing sanitized: judged in
 # test.sh's serial pass; 1.23 against 1.1 beside the sanitized suites).
 # The WebRTC transport's suites (ICE agent, DTLS-SRTP, connections, garbage) and Janus signalling

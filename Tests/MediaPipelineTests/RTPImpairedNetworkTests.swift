@@ -78,7 +78,7 @@ struct RTPImpairedNetworkTests {
         try link.waitForTraffic(datagrams: 20)
         try link.dropFromA(lossPercent: 5)
         let senderEnded = sender.wait(upTo: 30)
-        // GStreamer's jitter buffer (1 s) lets the last frames out after the sender ends: wait
+        // GStreamer's jitter buffer (2 s) lets the last frames out after the sender ends: wait
         // for all of them (up to 10 s), then end it.
         let expectedFrames = try Self.frameDigests(ivf: Fixtures.motionIVF).count
         let framesDeadline = Date().addingTimeInterval(10)
@@ -236,8 +236,50 @@ struct RTPImpairedNetworkTests {
                 + "\(videoStream["retransmissionsReceived"] ?? "?") video RTX packets")
     }
 
+    /// Confidence: each stream loses ~42 of its ~850 packets on their first way; our receiver
+    /// gives one up when 3 rounds of requests fail (NackTracker.roundsNeeded below 8.95 % loss),
+    /// each failing when the resent packet is dropped (5 %; the NACKs' way is clean): λ = 42 ×
+    /// 0.05³ ≈ 5e-3 give-ups a run, each costing every later frame of this one-keyframe stream.
+    /// A run whose checks fail is run once more: a correct receiver fails both in (5e-3)² ≈
+    /// 2.5e-5 runs; a broken one fails both. (Losses in the last frames are never resent:
+    /// rtprtxqueue sends a retransmission when a later packet passes; both receivers lose those.)
     @Test("side by side on one lossy link: our receiver recovers at least as many frames as rtpjitterbuffer, no later")
     func sideBySideWithJitterBuffer() throws {
+        var result = try sideBySideRun()
+        if !result.passes {
+            print("side by side: the first run failed its checks (\(result.summary)); once more")
+            result = try sideBySideRun()
+        }
+        #expect(result.dropped > 20)
+        #expect(
+            result.oursRecovered >= result.theirsRecovered,
+            "ours \(result.oursRecovered), rtpjitterbuffer \(result.theirsRecovered)")
+        #expect(result.oursRecovered > result.sent * 9 / 10)
+        // The mean is the render delay, the 0.99 quantile of frame waits; a wait past 200 ms needs
+        // a packet whose first two resends are dropped (42 × 0.05² ≈ 0.1 a run), and the mean
+        // passes 200 ms only with two such early in the run (about 1e-3). Seen 52–152 ms in
+        // nine runs.
+        #expect(result.ourDelayMs <= 200, "\(result.report)")
+    }
+
+    /// One run of the side-by-side comparison: frames each receiver got whole, and ours's delay.
+    private struct SideBySide {
+        var sent = 0
+        var oursRecovered = 0
+        var theirsRecovered = 0
+        var ourDelayMs = Double.infinity
+        var dropped = 0
+        var report = ""
+        var passes: Bool {
+            dropped > 20 && oursRecovered >= theirsRecovered && oursRecovered > sent * 9 / 10 && ourDelayMs <= 200
+        }
+        var summary: String {
+            "ours \(oursRecovered) of \(sent), rtpjitterbuffer \(theirsRecovered), "
+                + String(format: "%.0f ms mean added delay, %d dropped", ourDelayMs, dropped)
+        }
+    }
+
+    private func sideBySideRun() throws -> SideBySide {
         let folder = TemporaryFolder()
         let link = try NamespaceLink()
         // 10 s of 30 fps VP8, one keyframe: a frame lost for good costs every frame after it.
@@ -307,29 +349,9 @@ struct RTPImpairedNetworkTests {
                 + "ours \(oursRecovered) whole (\(source.count - oursRecovered) lost), "
                 + String(format: "%.0f", ourDelay) + " ms mean added delay, \(video["nacksSent"] ?? "?") NACKs; "
                 + "rtpjitterbuffer \(theirsRecovered) whole (\(source.count - theirsRecovered) lost), 200 ms latency")
-        #expect(dropped > 20)
-        // Confidence: each stream loses ~42 of its ~850 packets on their first way; our receiver
-        // gives one up when 3 rounds of requests fail (NackTracker.roundsNeeded below 8.95 %
-        // loss), each failing when the resent packet is dropped (5 %; the NACKs' way is clean):
-        // λ = 42 × 0.05³ ≈ 5e-3 give-ups a run, each costing every later frame (one keyframe) and
-        // sending a keyframe request. The run may have as many as a Poisson count of mean λ
-        // exceeds less than once in 1,000 runs (1 here); a second fails (λ²/2 ≈ 1e-5), and so
-        // does broken repair, many times. After a give-up the frame counts say nothing of
-        // repair and are not compared (printed).
-        let gaveUp = video["keyframeRequestsSent"] as? Int ?? 0
-        let giveUpsAllowed = poissonQuantile(mean: Double(dropped) / 2 * pow(0.05, 3), probability: 0.999)
-        #expect(gaveUp <= giveUpsAllowed, "\(gaveUp) keyframe requests (\(giveUpsAllowed) allowed): \(report)")
-        if gaveUp == 0 {
-            #expect(oursRecovered >= theirsRecovered, "ours \(oursRecovered), rtpjitterbuffer \(theirsRecovered)")
-            #expect(oursRecovered > source.count * 9 / 10)
-        } else {
-            print("side by side: our receiver gave up on a packet (\(gaveUp) keyframe requests): frames not compared")
-        }
-        // Confidence (model): the mean is the render delay, the 0.99 quantile of frame waits; a
-        // wait past 200 ms needs a packet whose first two resends are dropped (42 × 0.05² ≈ 0.1 a
-        // run), and the mean passes 200 ms only with two such early in the run (about 1e-3).
-        // Seen 52–152 ms in nine runs.
-        #expect(ourDelay <= 200, "\(report)")
+        return SideBySide(
+            sent: source.count, oursRecovered: oursRecovered, theirsRecovered: theirsRecovered, ourDelayMs: ourDelay,
+            dropped: dropped, report: report)
     }
 
     /// The mean PSNR (identical pictures count as 100 dB) of what a viewer of `received` saw at
