@@ -300,9 +300,11 @@ struct RTPNetworkTestsCLI {
             #expect(said.map { $0 >= wait && $0 < wait + 1 } == true, "\(line)")
             #expect(!FileManager.default.fileExists(atPath: folder.file("out.webm")))
         }
-        // Not before N s, and not much after (0.57 and 2.57 s seen, with the process's start).
+        // Not before N s, and not much after (0.57 and 2.57 s seen, with the process's start). (The
+        // time between the two is not judged: beside a second suite, the 0.5 s run's start alone
+        // took 0.9 s, 1.42 s in all.)
         let (short, long) = (taken[0.5] ?? 0, taken[2.5] ?? 0)
         #expect(short >= 0.5 && long >= 2.5, "\(taken)")
-        #expect(long - short >= 1.8 && long < 6, "\(taken)")
+        #expect(long < 6, "\(taken)")
     }
 }
