@@ -62,6 +62,27 @@ struct ControlPlaneTests {
         #expect(last == .transport(.setMedia(channelId: "b", uid: 11, media: .audio)))
     }
 
+    @Test("a role set while the join is under way reaches the transport at the join's answer, as a change")
+    func roleSetWhileJoining() throws {
+        var (plane, refs) = try plane(["a"], join: false)
+        // A broadcaster publishing nothing joins, and becomes audience before the answer (as a
+        // test over Janus did, once the room had announced it): the transport joined with
+        // broadcaster, so it must hear of audience, or the others never learn it left.
+        let request = try plane.join(
+            refs[0], options: ChannelMediaOptions(publishLocalAudio: false, publishLocalVideo: false))
+        #expect(request.role == .broadcaster)
+        try plane.setRole(refs[0], .audience)
+        #expect(!plane.drain().contains { if case .transport(.setRole) = $0 { true } else { false } })
+        plane.joinAnswered(refs[0], attempt: request.attempt, result: .success(7))
+        let actions = plane.drain()
+        #expect(actions.contains(.transport(.setRole(channelId: "a", uid: 7, role: .audience))), "\(actions)")
+        #expect(actions.contains(.event(refs[0], .clientRoleChanged(old: .broadcaster, new: .audience))), "\(actions)")
+        #expect(plane.channels[0].role == .audience)
+        // Set back before another answer: nothing more to tell.
+        try plane.setRole(refs[0], .audience)
+        #expect(plane.drain().isEmpty)
+    }
+
     @Test("events decided while joining wait for the join's success and follow it in order")
     func deferredEvents() throws {
         var (plane, refs) = try plane(["a"], join: false)

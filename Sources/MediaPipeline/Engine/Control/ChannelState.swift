@@ -130,6 +130,9 @@ struct ChannelState {
     var relayAttempt = 0
     var uid: UInt32 = 0
     var role: ClientRole = .broadcaster
+    /// The role the transport was last told (with the join, or by a role change since): a role
+    /// set while the join is under way differs from it until the join's answer applies it.
+    var roleAnnounced: ClientRole = .broadcaster
     var options = ChannelMediaOptions()
     /// Local media the user stopped publishing here.
     var localMuted = PerMedia(false)

@@ -24,6 +24,7 @@ extension ControlPlane {
         let media = channels[c].wouldPublish(options: options, role: role)
         try checkSinglePublisher(c, wouldPublish: media)
         channels[c].options = options
+        channels[c].roleAnnounced = role
         channels[c].joining = true
         channels[c].joined = true
         channels[c].joinedAt = now
@@ -50,10 +51,28 @@ extension ControlPlane {
             for event in channels[c].deferred { emitNow(c, event) }
             channels[c].deferred.removeAll()
             refreshPublishState(c)
+            applyRoleSetWhileJoining(ref, c)
         case .failure(let error):
             forgetJoin(c)
             setConnection(c, .failed, .joinFailed)
             emitNow(c, .error(code: error.code, message: error.message))
+        }
+    }
+
+    /// A role set while the join was under way was kept for the channel but not told to the
+    /// transport, which joined with the earlier one: it is applied now, as a change made at
+    /// the join's answer (its event, the publish state, the transport told). A change the
+    /// channel refuses now (a second publishing channel) is reported as an error event.
+    private mutating func applyRoleSetWhileJoining(_ ref: ChannelRef, _ c: Int) {
+        let wanted = channels[c].role
+        guard wanted != channels[c].roleAnnounced else { return }
+        channels[c].role = channels[c].roleAnnounced
+        do {
+            try setRole(ref, wanted)
+        } catch let error as EngineError {
+            emitNow(c, .error(code: error.code, message: error.message))
+        } catch {
+            emitNow(c, .error(code: .refused, message: "\(error)"))
         }
     }
 

@@ -20,6 +20,7 @@ extension ControlPlane {
         emit(c, .clientRoleChanged(old: old, new: role))
         refreshPublishState(c)
         let (channelId, uid, media) = (ref.id, channels[c].uid, channels[c].publishedMedia)
+        channels[c].roleAnnounced = role
         // A new broadcaster is announced with its media, so set the media first; an
         // audience member's media is nobody's business, so demote first.
         if role == .broadcaster {
