@@ -196,8 +196,8 @@ struct DTLSSRTPTests {
             #expect(DTLSAssociation.Failure(error) == .malformedDatagram)
         }
         // Well-framed records with random contents: OpenSSL discards them, or the handshake fails
-        // with an error; never a crash.
-        var generator = SystemRandomNumberGenerator()
+        // with an error; never a crash. (Seeded: a record that breaks it comes again next run.)
+        var generator = SplitMix64(seed: 0xD71_5EED)
         for _ in 0..<50 {
             var record: [UInt8] =
                 [0x16, 0xfe, 0xfd] + (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }

@@ -355,13 +355,16 @@ private final class Flood: @unchecked Sendable {
         let thread = Thread { [self] in
             Thread.sleep(forTimeInterval: delay)
             guard let socket = try? UDPSocket(address: "127.0.0.1", port: 0) else { return }
-            var generator = SystemRandomNumberGenerator()
+            // Seeded, so a datagram that breaks the receiver comes again in the next run.
+            var generator = SplitMix64(seed: 0x5EED_F100D)
             var round = 0
             while lock.withLock({ running }) {
                 var datagram: [UInt8]
                 switch round % 6 {
                 case 0:
-                    datagram = (0..<Int.random(in: 1...1400, using: &generator)).map { _ in UInt8.random(in: 0...255) }
+                    datagram = (0..<Int.random(in: 1...1400, using: &generator)).map { _ in
+                        UInt8.random(in: 0...255, using: &generator)
+                    }
                 case 1: datagram = [0x80, 96, 0x12]  // an RTP header cut short
                 case 2:  // RTP of payload type 96 and 111 from an SSRC nobody announced
                     datagram =
