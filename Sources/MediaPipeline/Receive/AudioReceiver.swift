@@ -475,7 +475,7 @@ final class AudioReceiver: @unchecked Sendable {
         var comfortNoise = false
         var starved = false
         while bufferedFrames < needed {
-            let step = inbox.withLock { $0.nextStep(now: now) }
+            let step = takeStep { $0.nextStep(now: now) }
             if case .comfortNoise = step { comfortNoise = true }
             switch decode(next: step, decoder, concealed: &concealed) {
             case .decoded: continue
@@ -537,6 +537,22 @@ final class AudioReceiver: @unchecked Sendable {
         return energy < 100 * 100 * Double(samples.count)
     }
 
+    /// The inbox's next step, taken by `body` under its lock; a packet it hands to the decoder
+    /// goes to the recording then, under the same lock as the packets a burst pushes out
+    /// (``recordEvicted(_:now:)``), so the recording holds the packets in the order they left
+    /// the queue. (Recorded after its decode instead, a packet came after later ones a burst
+    /// pushed out meanwhile.)
+    private func takeStep(_ body: (inout Inbox) -> Step) -> Step {
+        inbox.withLock { inbox in
+            let step = body(&inbox)
+            if case .decode(let packet) = step, let recording = recorder.withLock({ $0 }) {
+                recording.record(
+                    packet.frame, kind: .audio, now: roundNow, senderOffsetMicroseconds: inbox.senderOffsetMicroseconds)
+            }
+            return step
+        }
+    }
+
     /// Carries out one step of the inbox's, appending to the decoded samples.
     private func decode(next step: Step, _ decoder: AudioDecoding, concealed: inout Bool) -> StepResult {
         let room = UnsafeMutableBufferPointer(rebasing: decoded[decodedEnd...])
@@ -551,11 +567,6 @@ final class AudioReceiver: @unchecked Sendable {
                 decodedEnd += count * channelCount
                 playoutCounters.packetsDecoded += 1
                 if packet.isRedundantCopy { playoutCounters.packetsRecovered += 1 }
-                if let recording = recorder.withLock({ $0 }) {
-                    recording.record(
-                        packet.frame, kind: .audio, now: roundNow,
-                        senderOffsetMicroseconds: inbox.withLock { $0.senderOffsetMicroseconds })
-                }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)
                 inbox.withLock { $0.decodedUntil = end }
@@ -623,7 +634,7 @@ final class AudioReceiver: @unchecked Sendable {
         let needed = TimeStretcher.framesNeeded(sampleRate: sampleRate)
         // Decode ahead when the next packet continues the audio (never conceal for this).
         while bufferedFrames < needed {
-            let step = inbox.withLock { $0.nextContinuing() }
+            let step = takeStep { $0.nextContinuing() }
             guard case .decoded = decode(next: step, decoder, concealed: &concealed) else { break }
         }
         let distance = abs(delay - target)
