@@ -346,7 +346,8 @@ final class AudioReceiver: @unchecked Sendable {
     var counters: AudioPlayoutCounters { publishedCounters.withLock { $0 } }
     /// The sender's RTP timestamp of ``frame``'s first sample (nil when it holds no audio).
     private(set) var frameRTPTimestamp: UInt32?
-    /// The stream's recording, if one runs: every packet decoded goes to it. Set by the
+    /// The stream's recording, if one runs: every packet the playout takes from the queue goes to
+    /// it, and every packet a burst pushes out unplayed. Set by the
     /// control plane, read by the playout round.
     let recorder = LockedValue<StreamRecorder?>(nil)
     /// The playout round's clock time (for the recording).

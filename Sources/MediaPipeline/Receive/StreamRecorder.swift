@@ -1,6 +1,7 @@
 /// Writes the compressed frames one remote stream's receivers decode into a file, as they
-/// decode them: no re-encoding, and exactly the frames the receiver decoded (those it dropped
-/// or never got are not in the file either). WebM in live mode (a Cluster a second at most,
+/// take them: no re-encoding, and exactly the frames the receiver took for decoding or, for
+/// audio, pushed out of a full queue unplayed (those it dropped as late or never got are not in
+/// the file, nor audio packets with no readable duration). WebM in live mode (a Cluster a second at most,
 /// so a process that dies leaves every complete Cluster), Ogg Opus for audio alone, or IVF
 /// (90 kHz times, written whole when finished) for video alone.
 ///
@@ -122,10 +123,17 @@ final class StreamRecorder: @unchecked Sendable {
                 let time = frame.timestampMicroseconds + state.placement[k]!
                 // Captured before the file's first picture: nothing to show it with.
                 guard time >= 0 else { return }
-                let samples48k =
-                    kind == .audio
-                    ? try frame.withUnsafeBytes { try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000) }
-                    : 0
+                var samples48k = 0
+                if kind == .audio {
+                    // A packet whose TOC gives no duration is no Opus a reader could place: the
+                    // decoder refuses it too (and says so), and the file goes on without it.
+                    guard
+                        let count = try? frame.withUnsafeBytes({
+                            try OpusDecoder.samplesPerChannel(inPacket: $0, sampleRate: 48_000)
+                        })
+                    else { return }
+                    samples48k = count
+                }
                 if let ogg = state.ogg {
                     try ogg.write(packet: frame.bytes, samples48k: samples48k)
                 } else if let ivf = state.ivf {

@@ -50,8 +50,9 @@ extension ControlPlane {
             emitNow(c, .joinSuccess(uid: assigned, elapsedMs: channels[c].elapsedMs(now)))
             for event in channels[c].deferred { emitNow(c, event) }
             channels[c].deferred.removeAll()
-            refreshPublishState(c)
+            // The role change first, so its event comes before the publish states it settles.
             applyRoleSetWhileJoining(ref, c)
+            refreshPublishState(c)
         case .failure(let error):
             forgetJoin(c)
             setConnection(c, .failed, .joinFailed)
@@ -62,7 +63,8 @@ extension ControlPlane {
     /// A role set while the join was under way was kept for the channel but not told to the
     /// transport, which joined with the earlier one: it is applied now, as a change made at
     /// the join's answer (its event, the publish state, the transport told). A change the
-    /// channel refuses now (a second publishing channel) is reported as an error event.
+    /// channel refuses now (a second publishing channel) is reported as an error event, and the
+    /// channel keeps the role it joined with.
     private mutating func applyRoleSetWhileJoining(_ ref: ChannelRef, _ c: Int) {
         let wanted = channels[c].role
         guard wanted != channels[c].roleAnnounced else { return }

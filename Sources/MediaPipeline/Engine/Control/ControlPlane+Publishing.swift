@@ -5,6 +5,11 @@ extension ControlPlane {
         let old = channels[c].role
         guard old != role else { return }
         guard channels[c].joined && !channels[c].joining else {
+            // While joining, kept and applied at the join's answer; a second publishing channel
+            // is refused now, as it would be then.
+            if channels[c].joining && role == .broadcaster {
+                try checkSinglePublisher(c, wouldPublish: [.audio, .video])
+            }
             channels[c].role = role
             return
         }
