@@ -88,6 +88,25 @@ struct ControlPlaneTests {
         #expect(!plane.drain().contains { if case .transport(.setRole) = $0 { true } else { false } })
     }
 
+    @Test("a local mute made while the join is under way reaches the transport at the join's answer")
+    func muteWhileJoining() throws {
+        var (plane, refs) = try plane(["a"], join: false)
+        let request = try plane.join(refs[0], options: ChannelMediaOptions())
+        #expect(request.media == [.audio, .video])
+        try plane.muteLocal(refs[0], .audio, true)
+        plane.joinAnswered(refs[0], attempt: request.attempt, result: .success(7))
+        let actions = plane.drain()
+        #expect(actions.contains(.transport(.setMedia(channelId: "a", uid: 7, media: .video))), "\(actions)")
+        // Muted and unmuted within one join: nothing more to tell.
+        var (other, otherRefs) = try self.plane(["a"], join: false)
+        let again = try other.join(otherRefs[0], options: ChannelMediaOptions())
+        try other.muteLocal(otherRefs[0], .audio, true)
+        try other.muteLocal(otherRefs[0], .audio, false)
+        _ = other.drain()
+        other.joinAnswered(otherRefs[0], attempt: again.attempt, result: .success(7))
+        #expect(!other.drain().contains { if case .transport(.setMedia) = $0 { true } else { false } })
+    }
+
     @Test("events decided while joining wait for the join's success and follow it in order")
     func deferredEvents() throws {
         var (plane, refs) = try plane(["a"], join: false)

@@ -133,6 +133,8 @@ struct ChannelState {
     /// The role the transport was last told (with the join, or by a role change since): a role
     /// set while the join is under way differs from it until the join's answer applies it.
     var roleAnnounced: ClientRole = .broadcaster
+    /// The media the transport was last told of (likewise: a mute while joining differs).
+    var mediaAnnounced: PublishedMedia = []
     var options = ChannelMediaOptions()
     /// Local media the user stopped publishing here.
     var localMuted = PerMedia(false)

@@ -25,6 +25,7 @@ extension ControlPlane {
         try checkSinglePublisher(c, wouldPublish: media)
         channels[c].options = options
         channels[c].roleAnnounced = role
+        channels[c].mediaAnnounced = media
         channels[c].joining = true
         channels[c].joined = true
         channels[c].joinedAt = now
@@ -52,6 +53,8 @@ extension ControlPlane {
             channels[c].deferred.removeAll()
             // The role change first, so its event comes before the publish states it settles.
             applyRoleSetWhileJoining(ref, c)
+            // Likewise a local mute or unmute made while joining.
+            if channels[c].publishedMedia != channels[c].mediaAnnounced { announceMedia(c) }
             refreshPublishState(c)
         case .failure(let error):
             forgetJoin(c)

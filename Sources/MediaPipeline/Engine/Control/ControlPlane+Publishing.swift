@@ -26,6 +26,7 @@ extension ControlPlane {
         refreshPublishState(c)
         let (channelId, uid, media) = (ref.id, channels[c].uid, channels[c].publishedMedia)
         channels[c].roleAnnounced = role
+        channels[c].mediaAnnounced = media
         // A new broadcaster is announced with its media, so set the media first; an
         // audience member's media is nobody's business, so demote first.
         if role == .broadcaster {
@@ -63,6 +64,7 @@ extension ControlPlane {
     /// Announces channel `c`'s media in it and in its relay destinations.
     mutating func announceMedia(_ c: Int) {
         let media = channels[c].publishedMedia
+        channels[c].mediaAnnounced = media
         signal(.setMedia(channelId: channels[c].id, uid: channels[c].uid, media: media))
         if channels[c].relayState == .running {
             for (destination, relayUid) in zip(channels[c].relayDestinations, channels[c].relayUids) {
