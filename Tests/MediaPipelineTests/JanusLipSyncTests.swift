@@ -72,12 +72,7 @@ struct JanusLipSyncTests {
             let seconds = Date().timeIntervalSince(loss.started)
             let down = (offered: during.down.offered - loss.before.down.offered, dropped: during.down.dropped)
             let up = (offered: during.up.offered - loss.before.up.offered, dropped: during.up.dropped)
-            let downShare = Double(down.dropped) / Double(max(1, down.offered))
-            let upShare = Double(up.dropped) / Double(max(1, up.offered))
-            // The downlink's datagrams less the audio's 50 a second (RTCP and retransmissions
-            // stay in: λ errs high).
-            let videoLost = Double(max(0, down.offered - Int(50 * seconds))) * downShare
-            let unrepairedExpected = videoLost * pow(downShare + (1 - downShare) * upShare * upShare, 3)
+            let unrepairedExpected = PortLoss.unrepairedVideoExpected(down: down, up: up, seconds: seconds)
             spoilable = poissonQuantile(mean: unrepairedExpected, probability: 0.999)
             print(
                 "lip sync through Janus: downlink dropped \(down.dropped) of \(down.offered), uplink \(up.dropped) of "

@@ -67,6 +67,18 @@ struct PortLoss {
     /// Datagrams offered to a chain (counted before the drop rule) and dropped by it.
     typealias Counts = (offered: Int, dropped: Int)
 
+    /// The video packets a subscriber is expected to leave unrepaired (λ), from the datagrams
+    /// `down` and `up` offered and dropped over `seconds` of loss: the downlink's datagrams less
+    /// the audio's 50 a second (RTCP and retransmissions stay in: λ errs high) lost on their first
+    /// way, each staying missing when 3 rounds of requests fail (NackTracker.roundsNeeded's least),
+    /// a round failing when its retransmission is lost or both copies of its request are.
+    static func unrepairedVideoExpected(down: Counts, up: Counts, seconds: Double) -> Double {
+        let downShare = Double(down.dropped) / Double(max(1, down.offered))
+        let upShare = Double(up.dropped) / Double(max(1, up.offered))
+        let videoLost = Double(max(0, down.offered - Int(50 * seconds))) * downShare
+        return videoLost * pow(downShare + (1 - downShare) * upShare * upShare, 3)
+    }
+
     /// Datagrams offered (counted before the drop rule) and dropped so far in `chain`.
     func counters(_ chain: String) throws -> Counts {
         let listing = try server.run(["iptables", "-L", chain, "-n", "-v", "-x"]).stdout
@@ -211,9 +223,7 @@ struct JanusLossTests {
         // mean λ exceeds less than once in 1,000 runs (2 or 3 at 10 %; 1,129 ms frozen was seen
         // once), and only when B did give up (asked for a keyframe); otherwise 2 % of the window,
         // for a repair that came late. Broken repair freezes in most keyframe intervals.
-        let videoLost = Double(max(0, down.offered - Int(50 * lossSeconds))) * downShare
-        let roundFails = downShare + (1 - downShare) * upShare * upShare
-        let unrepairedExpected = videoLost * pow(roundFails, 3)
+        let unrepairedExpected = PortLoss.unrepairedVideoExpected(down: down, up: up, seconds: lossSeconds)
         let freezesAllowed = keyframeRequests > 0 ? poissonQuantile(mean: unrepairedExpected, probability: 0.999) : 0
         #expect(
             frozenMs <= 0.02 * activeMs + 2_500 * Double(freezesAllowed),

@@ -392,13 +392,15 @@ final class AudioReceiver: @unchecked Sendable {
     /// locks are never held while the inbox's is taken.
     private func recordEvicted(_ inbox: inout Inbox, now: Int64) {
         guard !inbox.evicted.isEmpty else { return }
-        if let recording = recorder.withLock({ $0 }) {
-            let offset = inbox.senderOffsetMicroseconds
-            for frame in inbox.evicted {
-                recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: offset)
-            }
-        }
+        for frame in inbox.evicted { record(frame, now: now, senderOffset: inbox.senderOffsetMicroseconds) }
         inbox.evicted.removeAll(keepingCapacity: true)
+    }
+
+    /// Hands `frame` to the recording, if one runs, with the inbox's lock held (so packets reach
+    /// it in the order they leave the queue).
+    private func record(_ frame: EncodedFrame, now: Int64, senderOffset: Int64?) {
+        guard let recording = recorder.withLock({ $0 }) else { return }
+        recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: senderOffset)
     }
 
     /// The NACK due at clock time `now` (a packet found missing whose reorder wait is over),
@@ -546,9 +548,8 @@ final class AudioReceiver: @unchecked Sendable {
     private func takeStep(_ body: (inout Inbox) -> Step) -> Step {
         inbox.withLock { inbox in
             let step = body(&inbox)
-            if case .decode(let packet) = step, let recording = recorder.withLock({ $0 }) {
-                recording.record(
-                    packet.frame, kind: .audio, now: roundNow, senderOffsetMicroseconds: inbox.senderOffsetMicroseconds)
+            if case .decode(let packet) = step {
+                record(packet.frame, now: roundNow, senderOffset: inbox.senderOffsetMicroseconds)
             }
             return step
         }
