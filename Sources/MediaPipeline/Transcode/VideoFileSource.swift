@@ -61,14 +61,16 @@ final class VideoFileSource {
         }
         while lookahead.count < Self.lookaheadFrames, let frame = try read() { lookahead.append(frame) }
         if case .ivf(let ivf) = reader,
-            lookahead.count < 2 || zip(lookahead, lookahead.dropFirst()).allSatisfy({ $1.time - $0.time == 1 })
+            lookahead.count < 2
+                || zip(lookahead, lookahead.dropFirst()).allSatisfy({ $0.time < .max && $1.time == $0.time + 1 })
         {
             (frameRateNumerator, frameRateDenominator) = (ivf.header.timebaseDenominator, ivf.header.timebaseNumerator)
         } else if let declaredStep {
             (frameRateNumerator, frameRateDenominator) = try FrameRate.nearest(toStepNanoseconds: Double(declaredStep))
         } else if lookahead.count > 1, lookahead.last!.time > lookahead.first!.time {
+            // In Double: timestamps read from a file may be anything, and their difference overflow.
             let step =
-                Double(lookahead.last!.time - lookahead.first!.time) / Double(lookahead.count - 1)
+                (Double(lookahead.last!.time) - Double(lookahead.first!.time)) / Double(lookahead.count - 1)
                 * Double(tickNumerator) * 1e9 / Double(tickDenominator)
             (frameRateNumerator, frameRateDenominator) = try FrameRate.nearest(toStepNanoseconds: step)
         }
@@ -113,7 +115,8 @@ final class VideoFileSource {
         if firstTime == nil { firstTime = frame.time }
         lastTime = frame.time
         framesRead += 1
-        return (frame.bytes, Double(frame.time - firstTime!) * Double(tickNumerator) / Double(tickDenominator))
+        let ticks = Double(frame.time) - Double(firstTime!)  // no overflow whatever the file says
+        return (frame.bytes, ticks * Double(tickNumerator) / Double(tickDenominator))
     }
 
     /// The duration of the frames read: the span of their times and one average step more
