@@ -24,6 +24,17 @@ public struct IVFHeader: Sendable, Equatable {
         self.frameCount = frameCount
     }
 
+    /// The time of `timestamp` (in this time base) in microseconds, rounded toward zero; nil
+    /// beyond MediaTime's limit (which ``IVFReader`` refuses).
+    func microseconds(timestamp: Int64) -> Int64? {
+        guard timebaseDenominator > 0,
+            let time = MediaTime.scaled(
+                timestamp, by: Int64(timebaseNumerator) * 1_000_000, over: Int64(timebaseDenominator)),
+            abs(time) <= MediaTime.limitMicroseconds
+        else { return nil }
+        return time
+    }
+
     func serialized(lengthField: Int? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.appendASCII("DKIF")
@@ -141,6 +152,12 @@ public final class IVFReader {
             let bytes = try file.readBytes(size, what: "frame \(framesRead) data")
             framesRead += 1
             let timestamp = Int64(bitPattern: frameHeader.le64(4))
+            guard header.microseconds(timestamp: timestamp) != nil else {
+                throw MediaError.invalidFormat(
+                    "frame \(framesRead - 1)'s timestamp \(timestamp) in units of \(header.timebaseNumerator)/"
+                        + "\(header.timebaseDenominator) s is beyond the \(MediaTime.limitMicroseconds) µs a media time may have"
+                )
+            }
             if firstTimestamp == nil { firstTimestamp = timestamp }
             lastTimestamp = timestamp
             return IVFFrame(bytes: bytes, timestamp: timestamp)

@@ -259,6 +259,7 @@ public final class WebMReader {
                 let raw = try Self.readSmallValue(child, from: file)
                 let shift = UInt64(64 - 8 * Int(child.size!))
                 discardPadding = child.size == 0 ? 0 : Int64(bitPattern: raw << shift) >> shift
+                try Self.checkDuration(discardPadding, "DiscardPadding", in: child)
             default:
                 try Self.skip(child, in: file)
             }
@@ -271,7 +272,7 @@ public final class WebMReader {
         if let durationTicks, pending.count - first == 1 {
             let (nanoseconds, overflow) = Int64(clamping: durationTicks).multipliedReportingOverflow(
                 by: timestampScaleNanoseconds)
-            guard !overflow else {
+            guard !overflow, MediaTime.isWithinLimit(nanoseconds: nanoseconds) else {
                 throw MediaError.invalidFormat("\(group.label): BlockDuration \(durationTicks) is out of range")
             }
             pending[first].durationNanoseconds = nanoseconds
@@ -311,8 +312,11 @@ public final class WebMReader {
         let flags = try byte()
         let ticks = clusterTime + Int64(relative)
         let (blockTime, overflow) = ticks.multipliedReportingOverflow(by: timestampScaleNanoseconds)
-        guard !overflow else { throw MediaError.invalidFormat("\(block.label): time \(ticks) ticks is out of range") }
-        // The codec's delay is subtracted from every block's time (Matroska's CodecDelay).
+        guard !overflow, MediaTime.isWithinLimit(nanoseconds: blockTime) else {
+            throw MediaError.invalidFormat("\(block.label): time \(ticks) ticks is out of range")
+        }
+        // The codec's delay is subtracted from every block's time (Matroska's CodecDelay; both
+        // within MediaTime's limit, so the difference fits).
         let time = blockTime - tracks[track].codecDelayNanoseconds
 
         let laceCount = (flags & 0x06) == 0 ? 1 : Int(try byte()) + 1
@@ -380,7 +384,14 @@ public final class WebMReader {
                 WebMFrame(
                     track: track, bytes: bytes, timestampNanoseconds: frameTime,
                     isKeyframe: keyframe ?? ((flags & 0x80) != 0)))
-            if laceCount > 1 { frameTime += try lacedFrameDuration(track: track, bytes, in: block.label) }
+            if laceCount > 1 {
+                // Each step is within MediaTime's limit, so the sum fits; the time must stay within it.
+                frameTime += try lacedFrameDuration(track: track, bytes, in: block.label)
+                guard MediaTime.isWithinLimit(nanoseconds: frameTime) else {
+                    throw MediaError.invalidFormat(
+                        "\(block.label): laced frame \(index + 1)'s time \(frameTime) ns is out of range")
+                }
+            }
         }
     }
 
@@ -517,9 +528,24 @@ public final class WebMReader {
         return tracks
     }
 
+    /// A duration (nanoseconds) read from `element`, within MediaTime's limit, or a typed error
+    /// naming the element `name`.
+    private static func checkDuration(_ value: Int64, _ name: String, in element: EBMLElementHeader) throws {
+        guard MediaTime.isWithinLimit(nanoseconds: value) else {
+            throw MediaError.invalidFormat(
+                "\(element.label): \(name) \(value) ns is beyond the \(MediaTime.limitNanoseconds) ns a duration may have"
+            )
+        }
+    }
+
     private static func parseTrackEntry(
         _ body: EBMLBytes, _ range: Range<Int>, _ entry: EBMLElementHeader
     ) throws -> WebMTrackInfo {
+        func checkedDuration(_ value: UInt64, _ name: String, _ element: EBMLElementHeader) throws -> Int64 {
+            let nanoseconds = Int64(clamping: value)
+            try checkDuration(nanoseconds, name, in: element)
+            return nanoseconds
+        }
         var track = WebMTrackInfo(number: 0, type: 0, codecID: "")
         var hasCodecDelay = false  // without one, the Opus pre-skip comes from the OpusHead
         try body.forEachChild(in: range, of: entry) { child, range in
@@ -529,12 +555,13 @@ public final class WebMReader {
             case EBML.ID.codecID: track.codecID = body.string(range)
             case EBML.ID.codecPrivate: track.codecPrivate = Array(body.bytes[range])
             case EBML.ID.codecDelay:
-                track.codecDelayNanoseconds = Int64(clamping: try body.unsigned(range, child))
+                track.codecDelayNanoseconds = try checkedDuration(body.unsigned(range, child), "CodecDelay", child)
                 hasCodecDelay = true
-            case EBML.ID.seekPreRoll: track.seekPreRollNanoseconds = Int64(clamping: try body.unsigned(range, child))
+            case EBML.ID.seekPreRoll:
+                track.seekPreRollNanoseconds = try checkedDuration(body.unsigned(range, child), "SeekPreRoll", child)
             case EBML.ID.defaultDuration:
-                let value = try body.unsigned(range, child)
-                track.defaultDurationNanoseconds = value > 0 ? Int64(clamping: value) : nil
+                let value = try checkedDuration(body.unsigned(range, child), "DefaultDuration", child)
+                track.defaultDurationNanoseconds = value > 0 ? value : nil
             case EBML.ID.contentEncodings:
                 throw MediaError.unsupported(
                     "\(entry.label): the track's frames are compressed or encrypted (ContentEncodings), which is not read"

@@ -188,8 +188,9 @@ public final class WebMWriter {
     /// go back. `discardPaddingNanoseconds` (the last Opus frame's) is how much of the frame's
     /// decoded end is padding to drop, so the track decodes to its exact length (it makes the
     /// frame a BlockGroup with DiscardPadding).
-    /// - Throws: ``MediaError/Code/invalidArgument`` for an unknown track, an empty frame or a
-    ///   timestamp before the track's previous one.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for an unknown track, an empty frame, a
+    ///   timestamp before the track's previous one, or a time, duration or padding beyond
+    ///   ±2^61 ns.
     public func write(
         track: Int, _ frame: UnsafeRawBufferPointer, timestampMicroseconds: Int64, durationMicroseconds: Int64,
         isKeyframe: Bool, discardPaddingNanoseconds: Int64 = 0
@@ -198,10 +199,25 @@ public final class WebMWriter {
             throw MediaError.invalidArgument("\(path): no track \(track + 1) (the file has \(tracks.count))")
         }
         guard !frame.isEmpty else { throw MediaError.invalidArgument("\(path): an empty frame for track \(track + 1)") }
-        let timeMs = (timestampMicroseconds + 500) / 1000
-        guard timeMs >= lastTimeMs[track], timestampMicroseconds >= 0 else {
+        // Within MediaTime's limit, the sums below fit in 64 bits.
+        let limit = -MediaTime.limitMicroseconds...MediaTime.limitMicroseconds
+        guard limit.contains(timestampMicroseconds), limit.contains(durationMicroseconds),
+            limit.contains(discardPaddingNanoseconds / 1000)
+        else {
             throw MediaError.invalidArgument(
-                "\(path): track \(track + 1) frame at \(timestampMicroseconds) µs comes before its previous one")
+                "\(path): track \(track + 1) frame at \(timestampMicroseconds) µs lasting \(durationMicroseconds) µs "
+                    + "with \(discardPaddingNanoseconds) ns of padding: beyond the \(MediaTime.limitMicroseconds) µs "
+                    + "a media time may have")
+        }
+        let timeMs = (timestampMicroseconds + 500) / 1000
+        guard timestampMicroseconds >= 0 else {
+            throw MediaError.invalidArgument(
+                "\(path): track \(track + 1) frame at \(timestampMicroseconds) µs is before the file's start (0)")
+        }
+        guard timeMs >= lastTimeMs[track] else {
+            throw MediaError.invalidArgument(
+                "\(path): track \(track + 1) frame at \(timestampMicroseconds) µs comes before its previous one "
+                    + "(\(lastTimeMs[track]) ms)")
         }
         lastTimeMs[track] = timeMs
         let isVideo = tracks[track].codec != .opus

@@ -101,8 +101,13 @@ public enum RTPFileSender {
             pending[pick] = try inputs[pick].next()
             if firstTime == nil { firstTime = item.timeMicroseconds }
             if realtime {
-                let wait = start + item.timeMicroseconds - firstTime! - clock.nowMicroseconds
-                if wait > 0 { usleep(useconds_t(wait)) }
+                // In steps of at most half a second: a file may hold a gap of hours (more than
+                // usleep takes at once), and an interruption is seen while it is waited out.
+                while !shouldStop() {
+                    let wait = start + item.timeMicroseconds - firstTime! - clock.nowMicroseconds
+                    guard wait > 0 else { break }
+                    usleep(useconds_t(min(wait, 500_000)))
+                }
             }
             let kind: MediaKind
             switch item.content {

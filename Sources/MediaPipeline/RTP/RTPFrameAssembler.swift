@@ -131,7 +131,11 @@ struct RTPFrameAssembler {
     /// the first packet), to the nearest clock tick; nil before any packet.
     func rtpTimestamp(microseconds: Int64) -> UInt32? {
         let rate = Int64(codec.rtpClockRate)
-        return firstTimestamp.map { UInt32(truncatingIfNeeded: $0 + (microseconds * rate + 500_000) / 1_000_000) }
+        return firstTimestamp.map {
+            // Rounded to the nearest tick: half a microsecond's worth added in the scaled units.
+            let ticks = MediaTime.scaledSaturating(microseconds, by: rate * 2, over: 1_000_000)
+            return UInt32(truncatingIfNeeded: $0 &+ (ticks &+ 1) / 2)
+        }
     }
 
     /// The media time (as frames carry it) of the sender's RTP timestamp `rtpTimestamp`, taken
@@ -277,7 +281,10 @@ struct RTPFrameAssembler {
     // MARK: - Video
 
     private func microseconds(_ timestamp: Int64) -> Int64 {
-        (timestamp - (firstTimestamp ?? timestamp)) * 1_000_000 / Int64(codec.rtpClockRate)
+        // The unwrapped timestamp may run far from the first (a sender that jumps by 2^31 again
+        // and again): scaled in 128 bits, it saturates instead of trapping.
+        MediaTime.scaledSaturating(
+            timestamp - (firstTimestamp ?? timestamp), by: 1_000_000, over: Int64(codec.rtpClockRate))
     }
 
     /// Where frame data starts in `packet` and whether it starts a frame; nil for a payload

@@ -60,7 +60,10 @@ public struct RTPPacketizer {
 
     /// The RTP timestamp of media time `microseconds`.
     public func rtpTimestamp(microseconds: Int64) -> UInt32 {
-        timestampOffset &+ UInt32(truncatingIfNeeded: microseconds * Int64(clockRate) / 1_000_000)
+        // Scaled in 128 bits: any media time gives a timestamp (the clock wraps at 2^32 anyway).
+        timestampOffset
+            &+ UInt32(
+                truncatingIfNeeded: MediaTime.scaledSaturating(microseconds, by: Int64(clockRate), over: 1_000_000))
     }
 
     /// Packetizes `frame`, calling `emit` with each packet in order.

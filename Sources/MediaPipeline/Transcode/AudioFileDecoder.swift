@@ -50,7 +50,7 @@ public enum AudioFileDecoder {
         while let frame = try reader.readFrame() {
             guard frame.track == track else { continue }
             compressedBytes += Int64(frame.bytes.count)
-            let discard = (frame.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
+            let discard = MediaTime.samples48k(nanoseconds: frame.discardPaddingNanoseconds)
             do {
                 try frame.bytes.withUnsafeBytes {
                     try stream.decode($0, discardAtEnd48k: discard) { try writer.write($0) }

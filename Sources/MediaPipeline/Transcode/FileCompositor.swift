@@ -25,8 +25,8 @@ public enum FileCompositor {
     /// Composes `inputs` (in grid order) into `output` (`.webm`): `width` × `height` pictures
     /// at `framesPerSecond`, as long as the longest input.
     /// - Throws: ``MediaError`` naming the file for an input that is not IVF, WebM or Ogg Opus,
-    ///   or that is corrupt; ``MediaError/Code/invalidArgument`` for no input, or an output that
-    ///   is not `.webm`.
+    ///   that is corrupt, or that lasts more than 24 hours; ``MediaError/Code/invalidArgument``
+    ///   for no input, or an output that is not `.webm`.
     @discardableResult
     public static func compose(
         inputs: [String], output: String, width: Int = 1920, height: Int = 1080, framesPerSecond: Int = 30,
@@ -136,6 +136,8 @@ private final class CompositionInput {
     let video: VideoFileSource?
     let audio: CompositionAudio?
     let durationSeconds: Double
+    /// The longest input composed: 24 hours.
+    static let longestSeconds: Double = 86_400
     var cell = PictureScaler.Rect(x: 0, y: 0, width: 0, height: 0)
     private(set) var framesDecoded: Int64 = 0
     private var decoder: VPXDecoder?
@@ -157,6 +159,12 @@ private final class CompositionInput {
             audio = try CompositionAudio(path: path)
         default:
             throw MediaError.unsupported("is \(kind.rawValue); compose takes IVF, WebM or Ogg Opus", file: path)
+        }
+        // A file's times may claim any span; the composition draws every picture of it.
+        guard durationSeconds.isFinite, durationSeconds <= Self.longestSeconds else {
+            throw MediaError.unsupported(
+                "lasts \(durationSeconds) s by its frame times; compose makes at most \(Int(Self.longestSeconds)) s",
+                file: path)
         }
         if let video {
             decoder = try VPXDecoder(codec: video.codec)
@@ -208,7 +216,7 @@ private final class CompositionAudio {
             next = {
                 while let frame = try reader.readFrame() {
                     guard frame.track == track else { continue }
-                    return (frame.bytes, (frame.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000, nil)
+                    return (frame.bytes, MediaTime.samples48k(nanoseconds: frame.discardPaddingNanoseconds), nil)
                 }
                 return nil
             }

@@ -156,7 +156,7 @@ extension MediaFileInfo {
                         "track \(reader.tracks[index].number) frame \(tracks[index].frames - 1): \(error.message)",
                         file: path)
                 }
-                samples[index] -= (frame.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
+                samples[index] -= MediaTime.samples48k(nanoseconds: frame.discardPaddingNanoseconds)
             }
         }
         for index in tracks.indices {
@@ -167,7 +167,7 @@ extension MediaFileInfo {
             } else if let start = first[index], frames > 0 {
                 // The span of the frames' times and one average step more (one frame's
                 // DefaultDuration when the track declares it).
-                let span = Double(last[index] - start)
+                let span = Double(last[index] - start)  // both within MediaTime's limit: the difference fits
                 let step =
                     reader.tracks[index].defaultDurationNanoseconds.map(Double.init)
                     ?? (frames > 1 ? span / Double(frames - 1) : 0)

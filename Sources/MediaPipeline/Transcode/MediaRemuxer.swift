@@ -143,7 +143,7 @@ public enum MediaRemuxer {
                     file: source.path)
             }
             try writer.write(packet: packet.bytes, samples48k: packet.samples48k)
-            padding48k = (packet.discardPaddingNanoseconds * 48_000 + 500_000_000) / 1_000_000_000
+            padding48k = MediaTime.samples48k(nanoseconds: packet.discardPaddingNanoseconds)
             packets += 1
             bytes += Int64(packet.bytes.count)
             if let progress, packets % 64 == 0 { progress(source.progress) }

@@ -90,8 +90,10 @@ final class PacketSource {
         case .ivf(let ivf):
             guard let frame = try ivf.readFrame() else { return nil }
             let unit = ivfUnitMicroseconds
+            // The reader refuses a timestamp whose time is beyond MediaTime's limit.
             return SourcePacket(
-                track: 0, bytes: frame.bytes, timeMicroseconds: frame.timestamp * unit.numerator / unit.denominator,
+                track: 0, bytes: frame.bytes,
+                timeMicroseconds: ivf.header.microseconds(timestamp: frame.timestamp) ?? 0,
                 durationMicroseconds: unit.numerator / unit.denominator,
                 isKeyframe: VideoBitstream.isKeyframe(frame.bytes, codec: tracks[0].codec))
         case .ogg(let ogg):
@@ -107,10 +109,13 @@ final class PacketSource {
                         "final granule position \(packet.granulePosition) is outside the last packet's "
                             + "\(start)...\(position48k)", file: path)
                 }
-                padding = (position48k - packet.granulePosition) * 1_000_000_000 / 48_000
+                // Scaled without overflow: a final granule may trim far more than one packet.
+                padding = MediaTime.scaledSaturating(
+                    position48k - packet.granulePosition, by: 1_000_000_000, over: 48_000)
             }
             return SourcePacket(
-                track: 0, bytes: packet.bytes, timeMicroseconds: start * 1_000_000 / 48_000,
+                track: 0, bytes: packet.bytes,
+                timeMicroseconds: MediaTime.scaledSaturating(start, by: 1_000_000, over: 48_000),
                 durationMicroseconds: Int64(samples) * 1_000_000 / 48_000, samples48k: samples, isKeyframe: true,
                 discardPaddingNanoseconds: padding)
         case .webm(let webm, let mapping):
