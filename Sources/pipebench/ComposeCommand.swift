@@ -10,7 +10,7 @@ struct ComposeCommand: ParsableCommand {
         discussion:
             "Inputs are IVF, WebM or Ogg Opus files; those with video take the grid's cells in order (an N×N grid, "
             + "each cell filled in hidden mode), every input's audio is mixed. Each input keeps its own timing; the "
-            + "result is as long as the longest input.")
+            + "result is as long as the longest input, at most 24 hours (a longer input is refused).")
 
     @Argument(help: "Input files (IVF, WebM, Ogg Opus), then the output (.webm).") var files: [String]
     @Option(help: "Picture size, WIDTHxHEIGHT.") var size = "1920x1080"

@@ -171,10 +171,11 @@ struct TimeOverflowTests {
         try expectRefused(try write(pushed, "pushed.webm", in: folder), "laced frame 1's time")
     }
 
-    /// An IVF file (VP8, time base 1/30) of the two frames of a small encode at `timestamps`.
-    private func ivf(timestamps: [Int64], in folder: TemporaryFolder, name: String) throws -> String {
+    /// An IVF file (VP8, time base 1/`rate`) of the frames of a small encode at `timestamps`.
+    private func ivf(timestamps: [Int64], rate: Int = 30, in folder: TemporaryFolder, name: String) throws -> String {
         let path = folder.file(name)
-        let writer = try IVFWriter(path: path, header: IVFHeader(codec: .vp8, width: 16, height: 12))
+        let writer = try IVFWriter(
+            path: path, header: IVFHeader(codec: .vp8, width: 16, height: 12, timebaseDenominator: rate))
         let encoder = try VPXEncoder(configuration: VPXEncoderConfiguration(width: 16, height: 12))
         for (index, timestamp) in timestamps.enumerated() {
             try writer.write(
@@ -202,7 +203,18 @@ struct TimeOverflowTests {
         // 9,223,372,036,855 units × 10^6 µs overflowed in remux before the division by 30.
         let second = try ivf(timestamps: [0, 9_223_372_036_855], in: folder, name: "second.ivf")
         try expectRefused(second, "frame 1's timestamp 9223372036855")
-        // Within the limit but 100,000 s long: compose would draw 3 million pictures.
+        // Int64.max and Int64.min in a time base of 1/(2^32 - 1) s are ±2.1e15 µs, within the
+        // limit: the frame-rate guess and the frame times once took their difference in 64 bits
+        // and trapped (the containers fuzzer's find). The pictures decode as the same frames at
+        // times 0 and 1 do.
+        let fine = try ivf(timestamps: [.max, .min], rate: 4_294_967_295, in: folder, name: "fine.ivf")
+        let plain = try ivf(timestamps: [0, 1], in: folder, name: "plain.ivf")
+        let decoded = try VideoFileDecoder.decode(input: fine, output: .none, computeMD5: true)
+        #expect(decoded.frames == 2)
+        #expect(
+            decoded.frameMD5s == (try VideoFileDecoder.decode(input: plain, output: .none, computeMD5: true)).frameMD5s)
+        // Within the limit, a span of 100,000 s (probed as 200,000: one average step more):
+        // compose would draw millions of pictures.
         let long = try ivf(timestamps: [0, 30 * 100_000], in: folder, name: "long.ivf")
         do {
             _ = try FileCompositor.compose(inputs: [long], output: folder.file("grid.webm"), width: 32, height: 32)
@@ -217,12 +229,15 @@ struct TimeOverflowTests {
     func webmWriterLimits() throws {
         let folder = TemporaryFolder()
         let writer = try WebMWriter(path: folder.file("w.webm"), tracks: [.video(.vp8, width: 16, height: 12)])
-        for (time, duration) in [(Int64.max, Int64(33_000)), (0, Int64.max), (Int64.min, 0)] {
-            #expect(throws: MediaError.self) {
+        for (time, duration, padding) in [(Int64.max, Int64(33_000), Int64(0)), (0, .max, 0), (0, 33_000, .max)] {
+            #expect {
                 try vp8Frame.withUnsafeBytes {
                     try writer.write(
-                        track: 0, $0, timestampMicroseconds: time, durationMicroseconds: duration, isKeyframe: true)
+                        track: 0, $0, timestampMicroseconds: time, durationMicroseconds: duration, isKeyframe: true,
+                        discardPaddingNanoseconds: padding)
                 }
+            } throws: { error in
+                (error as? MediaError).map { $0.code == .invalidArgument && $0.message.contains("beyond") } ?? false
             }
         }
     }
@@ -265,6 +280,21 @@ struct TimeOverflowTests {
         }
         #expect(times.count == 4_400)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }, "media times go forward (or saturate)")
+        // The assembler's media time → RTP timestamp, to the nearest tick, as the 64-bit formula
+        // gave it wherever that did not overflow (negative times included).
+        for rate in [Int64(48_000), 90_000] {
+            var timed = RTPFrameAssembler(codec: rate == 48_000 ? .opus : .vp8, gapWaitMicroseconds: 0)
+            var bytes: [UInt8] = [0x80, rate == 48_000 ? 111 : 96, 0, 1, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 7]
+            bytes += rate == 48_000 ? [0xF8] : [0x10, 0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A]
+            timed.insert(try RTPPacket(bytes), now: 0) { _ in }
+            let first: Int64 = 0x1234_5678
+            var mismatches: [Int64] = []
+            for microseconds in stride(from: Int64(-3_000_000), through: 3_000_000, by: 7) {
+                let old = UInt32(truncatingIfNeeded: first + (microseconds * rate + 500_000) / 1_000_000)
+                if timed.rtpTimestamp(microseconds: microseconds) != old { mismatches.append(microseconds) }
+            }
+            #expect(mismatches.isEmpty, "\(rate) Hz: \(mismatches.prefix(5))")
+        }
         let packetizer = try RTPPacketizer(codec: .opus, ssrc: 7, payloadType: 111)
         _ = packetizer.rtpTimestamp(microseconds: .max)
         _ = packetizer.rtpTimestamp(microseconds: .min)

@@ -316,8 +316,12 @@ public final class WebMReader {
             throw MediaError.invalidFormat("\(block.label): time \(ticks) ticks is out of range")
         }
         // The codec's delay is subtracted from every block's time (Matroska's CodecDelay; both
-        // within MediaTime's limit, so the difference fits).
+        // within MediaTime's limit, so the difference fits, and must stay within it).
         let time = blockTime - tracks[track].codecDelayNanoseconds
+        guard MediaTime.isWithinLimit(nanoseconds: time) else {
+            throw MediaError.invalidFormat(
+                "\(block.label): time \(blockTime) ns less the CodecDelay is \(time) ns, which is out of range")
+        }
 
         let laceCount = (flags & 0x06) == 0 ? 1 : Int(try byte()) + 1
         var sizes = [Int](repeating: 0, count: laceCount)
@@ -384,7 +388,7 @@ public final class WebMReader {
                 WebMFrame(
                     track: track, bytes: bytes, timestampNanoseconds: frameTime,
                     isKeyframe: keyframe ?? ((flags & 0x80) != 0)))
-            if laceCount > 1 {
+            if index < laceCount - 1 {
                 // Each step is within MediaTime's limit, so the sum fits; the time must stay within it.
                 frameTime += try lacedFrameDuration(track: track, bytes, in: block.label)
                 guard MediaTime.isWithinLimit(nanoseconds: frameTime) else {

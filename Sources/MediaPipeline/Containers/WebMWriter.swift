@@ -189,8 +189,8 @@ public final class WebMWriter {
     /// decoded end is padding to drop, so the track decodes to its exact length (it makes the
     /// frame a BlockGroup with DiscardPadding).
     /// - Throws: ``MediaError/Code/invalidArgument`` for an unknown track, an empty frame, a
-    ///   timestamp before the track's previous one, or a time, duration or padding beyond
-    ///   ±2^61 ns.
+    ///   timestamp before 0 or before the track's previous one, or a time, duration or padding
+    ///   beyond ±2^61 ns.
     public func write(
         track: Int, _ frame: UnsafeRawBufferPointer, timestampMicroseconds: Int64, durationMicroseconds: Int64,
         isKeyframe: Bool, discardPaddingNanoseconds: Int64 = 0

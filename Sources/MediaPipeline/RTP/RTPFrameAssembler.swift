@@ -132,7 +132,7 @@ struct RTPFrameAssembler {
     func rtpTimestamp(microseconds: Int64) -> UInt32? {
         let rate = Int64(codec.rtpClockRate)
         return firstTimestamp.map {
-            // Rounded to the nearest tick: half a microsecond's worth added in the scaled units.
+            // Rounded to the nearest tick: counted in half ticks, one half added, then halved.
             let ticks = MediaTime.scaledSaturating(microseconds, by: rate * 2, over: 1_000_000)
             return UInt32(truncatingIfNeeded: $0 &+ (ticks &+ 1) / 2)
         }
@@ -282,9 +282,11 @@ struct RTPFrameAssembler {
 
     private func microseconds(_ timestamp: Int64) -> Int64 {
         // The unwrapped timestamp may run far from the first (a sender that jumps by 2^31 again
-        // and again): scaled in 128 bits, it saturates instead of trapping.
-        MediaTime.scaledSaturating(
+        // and again): scaled in 128 bits and held within MediaTime's limit, so the receivers'
+        // sums of a media time and a delay (or an arrival less a media time) fit in 64 bits.
+        let scaled = MediaTime.scaledSaturating(
             timestamp - (firstTimestamp ?? timestamp), by: 1_000_000, over: Int64(codec.rtpClockRate))
+        return min(max(scaled, -MediaTime.limitMicroseconds), MediaTime.limitMicroseconds)
     }
 
     /// Where frame data starts in `packet` and whether it starts a frame; nil for a payload

@@ -19,7 +19,8 @@ enum MediaTime {
     }
 
     /// `value` × `numerator` / `denominator`, rounded toward zero, the product taken in 128
-    /// bits; nil when the result does not fit in 64 bits. `numerator` ≥ 0, `denominator` > 0.
+    /// bits; nil when the result's magnitude may reach 9.0e18 (64 bits end at 9.22e18).
+    /// `numerator` ≥ 0, `denominator` > 0.
     /// Allocates nothing (per-packet paths use it).
     static func scaled(_ value: Int64, by numerator: Int64, over denominator: Int64) -> Int64? {
         // The estimate is within a few parts in 10^16 of the result, so anything it puts below

@@ -138,6 +138,16 @@ private final class CompositionInput {
     let durationSeconds: Double
     /// The longest input composed: 24 hours.
     static let longestSeconds: Double = 86_400
+
+    /// `seconds`, the probed length of the input at `path`, when it is composable: a file's
+    /// times may claim any span, and the composition draws every picture of it.
+    private static func composable(_ seconds: Double, _ path: String) throws -> Double {
+        guard seconds.isFinite, seconds <= longestSeconds else {
+            throw MediaError.unsupported(
+                "lasts \(seconds) s by its frame times; compose makes at most \(Int(longestSeconds)) s", file: path)
+        }
+        return seconds
+    }
     var cell = PictureScaler.Rect(x: 0, y: 0, width: 0, height: 0)
     private(set) var framesDecoded: Int64 = 0
     private var decoder: VPXDecoder?
@@ -149,22 +159,16 @@ private final class CompositionInput {
         switch kind {
         case .ivf, .webm:
             let info = try MediaFileInfo.probe(path: path)
-            durationSeconds = info.durationSeconds
+            durationSeconds = try Self.composable(info.durationSeconds, path)
             let hasVideo = kind == .ivf || info.tracks.contains { $0.codec?.kind == .video }
             video = hasVideo ? try VideoFileSource(path: path) : nil
             audio = kind == .webm && info.tracks.contains { $0.codec == .opus } ? try CompositionAudio(path: path) : nil
         case .oggOpus:
-            durationSeconds = try MediaFileInfo.probe(path: path).durationSeconds
+            durationSeconds = try Self.composable(MediaFileInfo.probe(path: path).durationSeconds, path)
             video = nil
             audio = try CompositionAudio(path: path)
         default:
             throw MediaError.unsupported("is \(kind.rawValue); compose takes IVF, WebM or Ogg Opus", file: path)
-        }
-        // A file's times may claim any span; the composition draws every picture of it.
-        guard durationSeconds.isFinite, durationSeconds <= Self.longestSeconds else {
-            throw MediaError.unsupported(
-                "lasts \(durationSeconds) s by its frame times; compose makes at most \(Int(Self.longestSeconds)) s",
-                file: path)
         }
         if let video {
             decoder = try VPXDecoder(codec: video.codec)
