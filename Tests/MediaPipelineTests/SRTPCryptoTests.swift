@@ -190,34 +190,41 @@ struct SRTPCryptoTests {
     }
 
     /// `pipebench bench --only srtp` (release build): every row of ours at zero allocations per
-    /// packet, RTP and RTCP in both profiles. The time against stock libsrtp2 from C is the
-    /// bench's figure (0.13–0.52× alone); here it is printed, and only a gross regression fails
-    /// (above 2×: a lost hardware cipher path costs several times): beside a second test suite
-    /// a run measured 1.31×, and a timed bound tighter than that fails on load, not on code.
-    @Test("pipebench bench --only srtp: zero allocations per packet, not twice stock libsrtp2's time (printed)")
+    /// packet, RTP and RTCP in both profiles, and within 1.1 times stock libsrtp2 from C (0.13–0.52×
+    /// alone). Time is load's to spoil: beside a second test suite one run measured 1.31×. So the
+    /// bench runs up to four times and the best run's worst row is judged: a correct build fails
+    /// only when all four runs are spoiled (one spoiled run in about ten suites under load, so
+    /// about 1e-4 there, far less alone), a slower one in every run.
+    @Test("pipebench bench --only srtp: zero allocations per packet, within 1.1× stock libsrtp2 in the best of 4 runs")
     func benchAllocatesNothing() throws {
         let releasePipebench = try Fixtures.releasePipebench()
-        let result = try runTool(
-            releasePipebench, ["bench", "--samples", Fixtures.samples, "--repeats", "3", "--only", "srtp", "--json"])
-        #expect(result.status == 0, "\(result.stderr)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        let paths = try #require(object["paths"] as? [[String: Any]])
-        #expect(paths.count == 8)  // protect and unprotect × RTP and RTCP × two profiles
-        for path in paths {
-            let name = path["path"] as? String ?? "?"
-            #expect(path["allocationsPerUnit"] as? Double == 0, "\(name)")
-            // The floor is stock libsrtp2: its NSS crypto allocates on every packet.
-            #expect((path["cAllocationsPerUnit"] as? Double ?? 0) >= 1, "\(name)")
-            let ours = path["microsecondsPerUnit"] as? Double ?? 0
-            let stock = path["cMicrosecondsPerUnit"] as? Double ?? 0
-            print(
-                "\(name): ours "
-                    + String(format: "%.0f ns, stock libsrtp2 %.0f ns (×%.2f)", ours * 1000, stock * 1000, ours / stock)
-            )
+        var ratios: [Double] = []
+        for _ in 0..<4 {
+            let result = try runTool(
+                releasePipebench,
+                ["bench", "--samples", Fixtures.samples, "--repeats", "3", "--only", "srtp", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let paths = try #require(object["paths"] as? [[String: Any]])
+            #expect(paths.count == 8)  // protect and unprotect × RTP and RTCP × two profiles
+            for path in paths {
+                let name = path["path"] as? String ?? "?"
+                #expect(path["allocationsPerUnit"] as? Double == 0, "\(name)")
+                // The floor is stock libsrtp2: its NSS crypto allocates on every packet.
+                #expect((path["cAllocationsPerUnit"] as? Double ?? 0) >= 1, "\(name)")
+                let ours = path["microsecondsPerUnit"] as? Double ?? 0
+                let stock = path["cMicrosecondsPerUnit"] as? Double ?? 0
+                print(
+                    "\(name): ours "
+                        + String(
+                            format: "%.0f ns, stock libsrtp2 %.0f ns (×%.2f)", ours * 1000, stock * 1000, ours / stock))
+            }
+            #expect(object["srtpAllocationsPerPacket"] as? Double == 0)
+            ratios.append(try #require(object["worstSRTPRatio"] as? Double))
+            if ratios.last! <= 1.1 { break }
         }
-        #expect(object["srtpAllocationsPerPacket"] as? Double == 0)
-        let worst = try #require(object["worstSRTPRatio"] as? Double)
-        #expect(worst <= 2, "ours/stock libsrtp2 \(worst)")
+        #expect(ratios.min()! <= 1.1, "ours/stock libsrtp2, worst row of each run: \(ratios)")
     }
 
     /// `pipebench bench --only webrtc` (release build): RTP over two WebRTC connections on
