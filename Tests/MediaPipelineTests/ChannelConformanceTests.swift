@@ -500,11 +500,11 @@ final class ConformanceRoom: @unchecked Sendable {
     let transport: ConformanceTransport
     let clock = WallClock()
     private let hub: LocalHub?
-    fileprivate let members = Mutex<[ConformanceUser]>([])
+    fileprivate let members = LockedValue<[ConformanceUser]>([])
     private let stopping = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     /// The first error of a push, which the scenario fails on.
-    private let pumpError = Mutex<String?>(nil)
+    private let pumpError = LockedValue<String?>(nil)
 
     private init(_ transport: ConformanceTransport) {
         self.transport = transport
@@ -650,14 +650,14 @@ final class ConformanceUser: @unchecked Sendable {
     /// The user's Janus transport (nil on LocalHub).
     let janus: JanusTransport?
     private let frequency: Double
-    private let channels = Mutex<[String: (MediaChannel, EventLog)]>([:])
+    private let channels = LockedValue<[String: (MediaChannel, EventLog)]>([:])
     // The pump's state: touched by the pump thread only, but for the counters.
     private var audioPosition = 0
     private var videoFrame = 0
     private var playout: [Int16]
     private let tickCount = Atomic<Int>(0)
     /// The ticks whose playout was loud (peak above 1000), in order.
-    private let loud = Mutex<[Int]>([])
+    private let loud = LockedValue<[Int]>([])
 
     init(transport: MediaTransport, janus: JanusTransport?, clock: MediaClock, frequency: Double) throws {
         engine = try MediaEngine(transport: transport, clock: clock)

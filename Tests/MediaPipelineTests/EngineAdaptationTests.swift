@@ -15,7 +15,7 @@ private final class WireLog: Sendable {
         /// primary one): plain Opus counts as 0.
         var audioByRedundancy = [0, 0, 0]
     }
-    let seconds = Mutex<[Int: Second]>([:])
+    let seconds = LockedValue<[Int: Second]>([:])
 
     func record(_ packet: RTPPacket, at microseconds: Int64) {
         let second = Int(microseconds / 1_000_000)

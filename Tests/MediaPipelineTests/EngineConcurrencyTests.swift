@@ -140,7 +140,7 @@ struct EngineConcurrencyTests {
         let sender = remote.engine
         let clock = session.clock
         let ticks = 1_000
-        let reads = Mutex<[RemoteStreamTotals]>([])
+        let reads = LockedValue<[RemoteStreamTotals]>([])
         let playing = Atomic<Bool>(true)
         runOnThreads(2) { role in
             if role == 0 {  // packets and playout

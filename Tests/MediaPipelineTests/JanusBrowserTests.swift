@@ -21,7 +21,7 @@ private final class LineProcess: @unchecked Sendable {
         var offset = 0
         var lines: [String] = []
     }
-    private let parsed = Mutex(Parsed())
+    private let parsed = LockedValue(Parsed())
 
     init(_ name: String, on server: JanusServer, in folder: TemporaryFolder, _ arguments: [String]) throws {
         self.name = name

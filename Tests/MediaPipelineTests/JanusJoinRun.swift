@@ -63,7 +63,7 @@ final class JoinRun: @unchecked Sendable {
         var offset = 0
         var lines: [JoinLine] = []
     }
-    private let parsed = Mutex(Parsed())
+    private let parsed = LockedValue(Parsed())
 
     /// Starts `pipebench join URL --local-address 127.0.0.2 --events-json …` with `arguments`
     /// (URL: the server's inside URL unless given), as the user `asUser` when given (so that a
@@ -184,8 +184,8 @@ final class JoinRun: @unchecked Sendable {
 /// The MD5s `vpxdec --md5 --i420` gives for each picture of user variant `variant`'s VP8 frames
 /// (what a publisher with `--variant` sends, looped), computed once per variant.
 enum Reference {
-    private static let cache = Mutex<[Int: Set<String>]>([:])
-    private static let media = Mutex<SampleMedia?>(nil)
+    private static let cache = LockedValue<[Int: Set<String>]>([:])
+    private static let media = LockedValue<SampleMedia?>(nil)
 
     private static func sampleMedia() throws -> SampleMedia {
         try media.withLock { media in

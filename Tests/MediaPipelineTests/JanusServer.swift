@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
 
+@testable import MediaPipeline
+
 /// A Janus (Debian's `janus`, 1.1.x) of the test's own, inside a network namespace made for it,
 /// with only the VideoRoom plugin and the HTTP transport loaded. Removed when the value goes away
 /// (or at ``stop()``): Janus stopped (SIGINT, then SIGKILL), every process in the namespace
@@ -35,7 +37,7 @@ final class JanusServer: @unchecked Sendable {
     private var janus: Process?
     private var bridges: [Process] = []
     /// Every process this server started (Janus, the bridges, the clients), for ``leftovers()``.
-    private let children = Mutex<[Process]>([])
+    private let children = LockedValue<[Process]>([])
     private var stopped = false
     private static let serial = Atomic<Int>(0)
 

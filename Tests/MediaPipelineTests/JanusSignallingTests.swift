@@ -7,7 +7,7 @@ import Testing
 /// What a stream delivered so far, drained by a task of its own.
 private final class Collected<Element: Sendable>: Sendable {
     private final class Storage: Sendable {
-        let items = Mutex<[Element]>([])
+        let items = LockedValue<[Element]>([])
     }
     private let storage = Storage()
     private let task: Task<Void, Never>

@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
 
+@testable import MediaPipeline
+
 /// Two network namespaces of the test's own, joined by a veth pair (A 10.200.0.1, B
 /// 10.200.0.2), where packets leaving A can be dropped at random by the kernel (an iptables
 /// `statistic` rule) and held back for a delay with jitter and reordering (an NFQUEUE rule and
@@ -159,7 +161,7 @@ final class NamespaceLink {
             return binary
         }
     }
-    private static let delayToolBuild = Mutex<String?>(nil)
+    private static let delayToolBuild = LockedValue<String?>(nil)
 
     private func removeNamespaces() {
         _ = try? runTool("/usr/sbin/ip", ["netns", "del", a])

@@ -6,9 +6,9 @@ import Testing
 
 /// What one side of a back-to-back pair received, in order.
 private final class Received: Sendable {
-    let rtp = Mutex<[[UInt8]]>([])
-    let rtcp = Mutex<[[UInt8]]>([])
-    let states = Mutex<[WebRTCConnection.State]>([])
+    let rtp = LockedValue<[[UInt8]]>([])
+    let rtcp = LockedValue<[[UInt8]]>([])
+    let states = LockedValue<[WebRTCConnection.State]>([])
 
     var handlers: WebRTCConnection.Handlers {
         .init(

@@ -10,8 +10,8 @@ import Testing
 
 /// What the receiving side of the pair was handed, in order.
 private final class GarbageReceiver: Sendable {
-    let rtp = Mutex<[[UInt8]]>([])
-    let states = Mutex<[WebRTCConnection.State]>([])
+    let rtp = LockedValue<[[UInt8]]>([])
+    let states = LockedValue<[WebRTCConnection.State]>([])
 
     var handlers: WebRTCConnection.Handlers {
         .init(
@@ -203,7 +203,7 @@ private enum Garbage: String, CaseIterable {
 /// Sends RTP from `a` to `b` every millisecond until stopped, keeping what it sent (as it must
 /// arrive: payload type 100).
 private final class SteadySender: Sendable {
-    let sent = Mutex<[[UInt8]]>([])
+    let sent = LockedValue<[[UInt8]]>([])
     let failures = Atomic<Int>(0)
     let stop = Atomic<Bool>(false)
     let done = Atomic<Bool>(false)

@@ -10,7 +10,7 @@ public final class I420BufferPool: Sendable {
     public let width: Int, height: Int
     /// The most buffers this pool will ever create.
     public let capacity: Int
-    private let buffers = Mutex<[I420Buffer]>([])
+    private let buffers = LockedValue<[I420Buffer]>([])
 
     /// A pool of buffers of `width` × `height` pixels.
     public init(width: Int, height: Int, capacity: Int) throws {
