@@ -19,7 +19,9 @@ bash scripts/install-deps.sh
 # before the socket's buffer overflows). Also left out, as single-threaded media work that only
 # loads the run: the adaptation session (32 s of 640x360 video), VP9, resolution-change,
 # playout-format and API-gap tests, and the CLI's send/receive processes; beside them the Janus
-# connect-timeout bound (4.5 s) took 38-76 s and ffmpeg's lip-sync marks 52 ms. And the SRTP
+# connect-timeout bound (4.5 s) took 38-76 s. ffmpeg's lip-sync marks (ffmpegSender: ±45 ms
+# at every mark of a real-time recording) are left out too: alone under ThreadSanitizer they
+# measured 52 ms at three marks, beside a second suite 96 ms (they pass in test.sh). And the SRTP
 # bench's ratio to libsrtp2 (it times the release pipebench, nothing sanitized: judged in
 # test.sh's serial pass; 1.23 against 1.1 beside the sanitized suites).
 # The WebRTC transport's suites (ICE agent, DTLS-SRTP, connections, garbage) and Janus signalling
@@ -30,7 +32,7 @@ bash scripts/install-deps.sh
 # cores) the other suites' blocking waits for child processes hold; beside them it took 38-76 s
 # in CI, alone it takes the timeout.
 filter=(--filter "EngineConcurrencyTests|EngineLossTests|LocalHubNetworkTests|Engine|RTP|RTCP|AudioReceiver|RecordingTests|ICEAgent|WebRTC|DTLS|JanusChannelTests"
-  --skip "RTPImpairedNetworkTests|JanusChannelTests/(threeEnginesTwoChannels|janusKilled)|JanusBrowserTests|JanusLossTests|JanusLipSyncTests|ChannelConformanceTests|keyframeIsPaced|noPacingReceived|EngineAdaptationTests|EngineVP9Tests|RTPNetworkTestsVP9|ResolutionChange|EnginePlayoutFormatTests|EngineAPIGapTests|RTPNetworkTestsCLI|benchAllocatesNothing")
+  --skip "RTPImpairedNetworkTests|JanusChannelTests/(threeEnginesTwoChannels|janusKilled)|JanusBrowserTests|JanusLossTests|JanusLipSyncTests|ChannelConformanceTests|keyframeIsPaced|noPacingReceived|EngineAdaptationTests|EngineVP9Tests|RTPNetworkTestsVP9|ResolutionChange|EnginePlayoutFormatTests|EngineAPIGapTests|RTPNetworkTestsCLI|benchAllocatesNothing|ffmpegSender")
 [[ $# -gt 0 ]] && filter=("$@")
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 MEDIAPIPELINE_TEST_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/mediapipeline-run.XXXXXX")
