@@ -46,10 +46,11 @@ let package = Package(
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),
         // The same codec work written directly in C, so `pipebench bench` and Benchmarks/ can
-        // report the wrappers' cost as a ratio measured in one run.
+        // report the wrappers' cost as a ratio measured in one run; and the session capacity's C
+        // reference (libopus, libvpx and libyuv with no engine), for `pipebench bench`.
         .target(
             name: "CCodecBaseline",
-            dependencies: ["COpus", "CVpx"]
+            dependencies: ["COpus", "CVpx", "CYuv"]
         ),
         // Counts heap allocations in pipebench's process, for `pipebench bench`.
         .target(name: "CAllocationCounter"),

@@ -102,7 +102,8 @@ typedef struct {
 
 static gboolean loop_call_dispatch(gpointer data) {
     loop_call *call = data;
-    cwebrtc_ice_agent *agent = call->agent;
+    // Acquire pairs with run_on_loop's release store: GLib's hand-over is invisible to ThreadSanitizer.
+    cwebrtc_ice_agent *agent = __atomic_load_n(&call->agent, __ATOMIC_ACQUIRE);
     int result = is_closed(agent) ? CWEBRTC_ICE_ERROR_CLOSED : call->fn(agent, call->argument);
     pthread_mutex_lock(&agent->mutex);
     call->result = result;
@@ -118,7 +119,8 @@ static int run_on_loop(cwebrtc_ice_agent *agent, loop_fn fn, void *argument) {
         return is_closed(agent) ? CWEBRTC_ICE_ERROR_CLOSED : fn(agent, argument);
     }
     if (is_closed(agent)) return CWEBRTC_ICE_ERROR_CLOSED;
-    loop_call call = {agent, fn, argument, 0, 0};
+    loop_call call = {NULL, fn, argument, 0, 0};
+    __atomic_store_n(&call.agent, agent, __ATOMIC_RELEASE); // last: publishes the call and its argument
     GSource *source = g_idle_source_new();
     g_source_set_priority(source, G_PRIORITY_DEFAULT);
     g_source_set_callback(source, loop_call_dispatch, &call, NULL);
@@ -232,16 +234,24 @@ static GSourceFuncs reattach_funcs = {reattach_prepare, reattach_check, reattach
 
 // MARK: - Scheduled tasks
 
+/// The task's agent, read with acquire: the task and its context were built on the scheduling
+/// thread, and GLib hands the source over through a futex that ThreadSanitizer cannot see, so this
+/// load pairs with the release store in cwebrtc_ice_agent_schedule to order them.
+static cwebrtc_ice_agent *task_agent(ice_task *task) { return __atomic_load_n(&task->agent, __ATOMIC_ACQUIRE); }
+
 static gboolean task_dispatch(gpointer data) {
     ice_task *task = data;
+    cwebrtc_ice_agent *agent = task_agent(task);
+    pthread_mutex_lock(&agent->mutex);
     task->ran = 1;
-    if (!is_closed(task->agent)) task->run(task->context);
+    pthread_mutex_unlock(&agent->mutex);
+    if (!is_closed(agent)) task->run(task->context);
     return G_SOURCE_REMOVE;
 }
 
 static void task_destroyed(gpointer data) {
     ice_task *task = data;
-    cwebrtc_ice_agent *agent = task->agent;
+    cwebrtc_ice_agent *agent = task_agent(task);
     pthread_mutex_lock(&agent->mutex);
     for (ice_task **link = &agent->tasks; *link != NULL; link = &(*link)->next) {
         if (*link == task) {
@@ -263,10 +273,10 @@ unsigned cwebrtc_ice_agent_schedule(cwebrtc_ice_agent *agent, int delay_ms, cweb
         return 0;
     }
     ice_task *task = g_new0(ice_task, 1);
-    task->agent = agent;
     task->run = run;
     task->release = release;
     task->context = context;
+    __atomic_store_n(&task->agent, agent, __ATOMIC_RELEASE); // last: publishes the task (task_agent)
     GSource *source = g_timeout_source_new(delay_ms > 0 ? (guint)delay_ms : 0);
     g_source_set_callback(source, task_dispatch, task, task_destroyed);
     // Listed before the lock is released: task_destroyed, which unlists it, takes the lock.

@@ -1,3 +1,4 @@
+import Foundation
 import MediaPipeline
 
 #if canImport(Glibc)
@@ -23,6 +24,8 @@ public final class SampleMedia: Sendable {
     public let keyframeIntervalFrames: Int
     /// The encoders' bitrates, for ``userMedia(variant:)``.
     private let audioBitrate: Int, videoBitrate: Int
+    /// ``lowVP8Frames()`` once made.
+    private let lowLayerCache = LowLayerCache()
 
     /// Loads `speech` (WAV, 48 kHz stereo) and `video` (IVF), keeping every `frameStep`-th
     /// picture to reach `videoFrameRate`, and encodes both for replay.
@@ -90,6 +93,55 @@ public final class SampleMedia: Sendable {
         self.keyframeIntervalFrames = keyframeIntervalFrames
         self.audioBitrate = audioBitrate
         self.videoBitrate = videoBitrate
+    }
+
+    /// The low layer a publisher in dual stream mode sends beside ``vp8Frames``, as the
+    /// engine's defaults make it (``LowVideoStreamConfiguration``): one picture in
+    /// ``lowLayerPictureStep`` from the first, scaled to ``lowLayerSize`` (libyuv box filtering,
+    /// as the publisher's scaler), encoded as VP8 at that fraction of ``videoFrameRate`` and a
+    /// fifth of the high frames' bitrate. A picture whose high frame is a keyframe (one in
+    /// ``keyframeIntervalFrames``) is a keyframe here too, so with an even interval the layers'
+    /// keyframes fall on the same pictures. Low frame `i` is picture `i × lowLayerPictureStep`,
+    /// stamped with that picture's time.
+    ///
+    /// Made on the first call (about a second of encoding) and kept: the benches that replay
+    /// one layer never pay for it. Thread-safe.
+    public func lowVP8Frames() throws -> [EncodedFrame] {
+        try lowLayerCache.frames { try encodeLowLayer() }
+    }
+
+    /// One picture in this many has a low-layer frame (the engine's default frame rate divisor).
+    public var lowLayerPictureStep: Int { LowVideoStreamConfiguration().frameRateDivisor }
+
+    /// The low layer's picture size: ``pictures``' divided by the engine's default size divisor,
+    /// kept even (640x360: 320x180).
+    public var lowLayerSize: (width: Int, height: Int) {
+        let divisor = LowVideoStreamConfiguration().sizeDivisor
+        return (max(2, pictures[0].width / divisor & ~1), max(2, pictures[0].height / divisor & ~1))
+    }
+
+    /// Encodes ``lowVP8Frames()``.
+    private func encodeLowLayer() throws -> [EncodedFrame] {
+        let (width, height) = lowLayerSize
+        let step = lowLayerPictureStep
+        var settings = VPXEncoderConfiguration(codec: .vp8, width: width, height: height)
+        settings.bitrateBitsPerSecond =
+            LowVideoStreamConfiguration().bitrateBitsPerSecond ?? max(10_000, videoBitrate / 5)
+        settings.frameRateNumerator = videoFrameRate
+        settings.frameRateDenominator = step
+        settings.keyframeIntervalFrames = max(1, keyframeIntervalFrames / step)
+        let vp8 = try VPXEncoder(configuration: settings)
+        // A canvas that fills its whole area scales as the publisher's low layer does.
+        let scaler = try CanvasBuffer(
+            VideoCanvas(channelId: "low layer", uid: 0, width: width, height: height, renderMode: .fill))
+        return try stride(from: 0, to: pictures.count, by: step).map { index in
+            pictures[index].withView { scaler.render($0) }
+            return try scaler.withLockedPicture { scaled in
+                try vp8.encode(
+                    scaled, timestampMicroseconds: Int64(index) * 1_000_000 / Int64(videoFrameRate),
+                    forceKeyframe: index % keyframeIntervalFrames == 0)
+            }
+        }
     }
 
     /// How many different users ``userMedia(variant:)`` makes before repeating.
@@ -168,6 +220,25 @@ public final class SampleMedia: Sendable {
                     forceKeyframe: index % keyframeIntervalFrames == 0))
         }
         return UserMedia(opusPackets: packets, vp8Frames: frames)
+    }
+}
+
+/// ``SampleMedia/lowVP8Frames()``, made once on first use.
+private final class LowLayerCache: @unchecked Sendable {
+    /// Guards ``made``.
+    private let lock = NSLock()
+    /// The frames, once made.
+    private var made: [EncodedFrame]?
+
+    /// The kept frames, or those `make` returns (kept), made under the lock so that callers on
+    /// several threads encode once.
+    func frames(_ make: () throws -> [EncodedFrame]) rethrows -> [EncodedFrame] {
+        try lock.withLock {
+            if let made { return made }
+            let frames = try make()
+            made = frames
+            return frames
+        }
     }
 }
 

@@ -1,39 +1,82 @@
+import ArgumentParser
 import Foundation
 import MediaPipeline
 import MediaPipelineTesting
 
 /// Session capacity: the most remote users (Opus 32 kbit/s 20 ms + VP8 360p 15 fps 500 kbit/s,
 /// pre-encoded and replayed) one engine subscribes to, decodes, mixes and renders into 320x180
-/// canvases in real time, on a given number of decode threads.
+/// canvases in real time, on a given number of decode threads; or the same with every user a
+/// dual stream publisher whose low layer (VP8 320x180 7.5 fps 100 kbit/s) the canvases take
+/// (``CapacityTarget/engineLowLayer``); or the most users the same media work written directly
+/// in C keeps up with (``CapacityTarget/cReference``).
 struct BenchCapacity {
     let media: SampleMedia
-    /// Session seconds timed per trial (after one second of warm-up).
+    /// Session seconds timed per trial (after one second of warm-up; on the low layer, up to two
+    /// more, until its first keyframe is shown).
     let seconds: Double
+    /// Most trials in one search (14 unless bounded for a quick run).
+    var maximumTrials = 14
+    /// Users in a search's first trial.
+    var firstTrialUsers = 16
     let progress: (String, Double) -> Void
 
-    /// One trial: session seconds per wall-clock second with `users` on `threads`.
-    func realtimeFactor(users: Int, threads: Int) throws -> Double {
-        let load = try SubscriberLoad(media: media, users: users, decodeThreads: threads)
-        for _ in 0..<100 { load.advance() }  // decoders made, canvases sized, first keyframes decoded
+    /// One trial of `target`: session seconds per wall-clock second with `users` on `threads`.
+    func realtimeFactor(users: Int, threads: Int, target: CapacityTarget) throws -> Double {
+        switch target {
+        case .engine: return try realtimeFactor(users: users, threads: threads)
+        case .engineLowLayer: return try realtimeFactor(users: users, threads: threads, layer: .low)
+        case .cReference: return try referenceRealtimeFactor(users: users, threads: threads)
+        }
+    }
+
+    /// One trial of the engine: session seconds per wall-clock second with `users` on `threads`,
+    /// every user's canvas fed from `layer` (`.low`: the users send both layers and the hub
+    /// forwards the low one).
+    /// - Throws: ``SubscriberLoad/LayerMismatch`` when a user was not decoding, or was shown
+    ///   from the other layer, at the end.
+    func realtimeFactor(users: Int, threads: Int, layer: VideoStreamType = .high) throws -> Double {
+        let load = try warmedUpLoad(users: users, threads: threads, layer: layer)
         let ticks = Int((seconds * 100).rounded())
         let (_, elapsed) = measure { for _ in 0..<ticks { load.advance() } }
-        guard load.usersDecoding == users else {
-            throw MediaError(.codecFailure, "only \(load.usersDecoding) of \(users) users are decoding")
-        }
+        try load.checkEveryUserShows(layer)
         return Double(ticks) / 100 / elapsed
     }
 
-    /// The largest user count that runs at least in real time on `threads`, found by trials:
+    /// Heap allocations per 10 ms tick of the engine on the low layer in steady state, as the
+    /// subscriber tick rows count them: `users` dual stream users on `threads`, shown from the
+    /// low layer, past a statistics report; the fewest per tick over three runs of 2.5 s.
+    /// - Throws: ``SubscriberLoad/LayerMismatch`` when a user is not shown from the low layer.
+    func lowLayerAllocationsPerTick(users: Int, threads: Int) throws -> Double {
+        let load = try warmedUpLoad(users: users, threads: threads, layer: .low)
+        try load.checkEveryUserShows(.low)
+        return BenchMeasure.perIteration(repeats: 3, iterations: 250) { _ in load.advance() }.allocations
+    }
+
+    /// A ``SubscriberLoad`` of `users` on `threads` (dual stream for the low `layer`), advanced
+    /// one second (decoders made, canvases sized, first keyframes decoded) and then until every
+    /// user is shown from `layer`: the low layer comes with its first keyframe after the
+    /// subscriber asked for it, up to the sample's keyframe interval (2 s) later.
+    private func warmedUpLoad(users: Int, threads: Int, layer: VideoStreamType) throws -> SubscriberLoad {
+        let load = try SubscriberLoad(media: media, users: users, decodeThreads: threads, dualStream: layer == .low)
+        for _ in 0..<100 { load.advance() }
+        let keyframeTicks = media.keyframeIntervalFrames * 100 / media.videoFrameRate
+        load.advance(untilEveryUserShows: layer, maximumTicks: keyframeTicks + 10)
+        return load
+    }
+
+    /// The largest user count `target` runs at least in real time on `threads`, found by trials:
     /// a linear estimate from each trial's speed, then bisection between the last count that
     /// kept up and the first that did not. Returns the count and the trials made.
-    func capacity(threads: Int, label: String) throws -> (users: Int, trials: [(users: Int, realtime: Double)]) {
+    func capacity(
+        threads: Int, label: String, target: CapacityTarget = .engine
+    ) throws -> (users: Int, trials: [(users: Int, realtime: Double)]) {
         var trials: [(users: Int, realtime: Double)] = []
         var fits = 0  // most users seen keeping up
         var fails = Int.max  // fewest users seen falling behind
-        var users = 16
-        for trial in 0..<14 {
-            progress("capacity, \(label): \(users) users", Double(trial) / 14)
-            let factor = try realtimeFactor(users: users, threads: threads)
+        var users = firstTrialUsers
+        for trial in 0..<maximumTrials {
+            progress("capacity, \(label): \(users) users", Double(trial) / Double(maximumTrials))
+            let factor = try realtimeFactor(users: users, threads: threads, target: target)
             trials.append((users, factor))
             if factor >= 1 { fits = max(fits, users) } else { fails = min(fails, users) }
             if fails - fits <= max(1, fits / 50) { break }
@@ -45,5 +88,25 @@ struct BenchCapacity {
             users = next
         }
         return (fits, trials)
+    }
+}
+
+/// What a capacity search measures.
+enum CapacityTarget: String, CaseIterable, ExpressibleByArgument {
+    /// One MediaEngine subscribed to replaying users (``SubscriberLoad``).
+    case engine
+    /// The same engine and users, each user sending a low layer too (dual stream), which the
+    /// 320x180 canvases take: ``SubscriberLoad`` with `dualStream`.
+    case engineLowLayer = "engine-low"
+    /// The same decoding, mixing and rendering in direct C (CCodecBaseline's capacity reference).
+    case cReference = "c-reference"
+
+    /// The name in printed lines.
+    var label: String {
+        switch self {
+        case .engine: "engine"
+        case .engineLowLayer: "engine, low layer"
+        case .cReference: "C reference"
+        }
     }
 }

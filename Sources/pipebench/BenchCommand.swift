@@ -6,7 +6,8 @@ import MediaPipelineTesting
 /// `pipebench bench`: a self-contained throughput run on the bundled samples. Codec paths
 /// through MediaPipeline's types against the same work in direct C; the mixer, fan-out,
 /// canvas rendering and subscriber tick with their cost per stream and allocations; and the
-/// session capacity on one and on two decode threads.
+/// session capacity on one and on all decode threads, against a C reference of the same media
+/// work, and on the low layer of dual stream publishers, with each search's peak memory.
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
@@ -14,7 +15,10 @@ struct BenchCommand: ParsableCommand {
         discussion: "Build with -c release for meaningful figures. Codec paths run --repeats times, alternating "
             + "ours and C; medians are reported, and ours/C is the wrappers' cost. The session capacity is the "
             + "most remote users (Opus 32 kbit/s + VP8 360p 15 fps 500 kbit/s, replayed) one engine decodes, "
-            + "mixes and renders into 320x180 canvases in real time.")
+            + "mixes and renders into 320x180 canvases in real time, against the same decoding, mixing and "
+            + "rendering in direct C (libopus, libvpx, libyuv); and, on all threads, the same with every user "
+            + "also sending a low layer (dual stream: VP8 320x180 7.5 fps 100 kbit/s), which the canvases take. "
+            + "Each search runs in a child process, for its peak memory.")
 
     @Option(
         name: .customLong("samples"),
@@ -22,6 +26,15 @@ struct BenchCommand: ParsableCommand {
     var samplesOption: String?
     @Option(help: "Runs per measurement (median reported).") var repeats = 7
     @Option(help: "Session seconds timed per capacity trial.") var capacitySeconds = 3.0
+    @Option(help: "Most trials per capacity search (fewer: a quicker, rougher figure).") var capacityMaxTrials = 14
+    @Option(help: "Users in each capacity search's first trial (the low layer's: 3 × the high layer's capacity).")
+    var capacityFirstUsers = 16
+    /// Set in the child processes the capacity section runs: one search of this target on
+    /// `--threads`, printed as JSON.
+    @Option(help: .hidden) var capacityTarget: CapacityTarget?
+    /// With `--capacity-target`: one trial of this many users instead of a search (the peak
+    /// memory of both targets at the same load).
+    @Option(help: .hidden) var capacityUsers: Int?
     @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Skip the session capacity search.") var noCapacity = false
@@ -40,6 +53,27 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--capacity-seconds \(capacitySeconds) is outside 0.5...60")
         }
         guard (1...64).contains(threads) else { throw ValidationError("--threads \(threads) is outside 1...64") }
+        guard (1...14).contains(capacityMaxTrials) else {
+            throw ValidationError("--capacity-max-trials \(capacityMaxTrials) is outside 1...14")
+        }
+        guard (1...4096).contains(capacityFirstUsers) else {
+            throw ValidationError("--capacity-first-users \(capacityFirstUsers) is outside 1...4096")
+        }
+        if let capacityUsers, !(1...4096).contains(capacityUsers) {
+            throw ValidationError("--capacity-users \(capacityUsers) is outside 1...4096")
+        }
+        if let capacityTarget {
+            let media = try SampleMedia(
+                speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+            // The low layer is prepared with the rest, before the search (and its peak memory) begins.
+            if capacityTarget == .engineLowLayer { _ = try media.lowVP8Frames() }
+            let search = BenchCapacity(
+                media: media, seconds: capacitySeconds, maximumTrials: capacityMaxTrials,
+                firstTrialUsers: capacityFirstUsers, progress: { _, _ in })
+            try CapacityComparison.searchAndPrint(
+                capacityTarget, threads: threads, users: capacityUsers, search: search)
+            return
+        }
         #if DEBUG
             if !json { printError("note: a debug build; run `swift run -c release pipebench bench` for real figures") }
         #endif
@@ -69,42 +103,54 @@ struct BenchCommand: ParsableCommand {
             rows.append(try BenchWebRTC(repeats: repeats, progress: progress).row())
         }
 
-        progress("preparing sample media", 0)
-        let media = try SampleMedia(
-            speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+        // The engine sections replay the sample media (the capacity searches load their own).
+        var media: SampleMedia?
+        if !sections.isDisjoint(with: ["mixer", "fan-out", "render", "tick", "control"]) {
+            progress("preparing sample media", 0)
+            media = try SampleMedia(
+                speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
+        }
         let engine = BenchEngine(repeats: repeats, progress: progress)
-        if sections.contains("mixer") {
+        if sections.contains("mixer"), let media {
             let speech = media.audioFrames.flatMap(\.samples)
             for sources in [2, 8, 32, 256, 1024] { rows.append(try engine.mixerRow(sources: sources, speech: speech)) }
         }
         var encodesPerFrame: Double?
-        if sections.contains("fan-out") {
+        if sections.contains("fan-out"), let media {
             rows += try [1, 10, 100, 1000].map { try engine.fanOutRow(subscribers: $0, packet: media.opusPackets[0]) }
             let encodeOnce = try [1, 1000].map { try engine.encodeOnceRow(subscribers: $0, audio: media.audioFrames) }
             rows += encodeOnce.map(\.row)
             encodesPerFrame = encodeOnce[1].encodesPerFrame
         }
-        if sections.contains("render") {
+        if sections.contains("render"), let media {
             for mode in RenderMode.allCases {
                 rows.append(try engine.renderRow(pictures: media.pictures, width: 320, height: 180, mode: mode))
                 rows.append(try engine.renderRow(pictures: media.pictures, width: 1280, height: 720, mode: mode))
             }
         }
-        if sections.contains("tick") {
+        if sections.contains("tick"), let media {
             for users in [1, 8, 32] { rows.append(try engine.tickRow(users: users, media: media, threads: threads)) }
         }
-        if sections.contains("control") {
+        if sections.contains("control"), let media {
             rows += try engine.controlLatencyRows(users: 32, media: media, threads: threads)
         }
 
         var capacity: (one: Int, all: Int)?
-        var trials: [String: [(users: Int, realtime: Double)]] = [:]
+        var trials: [String: [CapacityTrialResult]] = [:]
+        var comparison: CapacityComparison?
         if sections.contains("capacity") {
-            let search = BenchCapacity(media: media, seconds: capacitySeconds, progress: progress)
-            let one = try search.capacity(threads: 1, label: "1 thread")
-            let all = threads == 1 ? one : try search.capacity(threads: threads, label: "\(threads) threads")
-            capacity = (one.users, all.users)
-            trials = ["1": one.trials, "\(threads)": all.trials]
+            let options = [
+                "--samples", samples, "--capacity-seconds", "\(capacitySeconds)", "--capacity-max-trials",
+                "\(capacityMaxTrials)",
+            ]
+            let searches = try CapacityComparison(
+                threads: threads, options: options, firstTrialUsers: capacityFirstUsers, progress: progress)
+            let (one, all) = (searches.engine[1], searches.engine[threads])
+            capacity = (one?.users ?? 0, all?.users ?? 0)
+            // By assignment: with --threads 1 both keys are "1" (a literal with a key twice traps).
+            trials["1"] = one?.trials ?? []
+            trials["\(threads)"] = all?.trials ?? []
+            comparison = searches
         }
         Terminal.clearProgress()
 
@@ -175,9 +221,10 @@ struct BenchCommand: ParsableCommand {
                 object["sessionCapacityUsersOneThread"] = capacity.one
                 object["sessionCapacityScaling"] = capacity.one > 0 ? Double(capacity.all) / Double(capacity.one) : 0
                 object["capacityTrials"] = trials.mapValues { list in
-                    list.map { ["users": $0.users, "realtimeFactor": $0.realtime] as [String: Any] }
+                    list.map { ["users": $0.users, "realtimeFactor": $0.realtimeFactor] as [String: Any] }
                 }
             }
+            for (key, value) in comparison?.jsonFigures ?? [:] { object[key] = value }
             print(Report.json(object))
             return
         }
@@ -204,6 +251,7 @@ struct BenchCommand: ParsableCommand {
                     + String(format: "(%.2f×)", scaling)
                     + "; each user Opus 32 kbit/s + VP8 640x360 15 fps 500 kbit/s into a 320x180 canvas")
         }
+        for line in comparison?.lines ?? [] { print(line) }
     }
 
     /// The sections `--only` and `--no-capacity` leave.

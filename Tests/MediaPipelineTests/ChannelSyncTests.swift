@@ -138,7 +138,7 @@ struct ChannelSyncTests {
         let beeps = ClapRoom.beepHz.map { toneOnsets(decoded.audio, hz: $0) }
         print("channel sync: whites \(whites), beeps \(beeps)")
         // Every mark whose first white picture of uid 1 comes after 7 s of the file: by then the
-        // alignment has moved the delays into place (the video's by 10 ms per 100 ms).
+        // alignment has moved the delays into place (40 ms per 100 ms at most).
         let marks = whites[0].filter { $0 >= 7 }
         #expect(marks.count == 5, "marks after 7 s: \(marks)")
         var report: [String] = []

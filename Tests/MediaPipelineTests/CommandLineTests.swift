@@ -328,7 +328,7 @@ struct SimulateCommandTests {
             #expect(channel["streamsDecoding"] as? Int == 2)
             // 150 frames decoded of 5 s at 15 frames/s, less the first's trip. simulate renders
             // once a frame period; while the delay that keeps each user's video on its audio
-            // steps down (10 ms a step, as the audio's jitter buffer settles), two frames are
+            // steps down (40 ms per 100 ms, as the audio's jitter buffer settles), two frames are
             // sometimes due at one render and the canvas shows the newer (136 in this seeded run).
             #expect((channel["videoFramesDecoded"] as? Int ?? 0) >= 145)
             #expect((channel["canvasFramesRendered"] as? Int ?? 0) >= 130)

@@ -80,6 +80,19 @@ private func beliefs(viewer: MediaEngine, publisher: MediaEngine, channelId: Str
     return (believed, sent)
 }
 
+/// A subscribing engine (uid 1, channel "a") and the remote publisher it subscribes to (uid 10),
+/// on `session`'s hub and clock.
+private func subscriberOfOneUser(_ session: TestSession) throws -> (
+    local: MediaEngine, sender: MediaEngine, channel: MediaChannel
+) {
+    let engine = try session.user()
+    let remote = try session.user()
+    try remote.join("a", uid: 10)
+    let channel = try engine.channel("a")
+    try channel.join(uid: 1, options: .subscribeOnly)
+    return (engine.engine, remote.engine, channel)
+}
+
 /// Pre-encoded media for remote publishers: 20 ms Opus packets and 160x90 VP8 frames.
 private func remoteMedia() throws -> (opus: [EncodedFrame], vp8: [EncodedFrame]) {
     let encoder = try OpusEncoder(configuration: OpusEncoderConfiguration())
@@ -130,14 +143,8 @@ struct EngineConcurrencyTests {
     @Test("a user's stream totals read on one thread while another pulls playout: every read whole and never behind")
     func totalsWhilePlaying() throws {
         let session = TestSession()
-        let engine = try session.user()
-        let remote = try session.user()
-        try remote.join("a", uid: 10)
-        let channel = try engine.channel("a")
-        try channel.join(uid: 1, options: .subscribeOnly)
+        let (local, sender, channel) = try subscriberOfOneUser(session)
         let media = try remoteMedia()
-        let local = engine.engine
-        let sender = remote.engine
         let clock = session.clock
         let ticks = 1_000
         let reads = LockedValue<[RemoteStreamTotals]>([])
@@ -292,5 +299,42 @@ struct EngineConcurrencyTests {
         try channelA.muteLocalAudioStream(false)
         for index in 0..<4 { try local.pushAudio(audio[index]) }
         #expect(local.statistics.audioFramesEncoded >= encodedBefore + 2)
+    }
+}
+
+@Suite("Receive router")
+struct ReceiveRouterTests {
+    @Test(
+        "packets of a subscribed stream reach its receiver while another thread holds the control lock; the statistics count them all afterwards"
+    )
+    func packetsPassTheControlLock() throws {
+        let session = TestSession()
+        let (local, sender, channel) = try subscriberOfOneUser(session)
+        let media = try remoteMedia()
+        // The first packets settle the stream (STARTING, SUBSCRIBED: decisions of the control plane).
+        for index in 0..<5 { sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
+        let before = channel.statistics.rxPackets
+        #expect(before == 5)
+        let held = DispatchSemaphore(value: 0)
+        let delivered = DispatchSemaphore(value: 0)
+        let passed = Atomic<Bool>(false)
+        let holder = Thread {
+            local.control.withLock { _ in
+                held.signal()
+                // Bounded: were the packet path to need this lock, the pushes below would wait
+                // for it, and the wait would end here after 5 s with nothing delivered.
+                passed.store(delivered.wait(timeout: .now() + 5) == .success, ordering: .releasing)
+            }
+        }
+        holder.start()
+        held.wait()
+        for index in 5..<25 { sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
+        delivered.signal()
+        // The holder lets go once it saw the pushes through (or timed out); then the lock is free.
+        let stats = channel.statistics
+        let passedWhileHeld = passed.load(ordering: .acquiring)
+        #expect(passedWhileHeld)
+        #expect(stats.rxPackets == before + 20)
+        #expect(stats.rxAudioBytes == media.opus.prefix(25).reduce(0) { $0 + Int64($1.byteCount) })
     }
 }

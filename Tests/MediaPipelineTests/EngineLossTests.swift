@@ -260,9 +260,11 @@ struct EngineStatisticsTests {
             // A frame every 70 ms (14.3 fps); retransmission fills the gaps, so the decoder
             // keeps the rate (an interval in which the render delay grows shows fewer).
             #expect(stats.decoderOutputFrameRate >= 11 && stats.decoderOutputFrameRate <= 15, "\(stats)")
-            // (Frames recovered together render as one: a run of losses lowers this. Seeded:
-            // 14.0 and 11.5 fps.)
-            #expect(stats.rendererOutputFrameRate >= 11, "\(stats)")
+            // (Frames recovered together render as one: a run of losses lowers this, and so
+            // does a render delay that climbs, 40 ms per 100 ms, showing pictures at 60 % of
+            // their pace while it does: 14.3 × 0.6 = 8.6 fps over an interval of climbing.
+            // Seeded: 14.0 and 9.5 fps.)
+            #expect(stats.rendererOutputFrameRate >= 8, "\(stats)")
             #expect(stats.width == 160 && stats.height == 90)
             #expect(stats.receivedBitrateKbps > 30, "\(stats)")
         }

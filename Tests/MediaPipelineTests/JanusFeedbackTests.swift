@@ -47,9 +47,9 @@ struct JanusFeedbackTests {
     @Test("a generic NACK goes twice, unchanged; a lone PLI gets a report block naming its stream first")
     func nackAndPli() {
         let lost: [UInt16] = [10, 12, 40]
+        var recycler = ByteRecycler(slotCount: 1, capacity: 64)
         let nack = lost.withUnsafeBufferPointer {
-            RTCPCompound.nack(
-                senderSSRC: 0x77, mediaSSRC: 0x1111, lost: $0, in: ByteRecycler(slotCount: 1, capacity: 64))
+            RTCPCompound.nack(senderSSRC: 0x77, mediaSSRC: 0x1111, lost: $0, in: &recycler)
         }
         #expect(datagrams(nack) == [nack, nack])
         let pli = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: 0x77, mediaSSRC: 0x1111)])

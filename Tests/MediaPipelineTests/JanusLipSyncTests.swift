@@ -13,21 +13,19 @@ struct JanusLipSyncTests {
     @Test(
         "the subscriber's track and channel recordings hold each beep within ±45 ms of its picture",
         .timeLimit(.minutes(2)))
-    func recordings() async throws { try await marksThroughJanus(lossPercent: 0, judgingComposite: true) }
+    func recordings() async throws { try await marksThroughJanus(lossPercent: 0) }
 
     /// The same with 10 % of the subscriber's datagrams dropped each way (from its fourth
-    /// second on): the track recording, placed on the sender's clock, holds every mark within
-    /// ±45 ms, but for the few a packet lost beyond repair may spoil (the run's own loss says
-    /// how many). The channel recording (the live playout against the canvases) is printed, not
-    /// judged: under loss through Janus the video's render delay swings by a few hundred
-    /// milliseconds from one second to the next, faster than the audio's added delay follows
-    /// (measured -194 to +142 ms), an open part of the lip-sync work.
+    /// second on): both recordings hold every mark within ±45 ms, but for the few a packet lost
+    /// beyond repair may spoil (the run's own loss says how many); the channel recording (the
+    /// live playout against the canvases) also for a few pictures held behind a second round of
+    /// repair (below).
     @Test(
-        "10 % loss each way on the subscriber's link: the track recording holds each beep within ±45 ms of its picture",
+        "10 % loss each way on the subscriber's link: the track and channel recordings hold each beep within ±45 ms of its picture",
         .timeLimit(.minutes(2)))
-    func tenPercentLoss() async throws { try await marksThroughJanus(lossPercent: 10, judgingComposite: false) }
+    func tenPercentLoss() async throws { try await marksThroughJanus(lossPercent: 10) }
 
-    private func marksThroughJanus(lossPercent: Double, judgingComposite: Bool) async throws {
+    private func marksThroughJanus(lossPercent: Double) async throws {
         let files = TemporaryFolder()
         let (y4m, wav) = (files.file("marks.y4m"), files.file("marks.wav"))
         try writeMarkFiles(y4m: y4m, wav: wav, seconds: 8)
@@ -93,13 +91,21 @@ struct JanusLipSyncTests {
             print(
                 "lip sync through Janus, \(lossPercent) % loss, \(file): beeps \(marks.beeps), audio after picture (ms) \(offsets)"
             )
-            guard file.hasPrefix("user") || judgingComposite else { continue }
             #expect(offsets.count >= 6, "\(file): beeps \(marks.beeps)")
+            // The live playout shows a picture when it is complete: one whose packet's
+            // retransmission was lost waits out Janus's rule against repeated NACKs (200 ms),
+            // about 260 ms in all, longer than the render delay has learnt in the first seconds
+            // of loss, and is shown that late (or, with a give-up, not at all). Measured: 4 of
+            // 99 marks (4 %) in 11 runs, never two in one run; at that rate 9 marks have 4 or
+            // more such once in about 3,500 runs (3 or more once in 200), so 3 are allowed
+            // beside the give-ups. The track recording places pictures on the sender's clock and
+            // is not touched by it.
+            let allowed = spoilable + (file.hasPrefix("user") || lossPercent == 0 ? 0 : 3)
             let spoiled = offsets.filter { offset in offset.map { abs($0) > 45 } ?? true }
             let detail = "audio after picture (ms) \(offsets), whites \(marks.whites)"
             #expect(
-                spoiled.count <= spoilable,
-                "\(file): \(spoiled.count) beeps without their picture within ±45 ms (\(spoilable) allowed): \(detail)")
+                spoiled.count <= allowed,
+                "\(file): \(spoiled.count) beeps without their picture within ±45 ms (\(allowed) allowed): \(detail)")
         }
         server.stop()
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")

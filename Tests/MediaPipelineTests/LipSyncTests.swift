@@ -335,9 +335,10 @@ struct LipSyncTests {
     func thirtyPercentLoss() throws { try check(LinkConditions(lossPercent: 30, delayMs: 100)) }
 }
 
-/// A stream's timing whose whole latency is `latency` microseconds.
-private func timing(latency: Int64) -> StreamPlayoutTiming {
-    StreamPlayoutTiming(senderOffsetMicroseconds: latency, minimumTransitMicroseconds: 0, delayMicroseconds: 0)
+/// A stream's timing whose whole latency is `latency` microseconds, `delay` of it its own delay.
+private func timing(latency: Int64, delay: Int64 = 0) -> StreamPlayoutTiming {
+    StreamPlayoutTiming(
+        senderOffsetMicroseconds: latency - delay, minimumTransitMicroseconds: 0, delayMicroseconds: delay)
 }
 
 @Suite("Lip sync: the sender clock and the delay decisions", .timeLimit(.minutes(5)))
@@ -382,11 +383,11 @@ struct LipSyncUnitTests {
             #expect(sync.isDue(now: now))
             _ = sync.update(audio: timing(latency: 50_000), video: timing(latency: 150_000), now: now)
             #expect(sync.audioAddedMicroseconds == expected && sync.videoAddedMicroseconds == 0)
-            #expect(!sync.isDue(now: now + 99_999))
+            #expect(!sync.isDue(now: now + LipSync.updateIntervalMicroseconds - 1))
             now += 100_000
         }
         #expect(sync.isSynced && sync.offsetMicroseconds == 0)
-        // Audio 3 s later than video: the video waits, 10 ms a step, never more than 1.5 s; the
+        // Audio 3 s later than video: the video waits, 40 ms a step, never more than 1.5 s; the
         // audio's added delay goes back down.
         for _ in 0..<200 {
             _ = sync.update(audio: timing(latency: 3_000_000), video: timing(latency: 0), now: now)
@@ -397,7 +398,7 @@ struct LipSyncUnitTests {
         // Without the video's clock: unsynced, back toward 0.
         let changed = sync.update(audio: timing(latency: 0), video: nil, now: now)
         #expect(changed)
-        #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 1_490_000)
+        #expect(!sync.isSynced && sync.offsetMicroseconds == nil && sync.videoAddedMicroseconds == 1_460_000)
     }
 
     @Test("aligned to a group, each stream is held back to the group's latency, 40 ms a step, at most 1.5 s")
@@ -427,6 +428,122 @@ struct LipSyncUnitTests {
         var audioOnly = LipSync()
         _ = audioOnly.update(audio: timing(latency: 0), video: nil, alignedToLatencyMicroseconds: 30_000, now: 0)
         #expect(audioOnly.audioAddedMicroseconds == 30_000 && !audioOnly.isSynced)
+    }
+
+    @Test(
+        "a floor, not an added delay: a stream held back does not move when its own delay jumps below its floor; both come down together"
+    )
+    func floors() {
+        var sync = LipSync()
+        var now: Int64 = 0
+        // Audio: 70 ms of transit and clocks, 30 ms of its own delay; video: 50 ms and 250 ms.
+        let video = timing(latency: 300_000, delay: 250_000)
+        for _ in 0..<10 {
+            _ = sync.update(audio: timing(latency: 100_000, delay: 30_000), video: video, now: now)
+            now += 100_000
+        }
+        #expect(sync.audio.floorMicroseconds == 230_000 && sync.video.floorMicroseconds == 250_000)
+        #expect(sync.offsetMicroseconds == 0)
+        // One late packet raises the audio's own delay to 200 ms for a while, and it drops back:
+        // the audio already plays at 230 ms, so neither stream moves. (Added to its own delay,
+        // the audio jumped to 400 ms and the video was a step a decision behind.)
+        for own: Int64 in [200_000, 200_000, 30_000, 30_000] {
+            let changed = sync.update(audio: timing(latency: 70_000 + own, delay: own), video: video, now: now)
+            #expect(!changed && sync.audio.floorMicroseconds == 230_000 && sync.video.floorMicroseconds == 250_000)
+            #expect(sync.offsetMicroseconds == 0)
+            now += 100_000
+        }
+        // The video's own delay drops to 50 ms: nothing is held back any more. The later
+        // stream's drop is taken 40 ms per 100 ms, and the audio comes down with it, in sync.
+        for step: Int64 in 1...4 {
+            _ = sync.update(
+                audio: timing(latency: 100_000, delay: 30_000), video: timing(latency: 100_000, delay: 50_000),
+                now: now)
+            #expect(sync.video.floorMicroseconds == 250_000 - step * 40_000)
+            #expect(sync.audio.floorMicroseconds == 230_000 - step * 40_000)
+            #expect(sync.offsetMicroseconds == 0)
+            now += 100_000
+        }
+        // Decided twice as often, the steps are half as long.
+        _ = sync.update(
+            audio: timing(latency: 100_000, delay: 30_000), video: timing(latency: 100_000, delay: 50_000),
+            now: now - 50_000)
+        #expect(sync.video.floorMicroseconds == 70_000 && sync.audio.floorMicroseconds == 50_000)
+        // A user without audio: the video plays at its own delay, which counts at once when
+        // it drops; nothing is added.
+        var alone = LipSync()
+        _ = alone.update(audio: nil, video: timing(latency: 900_000, delay: 800_000), now: 0)
+        _ = alone.update(audio: nil, video: timing(latency: 300_000, delay: 200_000), now: 100_000)
+        #expect(alone.video.floorMicroseconds <= 200_000 && alone.videoAddedMicroseconds == 0)
+        // An audio held 200 ms above its own 30 ms loses its video's clock while its own delay
+        // rises to 200 ms: the floor stays where it was (230 ms), not 200 + 160.
+        var lost = LipSync()
+        for step: Int64 in 0..<10 {
+            _ = lost.update(
+                audio: timing(latency: 100_000, delay: 30_000), video: timing(latency: 300_000, delay: 250_000),
+                now: step * 100_000)
+        }
+        #expect(lost.audio.floorMicroseconds == 230_000)
+        _ = lost.update(audio: timing(latency: 270_000, delay: 200_000), video: nil, now: 1_000_000)
+        #expect(lost.audio.floorMicroseconds == 230_000 && lost.audioAddedMicroseconds == 30_000)
+        // Its own delay drops back: alone, that counts at once; the 30 ms it held runs out.
+        _ = lost.update(audio: timing(latency: 100_000, delay: 30_000), video: nil, now: 1_100_000)
+        #expect(lost.audio.floorMicroseconds == 0 && lost.audioAddedMicroseconds == 0)
+    }
+
+    @Test(
+        "the video's render delay takes its target at once in the first 2 s, then moves to it 40 ms per 100 ms, up or down"
+    )
+    func renderDelayPace() {
+        var inbox = VideoReceiver.Inbox(retransmission: false, reorderWaitMicroseconds: 20_000, feedbackSSRC: 0)
+        var now: Int64 = 0
+        func frame(transit: Int64, fastest: Int64? = nil) {
+            inbox.delays.add(transitMicroseconds: transit, fastestPathTransitMicroseconds: fastest ?? transit, now: now)
+            inbox.updateRenderDelay(now: now)
+        }
+        // A second of a steady stream, then six frames held 300 ms behind a repaired one.
+        for _ in 0..<25 {
+            frame(transit: 0)
+            now += 40_000
+        }
+        for held in 0..<6 { frame(transit: 300_000 - Int64(held) * 40_000, fastest: 0) }
+        #expect(inbox.renderDelayMicroseconds >= 100_000, "\(inbox.renderDelayMicroseconds)")
+        #expect(inbox.renderDelayMicroseconds == inbox.delays.targetDelayMicroseconds)
+        // After the first 2 s, the next hold raises the target at once, the render delay 16 ms
+        // per 40 ms frame.
+        while now < 2_500_000 {
+            frame(transit: 0)
+            now += 40_000
+        }
+        frame(transit: 0)
+        let before = inbox.renderDelayMicroseconds
+        for held in 0..<12 { frame(transit: 700_000 - Int64(held) * 40_000, fastest: 0) }
+        let target = inbox.delays.targetDelayMicroseconds
+        #expect(target >= before + 200_000 && inbox.renderDelayMicroseconds == before, "\(target), \(before)")
+        for step: Int64 in 1...5 {
+            now += 40_000
+            frame(transit: 0)
+            #expect(inbox.renderDelayMicroseconds == before + step * 16_000)
+        }
+        // A frame 2 s later: at most 100 ms of clock counts, 40 ms of climb.
+        now += 2_000_000
+        frame(transit: 0)
+        let climbed = before + 5 * 16_000 + 40_000
+        #expect(inbox.renderDelayMicroseconds == min(inbox.delays.targetDelayMicroseconds, climbed))
+        // It climbs on to the target; once the holds are forgotten the target drops, and the
+        // render delay comes down at the same pace (not at once), to within 20 ms of it.
+        var previous = inbox.renderDelayMicroseconds
+        var fell = false
+        for _ in 0..<2_000 {
+            now += 40_000
+            frame(transit: 0)
+            let delay = inbox.renderDelayMicroseconds
+            #expect(abs(delay - previous) <= 16_000, "\(previous) → \(delay)")
+            fell = fell || delay < previous
+            previous = delay
+        }
+        let settled = inbox.delays.targetDelayMicroseconds
+        #expect(fell && previous >= settled && previous - settled <= 20_000, "\(previous), target \(settled)")
     }
 }
 

@@ -181,11 +181,11 @@ struct RTCPTests {
 
     @Test("NACKs written in recycled storage match RFC 4585's layout; XR RRTR and DLRR follow RFC 3611")
     func feedbackWriters() throws {
-        let recycler = ByteRecycler(slotCount: 2, capacity: 64)
+        var recycler = ByteRecycler(slotCount: 2, capacity: 64)
         // The same numbers as the hand-checked NACK above, in the order a tracker gives them.
         let lost: [UInt16] = [65535, 0, 100, 101, 103, 117]
         let nack = lost.withUnsafeBufferPointer {
-            RTCPCompound.nack(senderSSRC: 1, mediaSSRC: 2, lost: $0, in: recycler)
+            RTCPCompound.nack(senderSSRC: 1, mediaSSRC: 2, lost: $0, in: &recycler)
         }
         #expect(
             nack == [0x81, 205, 0, 5, 0, 0, 0, 1, 0, 0, 0, 2, 0xFF, 0xFF, 0, 1, 0, 100, 0x00, 0x05, 0, 117, 0, 0])
@@ -194,12 +194,12 @@ struct RTCPTests {
                 == [.nack(senderSSRC: 1, mediaSSRC: 2, lostSequenceNumbers: lost)])
         // RRTR: BT 4, length 2, then the NTP time (RFC 3611 4.4), after the receiver report.
         let report = RTCPCompound.receiverReport(
-            ssrc: 6, nil, nil, referenceTime: 0x0102_0304_0506_0708, in: recycler)
+            ssrc: 6, nil, nil, referenceTime: 0x0102_0304_0506_0708, in: &recycler)
         #expect(
             report == [0x80, 201, 0, 1, 0, 0, 0, 6, 0x80, 207, 0, 4, 0, 0, 0, 6, 4, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8])
         // DLRR: BT 5, length 3 per receiver, then SSRC, LRR, DLRR (RFC 3611 4.5).
         let answer = RTCPCompound.delaySinceLastReceiverReport(
-            ssrc: 9, .init(ssrc: 6, lastReceiverReport: 0x0304_0506, delay: 0x10000), in: recycler)
+            ssrc: 9, .init(ssrc: 6, lastReceiverReport: 0x0304_0506, delay: 0x10000), in: &recycler)
         #expect(answer == [0x80, 207, 0, 5, 0, 0, 0, 9, 5, 0, 0, 3, 0, 0, 0, 6, 3, 4, 5, 6, 0, 1, 0, 0])
         let messages: [RTCPPacket] = [
             .receiverReport(ssrc: 6, reports: []),

@@ -122,14 +122,32 @@ struct RTPSessionTests {
                     kind: "video", port: 0,
                     formats: [.init(payloadType: 100, encoding: "VP8", clockRate: 90_000), rtx])
             ])
-        let receiver = try RTPSession(receiving: receiving, sendingTo: nil)
+        // The receiver's time moves only when the test says, and only once the transport has
+        // taken what was sent: the retransmission arrives two frames (67 ms) after the packet it
+        // replaces however slowly a loaded machine runs this thread (CI once stalled it past the
+        // receiver's wait, which then gave the keyframe up).
+        let clock = VirtualClock()
+        let receiver = try RTPSession(receiving: receiving, sendingTo: nil, clock: clock)
         defer { receiver.close() }
         let port = receiver.transport.localDescription(address: "127.0.0.1").media[0].port
         let recording = try receiver.engine.startRecording(
             channelId: RTPSession.channelId, uid: RTPSession.peerUid, path: folder.file("video.ivf"), media: .video)
         let socket = try UDPSocket(address: "127.0.0.1", port: 0)
         let peer = try UDPPeer(host: "127.0.0.1", port: port)
-        func send(_ bytes: [UInt8]) { bytes.withUnsafeBytes { _ = socket.send($0, to: peer) } }
+        var sent: Int64 = 0
+        func send(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { _ = socket.send($0, to: peer) }
+            sent += 1
+        }
+        /// Waits (at most 10 s) until the transport has handled every datagram sent.
+        func awaitTaken() {
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let taken = receiver.transport.statistics.reduce(0) { $0 + $1.packetsReceived + $1.ignored }
+                if taken >= sent { return }
+                Thread.sleep(forTimeInterval: 0.001)
+            }
+        }
         /// `packet` resent as RFC 4588 says: its own SSRC and payload type, its sequence number first.
         func retransmission(of packet: RTPPacket, sequence: UInt16, payloadBytes: Int? = nil) -> [UInt8] {
             var bytes = [UInt8](repeating: 0, count: 12)
@@ -161,7 +179,7 @@ struct RTPSessionTests {
                 // Before the stream's SSRC is known a retransmission has nothing to belong to.
                 send(retransmission(of: packets[0], sequence: rtxSequence))
                 rtxSequence &+= 1
-                Thread.sleep(forTimeInterval: 0.02)
+                awaitTaken()
             }
             for (k, packet) in packets.enumerated() {
                 if index == 0 && k == 4 {
@@ -174,17 +192,17 @@ struct RTPSessionTests {
                 send(retransmission(of: held, sequence: rtxSequence, payloadBytes: 0))  // a padding probe
                 send(retransmission(of: held, sequence: rtxSequence &+ 1))
             }
+            awaitTaken()
             receiver.engine.renderVideo()
-            Thread.sleep(forTimeInterval: 0.033)
+            clock.advance(byMicroseconds: 33_333)
         }
-        // Rendered until every frame is through the render delay, within 20 s (the fixed 0.5 s
-        // it rendered for before sufficed alone; under ThreadSanitizer 22 of 30 were through).
-        let deadline = Date().addingTimeInterval(20)
-        repeat {
+        // Rendered until every frame is through the render delay: at most 2 s of the receiver's
+        // time.
+        for _ in 0..<200
+        where (receiver.channel.remoteStreamTotals(RTPSession.peerUid)?.videoFramesDecoded ?? 0) < Int64(frames.count) {
             receiver.engine.renderVideo()
-            Thread.sleep(forTimeInterval: 0.01)
-        } while (receiver.channel.remoteStreamTotals(RTPSession.peerUid)?.videoFramesDecoded ?? 0) < Int64(frames.count)
-            && Date() < deadline
+            clock.advance(byMicroseconds: 10_000)
+        }
         let (_, written) = try receiver.engine.stopRecording(recording)
         let ivf = try IVFReader(path: folder.file("video.ivf"))
         var received: [[UInt8]] = []

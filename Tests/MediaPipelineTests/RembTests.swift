@@ -23,11 +23,12 @@ struct RembTests {
     func reads() throws {
         // 300,000 bit/s = 150,000 × 2^1 (a mantissa of 18 bits).
         let message = remb(exponent: 1, mantissa: 150_000, ssrcs: [0xAAAA, 0xBBBB])
-        var reader = FeedbackReader(audioSSRC: 0xAAAA, videoSSRC: 0xBBBB, feedbackSSRC: 1, ntpNowMicroseconds: 0)
+        var reader = FeedbackReader(
+            audioSSRC: 0xAAAA, videoSSRC: 0xBBBB, lowVideoSSRC: 0xCCCC, feedbackSSRC: 1, ntpNowMicroseconds: 0)
         try message.withUnsafeBytes { try RTCPCompound.visit($0, &reader) }
         #expect(reader.maximumBitrate == 300_000)
         // A REMB about other streams leaves the local video alone.
-        var other = FeedbackReader(audioSSRC: 1, videoSSRC: 2, feedbackSSRC: 3, ntpNowMicroseconds: 0)
+        var other = FeedbackReader(audioSSRC: 1, videoSSRC: 2, lowVideoSSRC: 4, feedbackSSRC: 3, ntpNowMicroseconds: 0)
         try message.withUnsafeBytes { try RTCPCompound.visit($0, &other) }
         #expect(other.maximumBitrate == nil)
         // A message that claims more SSRCs than it holds is refused, naming it.

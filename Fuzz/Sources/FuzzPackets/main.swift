@@ -57,8 +57,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     case 1:
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.parse($0) }
-        var reader = FeedbackReader(audioSSRC: 1, videoSSRC: 2, feedbackSSRC: 3, ntpNowMicroseconds: 1_000_000)
+        var reader = FeedbackReader(
+            audioSSRC: 1, videoSSRC: 2, lowVideoSSRC: 4, feedbackSSRC: 3, ntpNowMicroseconds: 1_000_000)
         _ = try? bytes.withUnsafeBytes { try RTCPCompound.visit($0, &reader) }
+        // A subscriber's feedback as the hub says it again about a publisher's layers.
+        _ = VideoLayerForwarder(target: .low).translateFeedback(bytes, highSSRC: 2, lowSSRC: 4)
     default:
         // Packets of two length bytes each, into every assembler, 1 ms apart.
         var assemblers = [MediaCodec.vp8, .vp9, .opus].map { RTPFrameAssembler(codec: $0, gapWaitMicroseconds: 5_000) }

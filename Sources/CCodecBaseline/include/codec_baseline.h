@@ -58,4 +58,53 @@ long mp_baseline_vpx_encode(int codec, const uint8_t *const *pictures, int frame
 /// Decodes `frame_count` compressed frames; returns the sum of decoded picture widths.
 long mp_baseline_vpx_decode(int codec, const uint8_t *const *frames, const size_t *sizes, int frame_count, int threads);
 
+// MARK: - Session capacity reference
+
+// The media work of `pipebench bench`'s session capacity (SubscriberLoad driving one MediaEngine)
+// with no engine: no RTP, no hub, no jitter buffers, no statistics. For `users` users, every 10 ms
+// tick: on even ticks each user's next 20 ms Opus packet is decoded (48 kHz stereo); each tick
+// the tick's 10 ms half of every user is summed into one stereo frame; when a video frame is due
+// (the engine's schedule: every 1/fps s) each user decodes the same VP8 frame and scales it into
+// its own canvas (libyuv I420Scale, box filter, hidden mode: the source cropped to the canvas's
+// aspect, centred, as the engine's PictureScaler does). The users' decodes of a tick are spread
+// over `threads` threads (the caller and threads - 1 persistent workers), as the engine's
+// ParallelWorkers spread them: jobs taken one user at a time from a shared counter.
+
+/// One reference session; opaque.
+typedef struct mp_capacity_reference mp_capacity_reference;
+
+/// Creates a reference session of `users` users on `threads` threads. The media are copied: the
+/// Opus packets are `opus_count` packets laid end to end in `opus_bytes`, packet i from
+/// `opus_offsets[i]` to `opus_offsets[i + 1]`; the VP8 frames likewise. Users start at different
+/// points of the speech, user i at packet i * 37, as SubscriberLoad's do; all users send the same
+/// video frame. Each user gets a `canvas_width` × `canvas_height` I420 canvas, black at first.
+/// Returns NULL on failure, with a message in `error` (room for `error_capacity` bytes).
+mp_capacity_reference *mp_capacity_reference_create(int users, int threads, const uint8_t *opus_bytes,
+                                                    const size_t *opus_offsets, int opus_count,
+                                                    const uint8_t *vp8_bytes, const size_t *vp8_offsets,
+                                                    int vp8_count, int video_frames_per_second, int canvas_width,
+                                                    int canvas_height, char *error, size_t error_capacity);
+
+/// Advances the session by 10 ms. Returns 1 when video was decoded and rendered in this tick, 0
+/// when not, and -1 when a decode failed (the message: mp_capacity_reference_error).
+int mp_capacity_reference_advance(mp_capacity_reference *reference);
+
+/// Users that have decoded audio and rendered video at least once and never failed a decode.
+int mp_capacity_reference_users_decoding(const mp_capacity_reference *reference);
+
+/// Opus packets decoded, all users together.
+long long mp_capacity_reference_audio_packets_decoded(const mp_capacity_reference *reference);
+
+/// VP8 pictures decoded and scaled into canvases, all users together.
+long long mp_capacity_reference_pictures_rendered(const mp_capacity_reference *reference);
+
+/// The last 10 ms mix: 480 stereo frames, interleaved, 960 samples.
+const int16_t *mp_capacity_reference_mix(const mp_capacity_reference *reference);
+
+/// The first decode failure's message, "" when there was none.
+const char *mp_capacity_reference_error(const mp_capacity_reference *reference);
+
+/// Stops the worker threads and frees the session.
+void mp_capacity_reference_destroy(mp_capacity_reference *reference);
+
 #endif

@@ -15,7 +15,7 @@ public final class OpusEncoder {
     /// 20 ms, up to 3 frames in 60 ms), so no encode ever reallocates.
     private var packetScratch = [UInt8](repeating: 0, count: 4000)
     /// Storage of the frames handed out, reused once they are released.
-    private let recycler = ByteRecycler(slotCount: 64, capacity: 1500)
+    private var recycler = ByteRecycler(slotCount: 64, capacity: 1500)
 
     /// Creates an encoder.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a setting out of range,

@@ -12,7 +12,7 @@ public final class VPXEncoder {
     private var keyframePending = false
     private var nextPTS: Int64 = 0
     /// Storage of the frames handed out, reused once they are released.
-    private let recycler = ByteRecycler(slotCount: 24, capacity: 16 * 1024)
+    private var recycler = ByteRecycler(slotCount: 24, capacity: 16 * 1024)
 
     /// Creates an encoder.
     /// - Throws: ``MediaError/Code/invalidArgument`` for a setting out of range,

@@ -15,7 +15,7 @@ final class ChannelRecorder: @unchecked Sendable {
     /// the playout round only (one at a time).
     let mixFrame: UnsafeMutableBufferPointer<Int16>
 
-    private struct State {
+    private struct State: @unchecked Sendable {
         var writer: CompositeWriter?
         let grid: I420Buffer
         /// Engine clock times: when recording began, and when the next picture is due.

@@ -1,11 +1,13 @@
 /// What one playout round owns: the final mixer, the round's decode jobs and scratch lists, the
 /// streams fading out, and the receiver reports written in it. Kept in a ``LockedValue``, so
 /// playout rounds run one at a time and nothing else touches these.
-struct PlayoutRound {
-    let mixer: AudioMixer
+struct PlayoutRound: Sendable {
+    /// Not thread-safe (one mixer per mixing thread): owned by the round's lock.
+    let mixer: LockOwned<AudioMixer>
     let decode = AudioDecodeRound()
-    var mixInputs: [MixerInput] = []
-    var channelMixInputs: [MixerInput] = []
+    /// Inputs point into the receivers' frames, valid during the round only: owned by its lock.
+    var mixInputs = LockOwned<[MixerInput]>([])
+    var channelMixInputs = LockOwned<[MixerInput]>([])
     /// This round's streams: where they were (for finding them again) and their receivers.
     var streams: [StreamSlot<AudioReceiver>] = []
     /// Streams that stopped, playing one last frame at gain 0.
@@ -14,13 +16,13 @@ struct PlayoutRound {
     var spareObserved: [ObservedAudio] = []
     /// Receiver reports written in the round, sent after the control lock is released.
     var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
-    let reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
+    var reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
 }
 
 /// One playout tick's decoded frames, copied for the app's audio observer so that it can run
 /// after the playout round has released its lock. It belongs to the one pull that filled it,
 /// and goes back to the round's spares afterwards, so steady state allocates nothing.
-final class ObservedAudio {
+final class ObservedAudio: @unchecked Sendable {
     private(set) var samples: [Int16] = []
     private(set) var streams: [(key: StreamKey, range: Range<Int>, rtpTimestamp: UInt32?)] = []
 
@@ -50,14 +52,14 @@ final class ObservedAudio {
 
 /// What one render round owns: its decode jobs and the streams it reports on. Kept in a
 /// ``LockedValue``, so render rounds run one at a time.
-struct RenderRound {
+struct RenderRound: Sendable {
     let decode = VideoDecodeRound()
     var streams: [StreamSlot<VideoReceiver>] = []
 }
 
 /// Where a decode round found a stream (to find it again after decoding, when users may have
 /// come and gone) and its receiver.
-struct StreamSlot<Receiver: AnyObject> {
+struct StreamSlot<Receiver: AnyObject & Sendable>: Sendable {
     let ref: ChannelRef
     let uid: UInt32
     /// The user's position in its channel when the round took it.
@@ -68,7 +70,7 @@ struct StreamSlot<Receiver: AnyObject> {
 /// One playout tick's audio decoding: the next 10 ms of every subscribed stream, one job per
 /// stream, run on the engine's decode threads. Each job touches only its own receiver; the
 /// results are read afterwards from ``AudioReceiver/lastOutput``, in channel and join order.
-final class AudioDecodeRound: ParallelJobSource {
+final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's receivers; reused between rounds so a tick allocates nothing.
     var receivers: [AudioReceiver] = []
     /// Gaps up to this long are concealed.
@@ -84,7 +86,7 @@ final class AudioDecodeRound: ParallelJobSource {
 
 /// One render call's video decoding: every stream with queued frames decodes them and renders
 /// its newest picture into its canvas, one job per stream, run on the engine's decode threads.
-final class VideoDecodeRound: ParallelJobSource {
+final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's streams, their canvases and keys; reused between rounds.
     var jobs: [(receiver: VideoReceiver, canvas: CanvasBuffer?, key: StreamKey)] = []
     /// The round's clock time.

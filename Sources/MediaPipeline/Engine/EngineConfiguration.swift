@@ -23,6 +23,11 @@ public struct EngineConfiguration: Sendable {
     /// Whether the encoders follow the loss subscribers report: the video bitrate (down above
     /// 10 %, up below 2 %) and Opus in-band FEC with its expected loss.
     public var adaptsToLoss = true
+    /// Whether a remote user's video is received as its low stream (dual stream mode) while
+    /// its canvas shows no more than a quarter of its high pictures' area, unless the app asked
+    /// for the high stream (``MediaChannel/setRemoteVideoStreamType(_:type:)``): LiveKit's
+    /// adaptive stream.
+    public var adaptsVideoStreamToCanvas = true
     /// Whether, with ``adaptsToLoss``, Opus packets under reported loss also carry copies of
     /// the one or two frames before them (RFC 2198 redundant audio under payload type 63, as
     /// browsers send it for Opus: one copy from 2 % smoothed loss, two from 8 %). Receivers must

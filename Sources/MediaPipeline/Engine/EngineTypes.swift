@@ -92,6 +92,10 @@ public enum RemoteStreamStateReason: Int, Sendable, CaseIterable {
     case remoteUnmuted = 6
     /// The remote user left the channel or became audience.
     case remoteOffline = 7
+    /// The downlink is poor: the video is not received, audio only (``StreamFallbackOptions/audioOnly``).
+    case audioFallback = 8
+    /// The downlink recovered: the video is received again.
+    case audioFallbackRecovery = 9
 }
 
 /// Why a remote user went offline (Agora's `USER_OFFLINE_REASON_TYPE`).
@@ -288,6 +292,11 @@ public enum ChannelEvent: Sendable, Equatable {
     case remoteAudioStats(RemoteAudioStats)
     /// A remote user's video statistics, every 2 s while its video is received.
     case remoteVideoStats(RemoteVideoStats)
+    /// A remote user's video stopped being received because the downlink is poor (true), or is
+    /// received again (false): Agora's `onRemoteSubscribeFallbackToAudioOnly`, under
+    /// ``StreamFallbackOptions/audioOnly``. A fallback to the low stream has no event:
+    /// ``RemoteVideoStats/rxStreamType`` shows it.
+    case remoteSubscribeFallbackToAudioOnly(uid: UInt32, isFallbackOrRecover: Bool)
     /// A recording of user `uid`'s stream began writing `path`.
     case recordingStarted(uid: UInt32, path: String)
     /// A recording was finished: `path` holds the frames the receiver decoded.

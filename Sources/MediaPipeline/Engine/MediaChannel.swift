@@ -134,6 +134,23 @@ public final class MediaChannel: Sendable {
         try engine.muteRemote(ref, uid, .video, mute)
     }
 
+    /// Asks for `uid`'s high or low video stream (Agora's `setRemoteVideoStreamType`). A
+    /// publisher without dual stream mode (``MediaEngine/enableDualStreamMode(_:low:)``) is
+    /// received high whatever is asked; the switch takes effect at the asked stream's next
+    /// keyframe, which the transport asks for. ``RemoteVideoStats/rxStreamType`` says which is
+    /// received. Applies to a user not present yet too.
+    /// - Throws: ``EngineError/Code/notReady`` once the channel is destroyed.
+    public func setRemoteVideoStreamType(_ uid: UInt32, type: VideoStreamType) throws {
+        try engine.input { try $0.setRemoteVideoStreamType(ref, uid, type) }
+    }
+
+    /// Asks for the high or low video stream of every user not named by
+    /// ``setRemoteVideoStreamType(_:type:)`` (Agora's `setRemoteDefaultVideoStreamType`).
+    /// - Throws: ``EngineError/Code/notReady`` once the channel is destroyed.
+    public func setRemoteDefaultVideoStreamType(_ type: VideoStreamType) throws {
+        try engine.input { try $0.setRemoteDefaultVideoStreamType(ref, type) }
+    }
+
     /// Stops or resumes receiving all remote audio, including users who join later.
     public func muteAllRemoteAudioStreams(_ mute: Bool) throws { try engine.muteAll(ref, .audio, mute) }
 

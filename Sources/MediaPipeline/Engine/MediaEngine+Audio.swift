@@ -44,7 +44,7 @@ extension MediaEngine {
             // Decode every stream's next 10 ms, independent streams in parallel ...
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
             round.decode.receivers.removeAll(keepingCapacity: true)
-            round.mixInputs.removeAll(keepingCapacity: true)
+            round.mixInputs.value.removeAll(keepingCapacity: true)
             let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
             observed?.reset()
             // ... then, as one input, report and gather the mix in channel and join order.
@@ -54,7 +54,7 @@ extension MediaEngine {
                 var index = 0
                 for c in plane.channels.indices where plane.channels[c].joined {
                     let ref = plane.channels[c].ref
-                    round.channelMixInputs.removeAll(keepingCapacity: true)
+                    round.channelMixInputs.value.removeAll(keepingCapacity: true)
                     // Streams of channels left meanwhile play nothing more.
                     while index < round.streams.count, round.streams[index].ref != ref,
                         !plane.isJoined(round.streams[index].ref)
@@ -74,10 +74,10 @@ extension MediaEngine {
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
                         observed?.append(samples, stream: key, rtpTimestamp: slot.receiver.frameRTPTimestamp)
                         let input = MixerInput(key: key, samples: samples, gain: volume)
-                        round.mixInputs.append(input)
-                        if plane.channels[c].mixer != nil { round.channelMixInputs.append(input) }
+                        round.mixInputs.value.append(input)
+                        if plane.channels[c].mixer != nil { round.channelMixInputs.value.append(input) }
                     }
-                    plane.mixChannel(c, round.channelMixInputs)
+                    plane.mixChannel(c, round.channelMixInputs.value)
                 }
                 // Channel composites get this tick's channel mix (silence while not joined).
                 for recorder in plane.channelRecordings {
@@ -105,10 +105,11 @@ extension MediaEngine {
             let now = round.decode.now
             for (key, receiver) in round.fading
             where receiver.produce(now: now, concealUpToMicroseconds: conceal) != .none {
-                round.mixInputs.append(MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0))
+                let input = MixerInput(key: key, samples: UnsafeBufferPointer(receiver.frame), gain: 0)
+                round.mixInputs.value.append(input)
             }
-            round.mixer.mix(round.mixInputs, into: output)
-            round.mixInputs.removeAll(keepingCapacity: true)
+            round.mixer.value.mix(round.mixInputs.value, into: output)
+            round.mixInputs.value.removeAll(keepingCapacity: true)
             for (_, receiver) in round.fading { receiver.release() }
             round.fading.removeAll(keepingCapacity: true)
             return (decided || failedRecording, observer, observed)

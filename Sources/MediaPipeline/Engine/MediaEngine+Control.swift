@@ -57,8 +57,13 @@ extension MediaEngine {
         try control.withLock { try $0.copyChannelMix(ref, into: output) }
     }
 
-    /// A read of channel `ref`'s state (a default when it is gone).
+    /// A read of channel `ref`'s state (a default when it is gone), with what the packet path
+    /// counted taken into its statistics.
     func read<R>(_ ref: ChannelRef, _ body: (ChannelState) -> R, otherwise: R) -> R {
-        control.withLock { plane in plane.index(ref).map { body(plane.channels[$0]) } ?? otherwise }
+        control.withLock { plane in
+            guard let c = plane.index(ref) else { return otherwise }
+            plane.takeArrivals(c)
+            return body(plane.channels[c])
+        }
     }
 }

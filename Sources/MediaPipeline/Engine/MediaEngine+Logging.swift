@@ -62,6 +62,10 @@ extension MediaEngine {
                 metadata: metadata)
         case .recordingFailed(let uid, let path, let message):
             logger.error("recording user \(uid) to \(path) failed: \(message)", metadata: metadata)
+        case .remoteSubscribeFallbackToAudioOnly(let uid, let fallback):
+            logger.info(
+                "user \(uid): \(fallback ? "audio only, the downlink is poor" : "video again, the downlink recovered")",
+                metadata: metadata)
         case .audioVolumeIndication, .rtcStats, .remoteAudioStats, .remoteVideoStats:
             break
         }

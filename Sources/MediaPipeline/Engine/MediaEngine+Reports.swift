@@ -25,7 +25,7 @@ extension MediaEngine {
                 let report = RTCPCompound.receiverReport(
                     ssrc: rtp.feedbackSSRC, audio, video,
                     referenceTime: video != nil && configuration.videoRetransmission
-                        ? NTPTime.timestamp(microseconds: ntpMicroseconds(now)) : nil, in: round.reportRecycler)
+                        ? NTPTime.timestamp(microseconds: ntpMicroseconds(now)) : nil, in: &round.reportRecycler)
                 round.reportOutbox.append((report, channelId, localUid, user.uid))
             }
         }
@@ -54,7 +54,7 @@ extension MediaEngine {
             ssrc: rtp.ssrc(kind), ntpTimestamp: NTPTime.timestamp(microseconds: ntpMicroseconds(now)),
             rtpTimestamp: packetizer.rtpTimestamp(microseconds: mediaMicrosecondsNow),
             packetCount: UInt32(truncatingIfNeeded: publisher.packetsSent[kind]),
-            octetCount: UInt32(truncatingIfNeeded: publisher.payloadBytesSent[kind]), in: publisher.reportRecycler)
+            octetCount: UInt32(truncatingIfNeeded: publisher.payloadBytesSent[kind]), in: &publisher.reportRecycler)
         for target in publisher.targets {
             transport.sendRTCP(report, channelId: target.channelId, from: target.uid, to: MediaEngine.everyone)
         }
@@ -76,12 +76,16 @@ struct SenderReportSummary {
 struct FeedbackReader: RTCPVisitor {
     let audioSSRC: UInt32
     let videoSSRC: UInt32
+    /// The low video layer's SSRC (dual stream mode).
+    let lowVideoSSRC: UInt32
     /// The local user's RTCP SSRC as a receiver: DLRR answers addressed to it.
     let feedbackSSRC: UInt32
     /// NTP time now (microseconds since 1900): answers to the engine's reports are measured against it.
     let ntpNowMicroseconds: Int64
     var keyframeWanted = false
-    /// Whether a NACK asks for packets of the local video.
+    /// Whether a keyframe of the low video layer is asked for.
+    var lowKeyframeWanted = false
+    /// Whether a NACK asks for packets of the local video (either layer).
     var nackForVideo = false
     /// A receiver reference time (RRTR) to answer: the reporter's SSRC and NTP time.
     var receiverReferenceTime: (UInt32, UInt64)?
@@ -128,7 +132,7 @@ struct FeedbackReader: RTCPVisitor {
     }
 
     mutating func nack(senderSSRC: UInt32, mediaSSRC: UInt32) {
-        if mediaSSRC == videoSSRC { nackForVideo = true }
+        if mediaSSRC == videoSSRC || mediaSSRC == lowVideoSSRC { nackForVideo = true }
     }
 
     mutating func extendedReport(ssrc: UInt32) { extendedReportSSRC = ssrc }
@@ -147,9 +151,11 @@ struct FeedbackReader: RTCPVisitor {
 
     mutating func pictureLossIndication(senderSSRC: UInt32, mediaSSRC: UInt32) {
         if mediaSSRC == videoSSRC { keyframeWanted = true }
+        if mediaSSRC == lowVideoSSRC { lowKeyframeWanted = true }
     }
 
     mutating func fullIntraRequestEntry(_ entry: RTCPPacket.FullIntraRequestEntry) {
         if entry.ssrc == videoSSRC { keyframeWanted = true }
+        if entry.ssrc == lowVideoSSRC { lowKeyframeWanted = true }
     }
 }

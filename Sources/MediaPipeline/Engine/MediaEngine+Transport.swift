@@ -27,6 +27,9 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     func transportConnectionStateChanged(channelId: String, state: ConnectionState, reason: ConnectionChangedReason) {
         engine?.connectionStateChanged(channelId: channelId, state: state, reason: reason)
     }
+    func transportVideoStreamTypeChanged(channelId: String, uid: UInt32, type: VideoStreamType) {
+        engine?.input { $0.videoStreamTypeChanged(channelId, uid, type) }
+    }
     func transportLocalStreams() -> LocalStreamDescription? {
         guard let engine else { return nil }
         return LocalStreamDescription(
@@ -36,8 +39,10 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     }
 }
 
-/// What the transport reports, as inputs to the control plane. Packets go into the receivers
-/// under the control lock (to find them) and each receiver's own lock; never behind a decode.
+/// What the transport reports, as inputs to the control plane. Packets reach their receivers
+/// through the receive router (``ReceiveRoutes``) and each receiver's own lock, never the control
+/// lock and never behind a decode; only a packet that needs a decision (the first of a stream,
+/// one of a user not yet known) or feedback to count goes through the control plane.
 extension MediaEngine {
     func userJoined(channelId: String, uid: UInt32, media: PublishedMedia) {
         input { $0.userJoined(channelId, uid, media) }
@@ -53,9 +58,25 @@ extension MediaEngine {
 
     func receive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+        let table = routes.withLock { $0 }
+        guard let route = table.route(channelId: channelId, uid: uid), route.settled[codec.kind] else {
+            receiveDeciding(packet, codec.kind, channelId: channelId, from: uid)
+            return
+        }
+        let feedback = route.deliver(packet, codec.kind, now: clock.nowMicroseconds)
+        guard feedback.nack != nil || feedback.keyframeWanted else { return }
+        let request = withControl {
+            $0.feedbackAfterArrival(channelId: channelId, uid: uid, codec.kind, nack: feedback.nack)
+        }
+        if let request { sendFeedback(request) }
+    }
+
+    /// A packet the control plane sees itself: the route is not settled (a decision is due on
+    /// arrival) or there is none yet.
+    private func receiveDeciding(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32) {
         let (request, decided) = withControl { plane in
             let before = plane.decisions
-            let request = plane.packetArrived(packet, codec.kind, channelId: channelId, from: uid)
+            let request = plane.packetArrived(packet, kind, channelId: channelId, from: uid)
             return (request, plane.decisions != before)
         }
         if let request { sendFeedback(request) }
@@ -78,8 +99,8 @@ extension MediaEngine {
     func receiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         let now = self.now
         var reader = FeedbackReader(
-            audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, feedbackSSRC: rtp.feedbackSSRC,
-            ntpNowMicroseconds: ntpMicroseconds(now))
+            audioSSRC: rtp.audioSSRC, videoSSRC: rtp.videoSSRC, lowVideoSSRC: rtp.lowVideoSSRC,
+            feedbackSSRC: rtp.feedbackSSRC, ntpNowMicroseconds: ntpMicroseconds(now))
         // Feedback that cannot be read is dropped, as a network stack drops a corrupt datagram.
         guard (try? bytes.withUnsafeBytes({ try RTCPCompound.visit($0, &reader) })) != nil else { return }
         if reader.keyframeWanted {
@@ -107,7 +128,7 @@ extension MediaEngine {
             let item = RTCPPacket.DLRRItem(
                 ssrc: ssrc, lastReceiverReport: UInt32(truncatingIfNeeded: referenceTime >> 16), delay: 0)
             let answer = retransmitter.withLock {
-                RTCPCompound.delaySinceLastReceiverReport(ssrc: rtp.videoSSRC, item, in: $0.replies)
+                RTCPCompound.delaySinceLastReceiverReport(ssrc: rtp.videoSSRC, item, in: &$0.replies)
             }
             transport.sendRTCP(answer, channelId: channelId, from: localUid, to: uid)
         }

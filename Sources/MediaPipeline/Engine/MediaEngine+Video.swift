@@ -12,21 +12,28 @@ extension MediaEngine {
             throw EngineError(.invalidArgument, "canvas size \(canvas.width)x\(canvas.height) is outside 1...16384")
         }
         let key = StreamKey(channelId: canvas.channelId, uid: canvas.uid)
-        return try control.withLock { plane in
+        return try input { plane in
             guard !plane.destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
+            let buffer: CanvasBuffer
             if let existing = plane.canvases[key] {
                 try existing.reconfigure(canvas)
-                return existing
+                buffer = existing
+            } else {
+                buffer = try CanvasBuffer(canvas)
+                plane.canvases[key] = buffer
             }
-            let buffer = try CanvasBuffer(canvas)
-            plane.canvases[key] = buffer
+            plane.canvasChanged(key, size: (canvas.width, canvas.height))
             return buffer
         }
     }
 
     /// Unbinds the canvas of (channel, uid); its buffer is no longer rendered into.
     public func removeRemoteVideo(channelId: String, uid: UInt32) {
-        _ = control.withLock { $0.canvases.removeValue(forKey: StreamKey(channelId: channelId, uid: uid)) }
+        input { plane in
+            let key = StreamKey(channelId: channelId, uid: uid)
+            plane.canvases.removeValue(forKey: key)
+            plane.canvasChanged(key, size: nil)
+        }
     }
 
     /// The canvas bound to (channel, uid), if any.

@@ -37,6 +37,9 @@ public final class MediaEngine: Sendable {
     /// never across a decode, a transport call or an app callback. Lock order: `local`,
     /// `playout` or `render` before `control`, and `control` before a receiver's inbox.
     let control: LockedValue<ControlPlane>
+    /// The receive router: where each remote user's packets go, as the control plane last
+    /// published it. Held only to take the snapshot (a leaf lock, after `control` when both are).
+    let routes = LockedValue(ReceiveRoutes.empty)
     /// The app's channel objects by serial, for delivering events (held weakly: events of a
     /// channel the app dropped are dropped).
     let handles = LockedValue<[Int: WeakChannel]>([:])
@@ -73,7 +76,7 @@ public final class MediaEngine: Sendable {
         ntpOriginMicroseconds = clock.originUnixMicroseconds + NTPTime.unixEpochMicroseconds
         let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-        playout = LockedValue(PlayoutRound(mixer: mixer))
+        playout = LockedValue(PlayoutRound(mixer: LockOwned(mixer)))
         playoutSamplesPerChannel = mixer.samplesPerChannel
         rtp = RTPIdentity(seed: configuration.randomSeed)
         control = LockedValue(
@@ -110,8 +113,17 @@ public final class MediaEngine: Sendable {
         let now = clock.nowMicroseconds
         return try control.withLock { plane in
             plane.now = max(plane.now, now)  // threads read the clock in one order, lock in another
+            defer { if plane.routesChanged { publishRoutes(&plane) } }
             return try body(&plane)
         }
+    }
+
+    /// Replaces the receive router's snapshot with the control plane's routes now. Under the
+    /// control lock, so snapshots are published in the order the decisions were made.
+    private func publishRoutes(_ plane: inout ControlPlane) {
+        plane.routesChanged = false
+        let table = plane.makeRoutes()
+        routes.withLock { $0 = table }
     }
 
     // MARK: - Channels

@@ -2,7 +2,7 @@
 /// and packetized once, here, whatever the number of channels, subscribers and relays; the same
 /// packets go to every destination. Owned by the engine's `local` lock: the push calls take
 /// turns on it.
-final class Publisher {
+final class Publisher: @unchecked Sendable {
     let configuration: EngineConfiguration
     let identity: RTPIdentity
     var audioPacketizer: RTPPacketizer?
@@ -12,7 +12,7 @@ final class Publisher {
     var packetsSent = PerMedia<Int64>(0)
     var payloadBytesSent = PerMedia<Int64>(0)
     var lastSenderReportAt = PerMedia<Int64>(.min / 2)
-    let reportRecycler = ByteRecycler(slotCount: 16, capacity: 28)
+    var reportRecycler = ByteRecycler(slotCount: 16, capacity: 28)
     var audioEncoder: AudioEncoding?
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
@@ -34,6 +34,14 @@ final class Publisher {
     var targets: [(channelId: String, uid: UInt32)] = []
     /// The publishing channel the current frame is counted in.
     var targetChannel: ChannelRef?
+    /// The low video layer, in dual stream mode.
+    var lowLayer: LowVideoLayer?
+    /// The low layer's packetizer, kept while the mode is off or reconfigured: its numbers go on
+    /// where they stopped, as a forwarder still on the low layer expects.
+    var lowPacketizer: RTPPacketizer?
+    /// Where low-layer packets went (channel, uid): each is told when the mode is turned off,
+    /// even one no longer a target then.
+    var lowTargets: [(channelId: String, uid: UInt32)] = []
 
     init(configuration: EngineConfiguration, identity: RTPIdentity) {
         self.configuration = configuration
@@ -148,9 +156,11 @@ extension MediaEngine {
     /// ``EngineConfiguration/keyframeRequestIntervalMs``).
     public func pushVideo(_ picture: I420Buffer, timestampMicroseconds: Int64) throws {
         try local.withLock { publisher in
-            let force: Bool = withControl { plane in
+            let layered = publisher.lowLayer != nil
+            let (force, forceLow) = withControl { plane in
                 publisher.targetChannel = plane.collectTargets(.video, into: &publisher.targets)
-                return !publisher.targets.isEmpty && plane.takeKeyframeRequest()
+                let sending = !publisher.targets.isEmpty
+                return (sending && plane.takeKeyframeRequest(), sending && layered && plane.takeLowKeyframeRequest())
             }
             guard !publisher.targets.isEmpty else { return }
             let encoder = try publisher.videoEncoder(width: picture.width, height: picture.height)
@@ -163,8 +173,61 @@ extension MediaEngine {
                 try encoder.encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
             }
             send(frame, encodedHere: true, publisher)
+            if layered { encodeAndSendLow(picture, timestampMicroseconds, forceKeyframe: forceLow, bitrate, publisher) }
         }
         flushActions()
+    }
+
+    /// Encodes and sends the low layer's frame of `picture`, if the low frame rate takes it. A
+    /// picture the low encoder refuses (a size it cannot take) turns the mode off, logged: the
+    /// high stream, already sent, goes on.
+    private func encodeAndSendLow(
+        _ picture: I420Buffer, _ timestampMicroseconds: Int64, forceKeyframe: Bool, _ highBitrate: Int,
+        _ publisher: Publisher
+    ) {
+        do {
+            guard
+                let low = try publisher.lowLayer?.encode(
+                    picture, timestampMicroseconds: timestampMicroseconds, forceKeyframe: forceKeyframe,
+                    engine: configuration, highBitrate: highBitrate)
+            else { return }
+            sendLow(low, publisher)
+        } catch {
+            configuration.logger.warning("dual stream mode turned off: the low stream cannot be encoded: \(error)")
+            stopLowLayer(publisher)
+        }
+    }
+
+    /// Turns the low layer off and tells every destination it went to.
+    func stopLowLayer(_ publisher: Publisher) {
+        publisher.lowLayer = nil
+        for target in publisher.lowTargets {
+            transport.lowVideoStreamStopped(channelId: target.channelId, uid: target.uid)
+        }
+        publisher.lowTargets.removeAll()
+    }
+
+    /// Packetizes a low-layer frame and sends its packets to every target as the low layer,
+    /// keeping them for NACKs.
+    private func sendLow(_ frame: EncodedFrame, _ publisher: Publisher) {
+        let keepsHistory = configuration.videoRetransmission
+        let now = self.now
+        for target in publisher.targets where !publisher.lowTargets.contains(where: { $0 == target }) {
+            publisher.lowTargets.append(target)
+        }
+        do {
+            if publisher.lowPacketizer?.codec != frame.codec {
+                publisher.lowPacketizer = try rtp.lowVideoPacketizer(for: frame.codec)
+            }
+            try publisher.lowPacketizer?.packetize(frame) { packet in
+                if keepsHistory { retransmitter.withLock { $0.lowHistory.store(packet, now: now) } }
+                for target in publisher.targets {
+                    transport.send(packet, layer: .low, channelId: target.channelId, from: target.uid)
+                }
+            }
+        } catch {
+            return  // an empty frame: nothing to send
+        }
     }
 
     /// Publishes an already encoded frame (Opus, VP8 or VP9) as the local stream, for sources

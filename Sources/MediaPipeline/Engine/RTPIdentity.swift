@@ -7,7 +7,11 @@ struct RTPIdentity: Sendable {
     let videoSSRC: UInt32
     /// The SSRC this engine's receiver reports and feedback come from.
     let feedbackSSRC: UInt32
+    /// The SSRC of the low video layer (dual stream mode), and its sequence number and
+    /// PictureID starts (drawn last, so a seeded session's other streams stay as they were).
+    let lowVideoSSRC: UInt32
     private let starts: [UInt64]
+    private let lowStart: UInt64
 
     init(seed: UInt64?) {
         var generator = SplitMix64(seed: seed ?? UInt64.random(in: 0...UInt64.max))
@@ -22,6 +26,8 @@ struct RTPIdentity: Sendable {
         videoSSRC = distinct()
         feedbackSSRC = distinct()
         starts = (0..<3).map { _ in generator.next() }
+        lowVideoSSRC = distinct()
+        lowStart = generator.next()
     }
 
     /// The SSRC of the local stream of `kind`.
@@ -34,6 +40,16 @@ struct RTPIdentity: Sendable {
             firstSequenceNumber: UInt16(truncatingIfNeeded: starts[0] >> (codec.kind == .audio ? 0 : 16)),
             timestampOffset: UInt32(truncatingIfNeeded: starts[1] >> (codec.kind == .audio ? 0 : 32)),
             firstPictureId: UInt16(truncatingIfNeeded: starts[2]) & 0x7FFF)
+    }
+
+    /// A packetizer for the low video layer of `codec`: its own SSRC, sequence numbers and
+    /// PictureIDs, on the high layer's RTP time base (one timestamp offset for both).
+    func lowVideoPacketizer(for codec: MediaCodec) throws -> RTPPacketizer {
+        try RTPPacketizer(
+            codec: codec, ssrc: lowVideoSSRC, payloadType: RTPPayloadType.of(codec),
+            firstSequenceNumber: UInt16(truncatingIfNeeded: lowStart),
+            timestampOffset: UInt32(truncatingIfNeeded: starts[1] >> 32),
+            firstPictureId: UInt16(truncatingIfNeeded: lowStart >> 16) & 0x7FFF)
     }
 }
 

@@ -81,6 +81,9 @@ public struct RemoteVideoStats: Sendable, Equatable {
     public var delayMs: Int64 = 0
     /// The size of the last decoded picture.
     public var width = 0, height = 0
+    /// The video layer received (Agora's `rxStreamType`): ``VideoStreamType/low`` once the
+    /// transport forwards the publisher's low stream, as asked or as a fallback.
+    public var rxStreamType = VideoStreamType.high
     /// Bitrate received over the interval, in kbit/s.
     public var receivedBitrateKbps: Int = 0
     /// Frames per second decoded and rendered over the interval.
@@ -102,11 +105,13 @@ public struct RemoteVideoStats: Sendable, Equatable {
     /// before both streams' first reports, after a report that jumped, or without audio).
     public var isAVSynced = false
     /// How much later the user's audio plays than the pictures captured with it, in
-    /// milliseconds (negative: earlier), as the engine estimates it with the delay it added to
-    /// one of them (Agora's `avSyncTimeMs`); 0 while not synced.
+    /// milliseconds (negative: earlier), as the engine decided it at its last sync decision:
+    /// from the two streams' delays and the delay it added to them, not measured in the
+    /// playout (Agora's `avSyncTimeMs`); 0 while not synced.
     public var avSyncOffsetMs: Int64 = 0
-    /// The delay added to the video (or, negative, to the audio) to keep the two in sync, in
-    /// milliseconds.
+    /// The delay added to the video less the delay added to the audio to keep the two in
+    /// sync, in milliseconds (positive: the video is held back). While the later stream's own
+    /// delay comes down at the sync pace, both may be held for a moment.
     public var syncDelayMs: Int64 = 0
     /// How long after its fastest arrival a frame is shown, without the delay added for sync,
     /// in milliseconds: what the video's jitter buffer holds frames for (covering jitter and

@@ -9,7 +9,7 @@
 /// Pictures come from the engine's decode threads, one at a time for one stream; the state is
 /// behind a lock so that ``finish()`` may come from another thread afterwards.
 final class DecodedVideoWriter: VideoFrameObserver, @unchecked Sendable {
-    private struct State {
+    private struct State: @unchecked Sendable {
         var y4m: Y4MWriter?
         /// The first picture and its RTP timestamp, until the second tells the frame rate.
         var first: (picture: I420Buffer, rtpTimestamp: UInt32)?

@@ -321,8 +321,8 @@ final class RTPPeerWorker: @unchecked Sendable {
     private struct ReceiveState {
         /// Recycled storage for the packets handed to the engine: 2,048 slots, so a packet the
         /// engine still holds (a frame waiting for a retransmission) is left alone.
-        let packets = ByteRecycler(slotCount: 2048, capacity: 1300)
-        let feedback = ByteRecycler(slotCount: 64, capacity: 1500)
+        var packets = ByteRecycler(slotCount: 2048, capacity: 1300)
+        var feedback = ByteRecycler(slotCount: 64, capacity: 1500)
         var ssrc: [UInt32?]
         var lastPacketAt: [Int64]
         /// Changes since they were last published to ``shared``.
@@ -500,7 +500,7 @@ final class RTPPeerWorker: @unchecked Sendable {
         guard let endpoint, let channelId else { return }
         let packet = ReceivedPacketCopy.mapped(
             datagram, header: header, enginePayloadType: enginePayloadType, map: route.wireToEngine,
-            into: state.packets)
+            into: &state.packets)
         endpoint.transportReceive(
             packet, channelId: channelId, from: RTPPeerTransport.peerUid)
     }
@@ -524,7 +524,7 @@ final class RTPPeerWorker: @unchecked Sendable {
         guard let endpoint, let channelId,
             let packet = ReceivedPacketCopy.restored(
                 datagram, header: header, enginePayloadType: routes[index].wireToEngine[Int(original)], ssrc: ssrc,
-                into: state.packets)
+                into: &state.packets)
         else { return }
         endpoint.transportReceive(packet, channelId: channelId, from: RTPPeerTransport.peerUid)
     }

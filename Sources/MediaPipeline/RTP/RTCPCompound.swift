@@ -367,7 +367,7 @@ extension RTCPCompound {
     /// publisher sends about each stream once a second, with no allocation.
     static func senderReport(
         ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, packetCount: UInt32, octetCount: UInt32,
-        in recycler: ByteRecycler
+        in recycler: inout ByteRecycler
     ) -> [UInt8] {
         recycler.bytes(count: 28) { out in
             out[0] = 0x80
@@ -388,7 +388,7 @@ extension RTCPCompound {
     /// storage.
     static func receiverReport(
         ssrc: UInt32, _ first: RTCPReportBlock?, _ second: RTCPReportBlock?, referenceTime ntpTimestamp: UInt64? = nil,
-        in recycler: ByteRecycler
+        in recycler: inout ByteRecycler
     ) -> [UInt8] {
         let count = (first == nil ? 0 : 1) + (second == nil ? 0 : 1)
         let reportBytes = 8 + count * 24
@@ -425,7 +425,7 @@ extension RTCPCompound {
 
     /// An XR with one DLRR sub-block (RFC 3611 4.5) from `ssrc`: the answer to `item.ssrc`'s
     /// receiver reference time, written into `recycler`'s storage.
-    static func delaySinceLastReceiverReport(ssrc: UInt32, _ item: RTCPPacket.DLRRItem, in recycler: ByteRecycler)
+    static func delaySinceLastReceiverReport(ssrc: UInt32, _ item: RTCPPacket.DLRRItem, in recycler: inout ByteRecycler)
         -> [UInt8]
     {
         recycler.bytes(count: 24) { out in
@@ -444,7 +444,7 @@ extension RTCPCompound {
     /// (in ascending wrap-aware order, as a ``NackTracker`` gives them), written into
     /// `recycler`'s storage. Each 4-byte entry covers a packet and the 16 after it.
     static func nack(
-        senderSSRC: UInt32, mediaSSRC: UInt32, lost: UnsafeBufferPointer<UInt16>, in recycler: ByteRecycler
+        senderSSRC: UInt32, mediaSSRC: UInt32, lost: UnsafeBufferPointer<UInt16>, in recycler: inout ByteRecycler
     ) -> [UInt8] {
         var entries = 0
         forEachNackEntry(lost) { _, _ in entries += 1 }

@@ -62,7 +62,7 @@ struct RTPFrameAssembler {
     /// True until a frame is handed out or anything is given up: packets older than ``next``
     /// still move the start back.
     private var startIsOpen = true
-    private let recycler: ByteRecycler
+    private var recycler: ByteRecycler
 
     /// Packets accepted.
     private(set) var packetsReceived: Int64 = 0
@@ -468,6 +468,10 @@ struct RTPFrameAssembler {
                 isKeyframe = true
             }
         }
+        // Moved out while the fill reads `self`.
+        var recycler = ByteRecycler.vacant
+        swap(&recycler, &self.recycler)
+        defer { swap(&recycler, &self.recycler) }
         let bytes = recycler.bytes(count: total) { out in
             var offset = 0
             for sequence in sequences {

@@ -27,7 +27,7 @@ public struct RTPPacketizer {
     public private(set) var nextSequenceNumber: UInt16
     /// The next video frame's PictureID (15 bits).
     public private(set) var nextPictureId: UInt16
-    private let recycler: ByteRecycler
+    private var recycler: ByteRecycler
 
     /// A packetizer for `codec` sending as `ssrc` with `payloadType`. The first sequence number,
     /// timestamp offset and PictureID should be random (RFC 3550 5.1), or derived from a seed
@@ -84,7 +84,7 @@ public struct RTPPacketizer {
         case .vp8:
             var descriptor = VP8PayloadDescriptor()
             descriptor.pictureId = nextPictureId
-            try split(frame, timestamp: timestamp, descriptorBytes: descriptor.byteCount) { data, first, last in
+            try Self.split(frame, room: maximumPayloadByteCount - descriptor.byteCount) { data, first, last in
                 descriptor.startOfPartition = first
                 return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
             }
@@ -97,7 +97,7 @@ public struct RTPPacketizer {
                 frame.isKeyframe && frame.width > 0
                 ? VP9PayloadDescriptor.ScalabilityStructure(width: frame.width, height: frame.height) : nil
             descriptor.scalability = structure
-            try split(frame, timestamp: timestamp, descriptorBytes: descriptor.byteCount) { data, first, last in
+            try Self.split(frame, room: maximumPayloadByteCount - descriptor.byteCount) { data, first, last in
                 descriptor.startOfFrame = first
                 descriptor.endOfFrame = last
                 descriptor.scalability = first ? structure : nil  // sent with the keyframe's first packet
@@ -143,6 +143,10 @@ public struct RTPPacketizer {
             marker: false, payloadType: redundantPayloadType, sequenceNumber: nextSequenceNumber, timestamp: timestamp,
             ssrc: ssrc)
         nextSequenceNumber &+= 1
+        // Moved out while the fill reads `self`.
+        var recycler = ByteRecycler.vacant
+        swap(&recycler, &self.recycler)
+        defer { swap(&recycler, &self.recycler) }
         let bytes = recycler.bytes(count: RTPHeader.fixedByteCount + payloadBytes) { out in
             header.write(into: out)
             // Every block's header first (4 bytes each, 1 for the primary), then their data.
@@ -164,12 +168,14 @@ public struct RTPPacketizer {
         try emit(RTPPacket(trusted: bytes, header: header))
     }
 
-    /// Splits a video frame into balanced pieces that fit beside a descriptor of `descriptorBytes`.
-    private func split(
-        _ frame: EncodedFrame, timestamp: UInt32, descriptorBytes: Int,
+    /// Splits a video frame into balanced pieces of at most `room` bytes (what a packet holds
+    /// beside its descriptor).
+    /// Static, so the packetizer is not borrowed while `each` makes packets with it: a borrow of
+    /// `self` there is a copy, which shares the recycler's slots and makes every packet allocate.
+    private static func split(
+        _ frame: EncodedFrame, room: Int,
         _ each: (UnsafeRawBufferPointer, _ first: Bool, _ last: Bool) throws -> Void
     ) rethrows {
-        let room = maximumPayloadByteCount - descriptorBytes
         let total = frame.bytes.count
         let count = (total + room - 1) / room
         let base = total / count

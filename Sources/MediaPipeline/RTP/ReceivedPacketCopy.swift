@@ -7,7 +7,7 @@ enum ReceivedPacketCopy {
     /// through `map` (the peer's → the engine's) too.
     static func mapped(
         _ datagram: UnsafeRawBufferPointer, header: RTPHeader, enginePayloadType: UInt8, map: [UInt8],
-        into storage: ByteRecycler
+        into storage: inout ByteRecycler
     ) -> RTPPacket {
         let bytes = storage.bytes(count: datagram.count) { copy in
             copy.copyMemory(from: datagram)
@@ -30,7 +30,7 @@ enum ReceivedPacketCopy {
     /// copied into `storage`. Nil when it carries no payload (a padding-only probe).
     static func restored(
         _ datagram: UnsafeRawBufferPointer, header: RTPHeader, enginePayloadType: UInt8, ssrc: UInt32,
-        into storage: ByteRecycler
+        into storage: inout ByteRecycler
     ) -> RTPPacket? {
         let payloadStart = header.byteCount + 2
         let payloadEnd = datagram.count - header.paddingByteCount

@@ -32,7 +32,7 @@ final class AudioReceiver: @unchecked Sendable {
     }
 
     /// The packet side, shared by arrival and decoding.
-    struct Inbox {
+    struct Inbox: Sendable {
         var assembler = RTPFrameAssembler(codec: .opus, gapWaitMicroseconds: 0)
         var remoteSSRC: UInt32?
         var packetsLostInEarlierStreams: Int64 = 0
@@ -41,10 +41,12 @@ final class AudioReceiver: @unchecked Sendable {
         /// The end of the audio decoded (or concealed) so far, in media microseconds; nil before
         /// playout starts, and after a long gap until it starts again.
         var decodedUntil: Int64?
-        /// Concealment played while nothing was queued, past ``decodedUntil``: media time not
-        /// yet given up, as the packet due may only be late (libwebrtc's NetEq does not move its
-        /// timestamp while it expands). If that packet comes, it plays, and the delay has grown
-        /// by this much; if a later one comes, this much of the gap before it was covered.
+        /// Concealment played past ``decodedUntil`` while nothing was queued, or inserted to
+        /// grow a delay too short to stretch: media time not yet given up, as the packet due
+        /// may only be late (libwebrtc's NetEq does not move its timestamp while it expands).
+        /// If that packet comes (or the next one in sequence, after a DTX pause), it plays, and
+        /// the delay has grown by this much; if a later one comes, this much of the gap before
+        /// it was covered.
         var expandedMicroseconds: Int64 = 0
         /// Packets dropped because they came after their time was played, or twice.
         var latePackets = 0
@@ -60,17 +62,25 @@ final class AudioReceiver: @unchecked Sendable {
         var statistics = ReceptionStatistics(clockRate: MediaCodec.opus.rtpClockRate)
         /// The sender's clock, from its reports: what aligns this audio with its video.
         var senderClock = SenderClock(clockRate: MediaCodec.opus.rtpClockRate)
-        /// Delay added to the jitter buffer's target to play in sync with the sender's video
-        /// (set by the engine's ``LipSync``), in microseconds.
-        var syncDelayMicroseconds: Int64 = 0
+        /// The least delay that plays in sync with the sender's video (set by the engine's
+        /// ``LipSync``), in the units of ``playoutTiming``'s delay (the target plus half the
+        /// stretch band), in microseconds.
+        var syncFloorMicroseconds: Int64 = 0
 
         /// The stream's media time minus its sender's NTP time, when a report can be relied on.
         var senderOffsetMicroseconds: Int64? {
             senderClock.trustedOffsetMicroseconds { assembler.mediaMicroseconds(rtpTimestamp: $0) }
         }
 
-        /// What playout aims at: the jitter buffer's target plus the delay added for sync.
-        var playoutTargetMicroseconds: Int64 { delays.targetDelayMicroseconds + syncDelayMicroseconds }
+        /// What playout aims at: the jitter buffer's target, or the floor that keeps the audio
+        /// in sync with its video once that lies above the band playout keeps around the target
+        /// (playout holds its delay within the band, so a floor inside it is met already, and a
+        /// few milliseconds of a moving floor stretch nothing).
+        var playoutTargetMicroseconds: Int64 {
+            let band = AudioReceiver.stretchBandMicroseconds
+            let held = syncFloorMicroseconds - band / 2
+            return held > delays.targetDelayMicroseconds + band / 2 ? held : delays.targetDelayMicroseconds
+        }
 
         /// How late this stream plays, for ``LipSync``: nil until a sender report was trusted
         /// and a packet came. Playout holds its delay between the target and the target plus
@@ -105,13 +115,13 @@ final class AudioReceiver: @unchecked Sendable {
         /// The NACK to send at clock time `now`, if missing packets whose time has not played
         /// are due to be asked for.
         mutating func takeNack(now: Int64) -> [UInt8]? {
-            guard nack != nil, nack!.count > 0, let ssrc = remoteSSRC, let messages = nackMessages else { return nil }
+            guard nack != nil, nack!.count > 0, let ssrc = remoteSSRC, nackMessages != nil else { return nil }
             if let played = lastDecodedSequence { nack!.forget(before: played + 1) }
             nackBatch.removeAll(keepingCapacity: true)
             nack!.takeDue(now: now, into: &nackBatch, limit: Self.nackLimit)
             guard !nackBatch.isEmpty else { return nil }
             return nackBatch.withUnsafeBufferPointer {
-                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lost: $0, in: messages)
+                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: ssrc, lost: $0, in: &nackMessages!)
             }
         }
 
@@ -265,19 +275,20 @@ final class AudioReceiver: @unchecked Sendable {
             let gap = head.timestampMicroseconds - until
             if gap < 1_000 {
                 // The packet due (late, if concealment played while waiting for it).
-                expandedMicroseconds = 0
                 queue.pop()
                 return decoding(head)
+            }
+            if let last = lastDecodedSequence, let next = head.sequence, next == last + 1 {
+                // Nothing is missing, yet media time moved on: the sender skipped silence (DTX).
+                // What was concealed meanwhile is delay added, not media covered.
+                expandedMicroseconds = 0
+                return .comfortNoise(min(gap, 10_000))
             }
             if expandedMicroseconds > 0 {
                 // A later packet: what was concealed while waiting stood in for the gap's start.
                 decodedUntil = until + min(expandedMicroseconds, gap)
                 expandedMicroseconds = 0
                 return nextStep(now: now)
-            }
-            if let last = lastDecodedSequence, let next = head.sequence, next == last + 1 {
-                // Nothing is missing, yet media time moved on: the sender skipped silence (DTX).
-                return .comfortNoise(min(gap, 10_000))
             }
             if gap > Self.restartGapMicroseconds {
                 forgetPosition()
@@ -300,8 +311,9 @@ final class AudioReceiver: @unchecked Sendable {
             return decoding(head)
         }
 
-        /// Notes `packet` as the next one decoded.
+        /// Notes `packet` as the next one decoded: what was concealed before it is delay added.
         private mutating func decoding(_ packet: QueuedAudio) -> Step {
+            expandedMicroseconds = 0
             lastDecodedSequence = packet.sequence
             lastDecodedWasDTX = packet.frame.byteCount <= 2
             return .decode(packet)
@@ -656,6 +668,16 @@ final class AudioReceiver: @unchecked Sendable {
             if added > 0 {
                 decodedEnd += added * channelCount
                 playoutCounters.expansions += 1
+            } else if bufferedFrames < needed, target - delay > band,
+                conceal(10_000, decoder, waiting: true)
+            {
+                concealed = true
+                // Too little is buffered to repeat a pitch period (the delay is shorter than the
+                // stretcher's 30 ms window): the delay grows by 10 ms of loss concealment
+                // instead, as NetEq expands. Without it, a playout 14 ms behind its packets never
+                // reached the 165 ms lip sync asked of it (through Janus under 10 % loss: beeps
+                // 72–142 ms before their pictures for 15 s).
+                playoutCounters.expansions += 1
             }
         }
     }
@@ -674,7 +696,8 @@ struct AudioPlayoutCounters {
     /// Packets decoded, and lost packets rebuilt (from the next one's in-band FEC, or from a
     /// redundant copy a later one carried).
     var packetsDecoded: Int64 = 0, packetsRecovered: Int64 = 0
-    /// Pitch periods removed (delay above target) and inserted (below).
+    /// Pitch periods removed (delay above target) and inserted (below), the latter with the
+    /// 10 ms concealments inserted where too little was buffered to stretch.
     var accelerations: Int64 = 0, expansions: Int64 = 0
     /// The playout delay summed over the ticks it was measured on.
     var delaySumMicroseconds: Int64 = 0, delayTicks: Int64 = 0

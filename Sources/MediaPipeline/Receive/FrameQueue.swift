@@ -68,3 +68,5 @@ struct FrameQueue<Element: Timestamped> {
 
     mutating func removeAll() { while pop() != nil {} }
 }
+
+extension FrameQueue: Sendable where Element: Sendable {}

@@ -71,6 +71,9 @@ struct NackTracker {
     /// last 500 to 1,000 sequence numbers (both halve as they pass 1,000).
     private var missingRecently = 0.0
     private var countedRecently = 0.0
+    /// The same since the start, undecayed: a report's interval is the difference of two reads.
+    private(set) var firstWayMissing: Int64 = 0
+    private(set) var firstWayCounted: Int64 = 0
 
     init() { entries.reserveCapacity(Self.maximumEntries) }
 
@@ -158,6 +161,8 @@ struct NackTracker {
     private mutating func countMissing(_ missing: Int64, of counted: Int64) {
         missingRecently += Double(missing)
         countedRecently += Double(counted)
+        firstWayMissing += missing
+        firstWayCounted += counted
         if countedRecently > 1_000 {
             missingRecently /= 2
             countedRecently /= 2

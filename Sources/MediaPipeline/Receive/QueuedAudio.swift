@@ -1,5 +1,5 @@
 /// One Opus packet waiting in a jitter buffer.
-struct QueuedAudio: Timestamped {
+struct QueuedAudio: Timestamped, Sendable {
     let frame: EncodedFrame
     /// Media time covered, from the packet's TOC (microseconds).
     let durationMicroseconds: Int64

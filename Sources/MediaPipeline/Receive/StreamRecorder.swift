@@ -21,7 +21,7 @@ final class StreamRecorder: @unchecked Sendable {
     let media: RecordedMedia
     private let state: LockedValue<State>
 
-    private struct State {
+    private struct State: @unchecked Sendable {
         var webm: WebMWriter?
         var ogg: OggOpusWriter?
         var ivf: IVFWriter?

@@ -14,7 +14,7 @@
 /// engine's. (The keyframe request and freeze timing are the control plane's, in ``RemoteUser``.)
 final class VideoReceiver: @unchecked Sendable {
     /// The packet side, shared by arrival and decoding.
-    struct Inbox {
+    struct Inbox: Sendable {
         var assembler: RTPFrameAssembler
         /// Room for 2.1 s of frames at 30 frames/s: under heavy loss on a long round trip the render
         /// delay holds up to two seconds of frames back, so retransmissions land before their turn.
@@ -53,13 +53,14 @@ final class VideoReceiver: @unchecked Sendable {
         var delays = ArrivalDelayEstimator(
             quantile: 0.99, startDelayMicroseconds: 0, marginBuckets: 0, forgetFactor: 0.997,
             longestDelayMicroseconds: 3_000_000)
-        /// How long after its fastest arrival a frame is shown (the target, with hysteresis).
+        /// How long after its fastest arrival a frame is shown (the target, paced and with
+        /// hysteresis: ``updateRenderDelay(now:)``).
         var renderDelayMicroseconds: Int64 = 0
         /// The sender's clock, from its reports: what aligns this video with its audio.
         var senderClock = SenderClock(clockRate: MediaCodec.vp8.rtpClockRate)
-        /// Delay added to the render delay to show pictures in sync with the sender's audio
-        /// (set by the engine's ``LipSync``), in microseconds.
-        var syncDelayMicroseconds: Int64 = 0
+        /// The least render delay that shows pictures in sync with the sender's audio (set by
+        /// the engine's ``LipSync``), in microseconds.
+        var syncFloorMicroseconds: Int64 = 0
 
         /// The stream's media time minus its sender's NTP time, when a report can be relied on.
         var senderOffsetMicroseconds: Int64? {
@@ -82,7 +83,7 @@ final class VideoReceiver: @unchecked Sendable {
         var addedDelaySumMicroseconds: Int64 = 0, addedDelayFrames: Int64 = 0
         /// Scratch for the numbers of one NACK, and recycled storage for the messages.
         private var nackBatch: [UInt16] = []
-        private let nackMessages = ByteRecycler(slotCount: 8, capacity: 12 + 4 * Self.nackLimit)
+        private var nackMessages = ByteRecycler(slotCount: 8, capacity: 12 + 4 * Self.nackLimit)
         /// A stream silent this long (or longer than the retransmission wait) has been through an
         /// outage: the packets missed in it are too old to be worth resending (a keyframe is
         /// asked for instead). Shorter silences (a few packets lost in a row) are asked for.
@@ -142,6 +143,7 @@ final class VideoReceiver: @unchecked Sendable {
                     startWaitMicroseconds: reorderWaitMicroseconds)
                 nack.reset()
                 senderClock.reset()
+                startRenderDelayAfresh()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
                 remoteSSRC = packet.header.ssrc
             }
@@ -173,7 +175,7 @@ final class VideoReceiver: @unchecked Sendable {
             nack.takeDue(now: now, into: &nackBatch, limit: Self.nackLimit)
             guard !nackBatch.isEmpty else { return nil }
             return nackBatch.withUnsafeBufferPointer {
-                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: remoteSSRC, lost: $0, in: nackMessages)
+                RTCPCompound.nack(senderSSRC: feedbackSSRC, mediaSSRC: remoteSSRC, lost: $0, in: &nackMessages)
             }
         }
 
@@ -194,12 +196,13 @@ final class VideoReceiver: @unchecked Sendable {
                 // retransmission, and the minimum would be lost from sight (the render delay
                 // swinging with it). The wait behind a missing frame still counts toward the
                 // render delay, which must cover it.
-                delays.add(
+                let restarted = delays.add(
                     transitMicroseconds: now - assembled.frame.timestampMicroseconds,
                     fastestPathTransitMicroseconds: assembled.completedMicroseconds
                         - assembled.frame.timestampMicroseconds,
                     now: now)
-                updateRenderDelay()
+                if restarted { startRenderDelayAfresh() }
+                updateRenderDelay(now: now)
                 enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
@@ -236,21 +239,54 @@ final class VideoReceiver: @unchecked Sendable {
         }
 
         /// Whether `frame` should be shown by clock time `now`: its media time plus the fastest
-        /// transit plus the target delay and the delay added for sync has come (or the queue is
-        /// filling up).
+        /// transit plus the render delay (or the floor that keeps it in sync, if longer) has
+        /// come (or the queue is filling up).
         func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
             guard let minimum = delays.minimumTransitMicroseconds, queue.count < Self.queueForcedCount else {
                 return true
             }
-            return frame.timestampMicroseconds + minimum + renderDelayMicroseconds + syncDelayMicroseconds <= now
+            return frame.timestampMicroseconds + minimum + max(renderDelayMicroseconds, syncFloorMicroseconds) <= now
         }
 
-        /// Follows the target delay with hysteresis: up at once, down only once the target is
-        /// 20 ms lower, so pictures keep a steady cadence while the estimate wavers.
-        mutating func updateRenderDelay() {
+        /// For this long after a stream's first frame the render delay takes its target at
+        /// once: the estimate is still learning the link, and the audio is still settling too
+        /// (libwebrtc's timing likewise takes its first target whole).
+        static let renderDelayStartMicroseconds: Int64 = 2_000_000
+
+        /// When the render delay last moved, and when the stream's first frame came (clock
+        /// microseconds); nil for a new stream.
+        var renderDelayUpdatedAt: Int64?
+        var firstFrameAt: Int64?
+
+        /// A new stream, or a sender whose clock jumped: the render delay learns afresh, taking
+        /// its targets at once for the first 2 s again.
+        mutating func startRenderDelayAfresh() {
+            renderDelayUpdatedAt = nil
+            firstFrameAt = nil
+        }
+
+        /// Follows the target delay at clock time `now`: at once in a stream's first
+        /// ``renderDelayStartMicroseconds``, then at ``LipSync``'s pace (40 ms per 100 ms:
+        /// pictures shown 40 % slower while it climbs, faster while it comes down), the pace at
+        /// which the audio is moved, so the sender's audio follows as it moves; up as soon as
+        /// the target is higher, down only once it is 20 ms lower, so pictures keep a steady
+        /// cadence while the estimate wavers. (Jumping at once, after one frame held 465 ms
+        /// behind a retransmission, it left the audio a second to catch up: beeps up to 370 ms
+        /// off their pictures through Janus under 10 % loss.)
+        mutating func updateRenderDelay(now: Int64) {
             let target = delays.targetDelayMicroseconds
-            if target > renderDelayMicroseconds || target < renderDelayMicroseconds - 20_000 {
-                renderDelayMicroseconds = target
+            // The time since the frame before, up to 100 ms: frames that come in a burst after
+            // a stall move it no faster (counted up to a second, 30 % loss on a 200 ms round
+            // trip moved it 400 ms at once and left a beep 208 ms before its picture). Below 10
+            // frames/s it moves slower than its pace.
+            let pace = LipSync.pace(elapsedMicroseconds: now - (renderDelayUpdatedAt ?? now))
+            renderDelayUpdatedAt = now
+            if firstFrameAt == nil { firstFrameAt = now }
+            let starting = now - (firstFrameAt ?? now) < Self.renderDelayStartMicroseconds
+            if target > renderDelayMicroseconds {
+                renderDelayMicroseconds = starting ? target : min(target, renderDelayMicroseconds + pace)
+            } else if target < renderDelayMicroseconds - 20_000 {
+                renderDelayMicroseconds = starting ? target : max(target, renderDelayMicroseconds - pace)
             }
         }
 
@@ -353,6 +389,9 @@ final class VideoReceiver: @unchecked Sendable {
         var hasQueuedFrames = false
         /// A NACK to send to the publisher.
         var nack: [UInt8]?
+        /// Whether the receiver waits for a keyframe and dropped frames since it last asked
+        /// (``keyframeWanted``): a keyframe request may be due.
+        var keyframeWanted = false
     }
 
     /// Takes one RTP packet arrived at clock time `now`.
@@ -372,7 +411,7 @@ final class VideoReceiver: @unchecked Sendable {
             return Progress(
                 frames: frames, packetsLost: inbox.packetsLost - lost,
                 framesDropped: inbox.framesDroppedBeforeDecode - dropped, hasQueuedFrames: !inbox.queue.isEmpty,
-                nack: inbox.takeNack(now: now))
+                nack: inbox.takeNack(now: now), keyframeWanted: inbox.wantsKeyframe && inbox.droppedSinceRequest > 0)
         }
     }
 

@@ -4,14 +4,16 @@
 /// `retransmitter` lock, apart from the encoders' lock: a NACK is answered on whatever thread
 /// carries the RTCP, even while a push holds the encoders and is sending the packets that
 /// revealed the loss.
-struct Retransmitter {
+struct Retransmitter: Sendable {
     var history = PacketHistory()
+    /// The low video layer's packets (dual stream mode).
+    var lowHistory = PacketHistory()
     /// The round trip to subscribers, from their last reception report. A packet is resent to
     /// the same subscriber again only after three quarters of it (a repeated NACK that crossed
     /// a faster path is still answered).
     var roundTripMicroseconds: Int64 = NackTracker.defaultRoundTripMicroseconds
     /// Storage for DLRR answers.
-    let replies = ByteRecycler(slotCount: 16, capacity: 24)
+    var replies = ByteRecycler(slotCount: 16, capacity: 24)
 }
 
 /// Walks an RTCP datagram for the NACKs of the local video and resends each packet asked for,
@@ -26,6 +28,7 @@ struct NackResponder: RTCPVisitor {
     let subscriber: UInt32
     let nowMicroseconds: Int64
     private var forVideo = false
+    private var forLowVideo = false
 
     init(engine: MediaEngine, channelId: String, localUid: UInt32, subscriber: UInt32, nowMicroseconds: Int64) {
         self.engine = engine
@@ -35,18 +38,27 @@ struct NackResponder: RTCPVisitor {
         self.nowMicroseconds = nowMicroseconds
     }
 
-    mutating func nack(senderSSRC: UInt32, mediaSSRC: UInt32) { forVideo = mediaSSRC == engine.rtp.videoSSRC }
+    mutating func nack(senderSSRC: UInt32, mediaSSRC: UInt32) {
+        forVideo = mediaSSRC == engine.rtp.videoSSRC
+        forLowVideo = mediaSSRC == engine.rtp.lowVideoSSRC
+    }
 
     mutating func lost(_ sequenceNumber: UInt16) {
-        guard forVideo else { return }
-        let (ssrc, now, subscriber) = (engine.rtp.videoSSRC, nowMicroseconds, subscriber)
+        guard forVideo || forLowVideo else { return }
+        let (low, now, subscriber) = (forLowVideo, nowMicroseconds, subscriber)
+        let ssrc = low ? engine.rtp.lowVideoSSRC : engine.rtp.videoSSRC
         let packet = engine.retransmitter.withLock { state in
-            state.history.retransmission(
-                ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
-                roundTripMicroseconds: state.roundTripMicroseconds * 3 / 4)
+            let roundTrip = state.roundTripMicroseconds * 3 / 4
+            return low
+                ? state.lowHistory.retransmission(
+                    ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
+                    roundTripMicroseconds: roundTrip)
+                : state.history.retransmission(
+                    ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
+                    roundTripMicroseconds: roundTrip)
         }
         if let packet { engine.transport.resend(packet, channelId: channelId, from: localUid, to: subscriber) }
     }
 
-    mutating func endOfMessage() { forVideo = false }
+    mutating func endOfMessage() { (forVideo, forLowVideo) = (false, false) }
 }

@@ -7,47 +7,77 @@
 /// receive queue, a recording, a packet history), copy-on-write leaves it untouched and the slot
 /// gets fresh storage: one allocation, never a changed array.
 ///
+/// The ring grows with what its owner holds at once: it starts with a few slots, and each time a
+/// slot comes round still held, the ring doubles (up to the most it was made for), so that it
+/// settles wider than the arrays in use at once (at most twice as wide) and no longer allocates.
+/// A frame queue a few frames deep keeps a few slots, not the 68 its deepest queue would need.
+///
 /// When an array larger than the slots hold comes, every slot grows at once (by half again, at
 /// least to the new size): sizes settle after the largest frame, not after it has landed in
 /// every slot in turn.
-final class ByteRecycler {
+struct ByteRecycler: Sendable {
     private var slots: [[UInt8]]
     private var next = 0
     private var capacity: Int
+    /// The most slots the ring grows to.
+    let maximumSlotCount: Int
 
-    /// A ring of `slotCount` arrays (at least one), each reserving `capacity` bytes up front.
+    /// Slots a ring starts with (fewer when it may have fewer).
+    static let initialSlotCount = 4
+
+    /// A recycler of one empty slot, shared, to hold an owner's place while its own recycler is
+    /// moved out (`swap`) for a fill that reads the owner: moving costs no allocation, where a
+    /// copy would share the slots and make the next write copy them.
+    static let vacant = ByteRecycler(slotCount: 1, capacity: 0)
+
+    /// A ring of at most `slotCount` arrays (at least one), each reserving `capacity` bytes up
+    /// front; it starts with ``initialSlotCount`` of them.
     init(slotCount: Int, capacity: Int) {
         self.capacity = capacity
-        slots = (0..<max(1, slotCount)).map { _ in
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(capacity)
-            return bytes
-        }
+        maximumSlotCount = max(1, slotCount)
+        slots = (0..<min(maximumSlotCount, Self.initialSlotCount)).map { _ in Self.emptySlot(capacity) }
     }
 
-    private func advance(for count: Int) -> Int {
+    /// Slots in the ring now.
+    var slotCount: Int { slots.count }
+
+    private static func emptySlot(_ capacity: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(capacity)
+        return bytes
+    }
+
+    /// Empties the next slot for `count` bytes and returns its index.
+    private mutating func takeSlot(for count: Int) -> Int {
         if count > capacity {
             capacity = max(count, capacity + capacity / 2)
             for index in slots.indices { slots[index].reserveCapacity(capacity) }
         }
         let index = next
         next = next + 1 == slots.count ? 0 : next + 1
+        let storage = slots[index].withUnsafeBufferPointer { $0.baseAddress }
+        // In place when the slot's storage is not shared; new storage when it is.
+        slots[index].removeAll(keepingCapacity: true)
+        if slots.count < maximumSlotCount, slots[index].withUnsafeBufferPointer({ $0.baseAddress }) != storage {
+            // Still held when it came round: twice the slots (up to the most), the new ones used
+            // next, so a ring settles in a few rounds however many arrays are held.
+            let added = min(slots.count, maximumSlotCount - slots.count)
+            slots.insert(contentsOf: (0..<added).map { _ in Self.emptySlot(capacity) }, at: index + 1)
+            next = index + 1
+        }
         return index
     }
 
     /// An array holding a copy of `bytes`, in recycled storage when the next slot is free.
-    func bytes(copying bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        let index = advance(for: bytes.count)
-        // Mutated through the subscript: in place when the slot's storage is not shared.
-        slots[index].removeAll(keepingCapacity: true)
+    mutating func bytes(copying bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        let index = takeSlot(for: bytes.count)
         slots[index].append(contentsOf: bytes)
         return slots[index]
     }
 
     /// An array of `count` bytes written by `fill`, in recycled storage when the next slot is free.
-    func bytes(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) -> [UInt8] {
-        let index = advance(for: count)
-        slots[index].removeAll(keepingCapacity: true)
+    mutating func bytes(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) -> [UInt8] {
+        let index = takeSlot(for: count)
         slots[index].append(contentsOf: repeatElement(0, count: count))
         slots[index].withUnsafeMutableBytes(fill)
         return slots[index]

@@ -34,7 +34,12 @@ final class Lock: @unchecked Sendable {
 /// who owns the state is visible in its type. A pthread mutex underneath, so ThreadSanitizer
 /// sees every hand-over (the standard library's `Mutex` is invisible to it on Linux). The value
 /// and its mutex share one allocation, so taking the lock and reaching the value touch one object.
-struct LockedValue<Value>: @unchecked Sendable {
+///
+/// The value must be `Sendable`, as `NIOLockedValueBox` requires: a box shared between threads
+/// hands its value to each of them in turn, so the compiler checks everything an engine shares
+/// this way. A part that is not `Sendable` by itself is declared ``LockOwned`` where it is kept.
+/// (`@unchecked` only because the storage is a `ManagedBuffer`, which cannot be `Sendable`.)
+struct LockedValue<Value: Sendable>: @unchecked Sendable {
     private let storage: LockedStorage<Value>
 
     /// A box holding `value`.
@@ -46,7 +51,7 @@ struct LockedValue<Value>: @unchecked Sendable {
 }
 
 /// The value (header) and its mutex (the one element) of a ``LockedValue``, in one allocation.
-final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+final class LockedStorage<Value: Sendable>: ManagedBuffer<Value, pthread_mutex_t> {
     static func make(_ value: Value) -> LockedStorage<Value> {
         let buffer = create(minimumCapacity: 1) { _ in value }
         let storage = unsafeDowncast(buffer, to: LockedStorage<Value>.self)

@@ -21,6 +21,18 @@ public final class LocalHub: MediaTransport, Sendable {
         let receivesMedia: Bool
         /// Streams this member does not want, as ``streamKey(_:_:)``s.
         var unsubscribed: Set<UInt64> = []
+        /// As a subscriber: the video layer wanted per publisher, and for publishers not named.
+        var videoTypes: [UInt32: VideoStreamType] = [:]
+        var defaultVideoType = VideoStreamType.high
+        /// As a publisher: the SSRC of its (high) video, and of its low layer once it sent one
+        /// (from then on its video goes through `VideoLayerForwarder`s), and whether it still
+        /// sends that layer.
+        var videoSSRC: UInt32?
+        var lowVideoSSRC: UInt32?
+        var sendsLowVideo = false
+        /// Its last high video packet: what its subscribers had last when it became layered, so
+        /// a forwarder made then numbers on from there.
+        var lastHighVideo: RTPPacket?
 
         /// One number per publisher and media kind.
         static func streamKey(_ publisher: UInt32, _ kind: MediaKind) -> UInt64 {
@@ -36,11 +48,49 @@ public final class LocalHub: MediaTransport, Sendable {
         weak let endpoint: TransportEndpoint?
         /// Streams this member does not want, as ``Member/streamKey(_:_:)``s.
         let unsubscribed: Set<UInt64>
+        let videoTypes: [UInt32: VideoStreamType]
+        let defaultVideoType: VideoStreamType
 
         init(_ member: Member) {
             uid = member.uid
             endpoint = member.endpoint
             unsubscribed = member.unsubscribed
+            videoTypes = member.videoTypes
+            defaultVideoType = member.defaultVideoType
+        }
+
+        /// The layer this member wants of `publisher`'s video.
+        func videoType(of publisher: UInt32) -> VideoStreamType { videoTypes[publisher] ?? defaultVideoType }
+    }
+
+    /// One subscriber's view of one publisher's layered video.
+    private struct ForwarderKey: Hashable {
+        var channelId: String
+        var subscriber: UInt32
+        var publisher: UInt32
+
+        init(_ channelId: String, _ subscriber: UInt32, _ publisher: UInt32) {
+            (self.channelId, self.subscriber, self.publisher) = (channelId, subscriber, publisher)
+        }
+    }
+
+    /// What one layered packet's forwarding leaves to do outside the lock: deliveries, keyframe
+    /// requests to the publisher (from a subscriber, for an SSRC), and switches to announce.
+    /// Kept in the hub between packets so its arrays keep their storage.
+    private struct LayeredWork: Sendable {
+        struct Delivery: Sendable {
+            let endpoint: TransportEndpoint
+            let receiver: UInt32
+            let packet: RTPPacket
+        }
+        var deliveries: [Delivery] = []
+        var keyframeRequests: [(subscriber: UInt32, ssrc: UInt32)] = []
+        var switches: [(endpoint: TransportEndpoint, type: VideoStreamType)] = []
+
+        mutating func clear() {
+            deliveries.removeAll(keepingCapacity: true)
+            keyframeRequests.removeAll(keepingCapacity: true)
+            switches.removeAll(keepingCapacity: true)
         }
     }
 
@@ -69,6 +119,9 @@ public final class LocalHub: MediaTransport, Sendable {
         var held = DeliveryQueue()
         var nextAssignedUid: UInt32 = 10_000
         var packetsForwarded: Int64 = 0
+        /// Per subscriber of a layered publisher: which layer it gets, and how it is rewritten.
+        var forwarders: [ForwarderKey: VideoLayerForwarder] = [:]
+        var layeredWork = LayeredWork()
     }
 
     private let network = LockedValue(Network())
@@ -161,8 +214,17 @@ public final class LocalHub: MediaTransport, Sendable {
                 return []
             }
             room.order.removeAll { $0 == uid }
+            // What the others wanted of its video goes with it (their engines ask again).
+            for other in room.order where room.members[other]?.videoTypes[uid] != nil {
+                room.members[other]?.videoTypes[uid] = nil
+            }
             room.rebuildReceivers()
             network.rooms[channelId] = room.members.isEmpty ? nil : room
+            if !network.forwarders.isEmpty {
+                network.forwarders = network.forwarders.filter {
+                    $0.key.channelId != channelId || ($0.key.subscriber != uid && $0.key.publisher != uid)
+                }
+            }
             guard member.isBroadcaster else { return [] }
             return announce(room, except: member.endpoint) {
                 $0.transportUserOffline(channelId: channelId, uid: uid, reason: reason)
@@ -222,55 +284,171 @@ public final class LocalHub: MediaTransport, Sendable {
     // MARK: - Media
 
     public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        // One lock hold: the room's receivers as they are now (subscriptions included).
-        let (receivers, sender, hasLinks, hasHeld) = network.withLock {
-            network -> ([Recipient], TransportEndpoint?, Bool, Bool) in
-            guard let room = network.rooms[channelId], let sender = room.members[uid], sender.isBroadcaster,
-                let endpoint = sender.endpoint
-            else {
-                return ([], nil, false, !network.held.isEmpty)
-            }
-            return (room.receivers, endpoint, !network.links.isEmpty, !network.held.isEmpty)
-        }
-        if hasHeld { deliverDue() }
-        guard let senderEndpoint = sender else { return }
-        let stream = Member.streamKey(uid, codec.kind)
-        var delivered: Int64 = 0
-        for receiver in receivers {
-            guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
-                !receiver.unsubscribed.contains(stream)
-            else { continue }
-            var copies = 1
-            if hasLinks {
-                let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver.uid)
-                copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: endpoint, from: uid)
-            }
-            for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
-            delivered += Int64(copies)
-        }
-        network.withLock { $0.packetsForwarded += delivered }
+        send(packet, layer: .high, channelId: channelId, from: uid)
     }
 
+    /// Forwards `packet` of `layer`. A publisher's video goes through a `VideoLayerForwarder`
+    /// per subscriber once it sent a low layer; until then (and for audio) each packet goes to
+    /// every subscriber by reference.
+    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+        enum Path {
+            case none
+            case plain([Recipient], TransportEndpoint, hasLinks: Bool)
+            case layered
+        }
+        // One lock hold: the room's receivers as they are now (subscriptions included).
+        let (path, hasHeld) = network.withLock { network -> (Path, Bool) in
+            let hasHeld = !network.held.isEmpty
+            guard let sender = network.rooms[channelId]?.members[uid], sender.isBroadcaster,
+                let endpoint = sender.endpoint
+            else { return (.none, hasHeld) }
+            if codec.kind == .video {
+                let ssrc = packet.header.ssrc
+                if layer == .high && sender.videoSSRC != ssrc {
+                    network.rooms[channelId]!.members[uid]!.videoSSRC = ssrc
+                } else if layer == .low && (sender.lowVideoSSRC != ssrc || !sender.sendsLowVideo) {
+                    network.rooms[channelId]!.members[uid]!.lowVideoSSRC = ssrc
+                    network.rooms[channelId]!.members[uid]!.sendsLowVideo = true
+                }
+                if layer == .high { network.rooms[channelId]!.members[uid]!.lastHighVideo = packet }
+                if layer == .low || sender.lowVideoSSRC != nil { return (.layered, hasHeld) }
+            }
+            return (.plain(network.rooms[channelId]!.receivers, endpoint, hasLinks: !network.links.isEmpty), hasHeld)
+        }
+        if hasHeld { deliverDue() }
+        switch path {
+        case .none:
+            return
+        case .layered:
+            sendLayered(packet, layer: layer, channelId: channelId, from: uid)
+        case .plain(let receivers, let senderEndpoint, let hasLinks):
+            let stream = Member.streamKey(uid, codec.kind)
+            var delivered: Int64 = 0
+            for receiver in receivers {
+                guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
+                    !receiver.unsubscribed.contains(stream)
+                else { continue }
+                delivered += deliver(
+                    packet, hasLinks: hasLinks, channelId: channelId, from: uid, to: receiver.uid, endpoint)
+            }
+            network.withLock { $0.packetsForwarded += delivered }
+        }
+    }
+
+    /// Delivers `packet` from `uid` to `receiver` across their link (if links are set); returns
+    /// the copies delivered now.
+    private func deliver(
+        _ packet: RTPPacket, hasLinks: Bool, channelId: String, from uid: UInt32, to receiver: UInt32,
+        _ endpoint: TransportEndpoint
+    ) -> Int64 {
+        var copies = 1
+        if hasLinks {
+            let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver)
+            copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: endpoint, from: uid)
+        }
+        for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
+        return Int64(copies)
+    }
+
+    /// Forwards a layered publisher's video packet: each subscriber's forwarder decides (under
+    /// the lock, as its state is per packet), then the deliveries, keyframe requests and switch
+    /// announcements go out.
+    private func sendLayered(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
+        var work = LayeredWork()
+        let (publisher, hasLinks) = network.withLock { network -> (TransportEndpoint?, Bool) in
+            swap(&work, &network.layeredWork)
+            guard let room = network.rooms[channelId], let sender = room.members[uid], let endpoint = sender.endpoint,
+                let highSSRC = sender.videoSSRC
+            else { return (nil, false) }
+            let stream = Member.streamKey(uid, .video)
+            for receiver in room.receivers {
+                guard let target = receiver.endpoint, target !== endpoint, !receiver.unsubscribed.contains(stream)
+                else {
+                    continue
+                }
+                let wanted = sender.sendsLowVideo ? receiver.videoType(of: uid) : .high
+                let key = ForwarderKey(channelId, receiver.uid, uid)
+                // Found by index and changed in place: the `default:` subscript taken inout
+                // allocates twice per call in release builds.
+                var index = network.forwarders.index(forKey: key)
+                if index == nil {
+                    network.forwarders[key] = VideoLayerForwarder(target: wanted, after: sender.lastHighVideo)
+                    index = network.forwarders.index(forKey: key)
+                }
+                let (decision, switched, request) = Self.decide(
+                    &network.forwarders.values[index!], packet, layer, wanted, highSSRC: highSSRC)
+                if request, let ssrc = wanted == .low ? sender.lowVideoSSRC : highSSRC {
+                    work.keyframeRequests.append((receiver.uid, ssrc))
+                }
+                if switched { work.switches.append((target, layer)) }
+                switch decision {
+                case .drop: continue
+                case .forward: work.deliveries.append(.init(endpoint: target, receiver: receiver.uid, packet: packet))
+                case .rewritten(let out):
+                    work.deliveries.append(.init(endpoint: target, receiver: receiver.uid, packet: out))
+                }
+            }
+            return (endpoint, !network.links.isEmpty)
+        }
+        var delivered: Int64 = 0
+        for delivery in work.deliveries {
+            delivered += deliver(
+                delivery.packet, hasLinks: hasLinks, channelId: channelId, from: uid, to: delivery.receiver,
+                delivery.endpoint)
+        }
+        for request in work.keyframeRequests {
+            let message = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: 0, mediaSSRC: request.ssrc)])
+            publisher?.transportReceiveRTCP(message, channelId: channelId, from: request.subscriber)
+        }
+        for change in work.switches {
+            change.endpoint.transportVideoStreamTypeChanged(channelId: channelId, uid: uid, type: change.type)
+        }
+        work.clear()
+        network.withLock {
+            $0.packetsForwarded += delivered
+            swap(&work, &$0.layeredWork)
+        }
+    }
+
+    /// One forwarder's decision on a packet, with whether it switched and whether a keyframe
+    /// request for the wanted layer is due.
+    private static func decide(
+        _ forwarder: inout VideoLayerForwarder, _ packet: RTPPacket, _ layer: VideoStreamType,
+        _ wanted: VideoStreamType, highSSRC: UInt32
+    ) -> (VideoLayerForwarder.Decision, Bool, Bool) {
+        forwarder.want(wanted)
+        let (decision, switched) = forwarder.forward(packet, layer: layer, highSSRC: highSSRC)
+        return (decision, switched, forwarder.takeKeyframeRequest())
+    }
     /// Carries a retransmission from `uid` to `recipient` only, across their link, if the
     /// recipient still receives that stream.
     public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
         guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let (target, hasLinks, hasHeld) = network.withLock { network -> (TransportEndpoint?, Bool, Bool) in
+        let (target, out, hasLinks, hasHeld) = network.withLock {
+            network -> (TransportEndpoint?, RTPPacket, Bool, Bool) in
             guard let room = network.rooms[channelId], let member = room.members[recipient], member.receivesMedia,
                 !member.unsubscribed.contains(Member.streamKey(uid, codec.kind))
-            else { return (nil, false, !network.held.isEmpty) }
-            return (member.endpoint, !network.links.isEmpty, !network.held.isEmpty)
+            else { return (nil, packet, false, !network.held.isEmpty) }
+            var out = packet
+            if codec.kind == .video, let publisher = room.members[uid], let highSSRC = publisher.videoSSRC,
+                let lowSSRC = publisher.lowVideoSSRC
+            {
+                // A layered publisher's packet goes as the recipient's forwarder rewrites it.
+                let key = ForwarderKey(channelId, recipient, uid)
+                let layer: VideoStreamType = packet.header.ssrc == lowSSRC ? .low : .high
+                switch network.forwarders[key]?.retransmission(packet, layer: layer, highSSRC: highSSRC) {
+                case .drop, nil: return (nil, packet, false, !network.held.isEmpty)
+                case .forward: break
+                case .rewritten(let rewritten): out = rewritten
+                }
+            }
+            return (member.endpoint, out, !network.links.isEmpty, !network.held.isEmpty)
         }
         if hasHeld { deliverDue() }
         guard let target else { return }
-        var copies = 1
-        if hasLinks {
-            let key = LinkKey(channelId: channelId, publisher: uid, receiver: recipient)
-            copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: target, from: uid)
-        }
-        for _ in 0..<copies { target.transportReceive(packet, channelId: channelId, from: uid) }
-        network.withLock { $0.packetsForwarded += Int64(copies) }
+        let copies = deliver(out, hasLinks: hasLinks, channelId: channelId, from: uid, to: recipient, target)
+        network.withLock { $0.packetsForwarded += copies }
     }
 
     /// Carries RTCP from `uid` to `recipient`; recipient 0 means every other member receiving
@@ -279,11 +457,20 @@ public final class LocalHub: MediaTransport, Sendable {
     /// reference time); otherwise it is feedback to a publisher and crosses the link of the media
     /// it is about the other way.
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
-        let (target, receivers, senderEndpoint, hasLinks, hasHeld) = network.withLock { network in
+        let (target, receivers, senderEndpoint, hasLinks, hasHeld, bytes) = network.withLock { network in
             let room = network.rooms[channelId]
+            // Feedback on a layered publisher's video names what the subscriber sees: said again
+            // about the layers it was forwarded from.
+            var bytes = bytes
+            if recipient != 0, let forwarder = network.forwarders[ForwarderKey(channelId, uid, recipient)],
+                let publisher = room?.members[recipient], let highSSRC = publisher.videoSSRC,
+                let lowSSRC = publisher.lowVideoSSRC
+            {
+                bytes = forwarder.translateFeedback(bytes, highSSRC: highSSRC, lowSSRC: lowSSRC)
+            }
             return (
                 room?.members[recipient]?.endpoint, recipient == 0 ? room?.receivers ?? [] : [],
-                room?.members[uid]?.endpoint, !network.links.isEmpty, !network.held.isEmpty
+                room?.members[uid]?.endpoint, !network.links.isEmpty, !network.held.isEmpty, bytes
             )
         }
         if hasHeld { deliverDue() }
@@ -368,6 +555,36 @@ public final class LocalHub: MediaTransport, Sendable {
             room.rebuildReceivers()
             network.rooms[channelId] = room
         }
+    }
+
+    public func setRemoteVideoStreamType(
+        _ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?
+    ) {
+        network.withLock { network in
+            guard var room = network.rooms[channelId], var member = room.members[subscriber] else { return }
+            if let publisher {
+                member.videoTypes[publisher] = type
+            } else {
+                member.defaultVideoType = type
+            }
+            room.members[subscriber] = member
+            room.rebuildReceivers()
+            network.rooms[channelId] = room
+        }
+    }
+
+    public func lowVideoStreamStopped(channelId: String, uid: UInt32) {
+        network.withLock { network in
+            guard network.rooms[channelId]?.members[uid] != nil else { return }
+            network.rooms[channelId]!.members[uid]!.sendsLowVideo = false
+        }
+    }
+
+    /// The layer of `publisher`'s video that `subscriber` gets in `channelId` now; nil when the
+    /// publisher never sent a low layer (every subscriber gets its one stream).
+    public func forwardedVideoStreamType(channelId: String, subscriber: UInt32, publisher: UInt32) -> VideoStreamType? {
+        let key = ForwarderKey(channelId, subscriber, publisher)
+        return network.withLock { $0.forwarders[key]?.current }
     }
 
     // MARK: - Impairments

@@ -20,6 +20,9 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     /// The streams this endpoint publishes with, for a transport that announces them before the
     /// first packet (a WebRTC offer names each SSRC and codec). Nil when the endpoint does not say.
     func transportLocalStreams() -> LocalStreamDescription?
+    /// The transport now forwards `type` of `uid`'s video in `channelId` to this endpoint (a
+    /// forwarder that switches layers says so when it switches).
+    func transportVideoStreamTypeChanged(channelId: String, uid: UInt32, type: VideoStreamType)
 }
 
 extension MediaTransport {
@@ -40,6 +43,24 @@ extension MediaTransport {
 extension TransportEndpoint {
     /// Endpoints that do not describe their streams.
     public func transportLocalStreams() -> LocalStreamDescription? { nil }
+
+    /// Endpoints that do not follow layers.
+    public func transportVideoStreamTypeChanged(channelId: String, uid: UInt32, type: VideoStreamType) {}
+}
+
+extension MediaTransport {
+    /// Transports that carry one video layer: the high layer is sent, the low one dropped.
+    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
+        if layer == .high { send(packet, channelId: channelId, from: uid) }
+    }
+
+    /// Transports that carry one video layer: nothing to choose.
+    public func setRemoteVideoStreamType(
+        _ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?
+    ) {}
+
+    /// Transports that carry one video layer: nothing to stop.
+    public func lowVideoStreamStopped(channelId: String, uid: UInt32) {}
 }
 
 /// The streams an endpoint publishes, as a signalling transport announces them: their SSRCs
@@ -138,6 +159,18 @@ public protocol MediaTransport: AnyObject, Sendable {
     /// Whether `subscriber` receives `publisher`'s `kind` in `channelId` (every stream is
     /// received until told otherwise). An unsubscribed stream is not forwarded at all.
     func setSubscribed(_ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
+    /// Sends the video `packet` of `layer` from `uid` in `channelId`: a publisher in dual stream
+    /// mode sends both layers, each with its own SSRC on one RTP time base. A transport that
+    /// forwards layers gives each subscriber one of them (``setRemoteVideoStreamType(_:channelId:subscriber:publisher:)``);
+    /// one that does not carries the high layer alone.
+    func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32)
+    /// Which layer of `publisher`'s video `subscriber` wants in `channelId`; `publisher` nil sets
+    /// the default for publishers not named (Agora's `setRemoteDefaultVideoStreamType`). A
+    /// publisher that sends no low layer is forwarded high whatever is asked.
+    func setRemoteVideoStreamType(_ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?)
+    /// `uid` stopped sending a low layer in `channelId` (dual stream mode turned off): its
+    /// subscribers go back to the high layer.
+    func lowVideoStreamStopped(channelId: String, uid: UInt32)
     /// What the far end does with feedback (``TransportFeedbackProfile``), read once when an
     /// engine is made.
     var feedbackProfile: TransportFeedbackProfile { get }

@@ -28,7 +28,7 @@ struct ChannelRef: Hashable, Sendable {
 /// The receivers are the user's receive pipelines: objects with their own synchronisation
 /// (packets go into their inbox while a decode round runs). The control plane decides when
 /// they exist; holding them here does not make their insides control state.
-struct RemoteUser {
+struct RemoteUser: Sendable {
     // The fields the packet path reads come first, so they share cache lines.
     let uid: UInt32
     var audio: AudioReceiver?
@@ -42,6 +42,18 @@ struct RemoteUser {
     var muted: PerMedia<Bool>
     /// Playback gain, 0...4.
     var volume: Float = 1
+    /// The video layer the transport says it forwards (high until it says otherwise).
+    var rxStreamType = VideoStreamType.high
+    /// How far the subscription fell back under loss.
+    var fallback = SubscribeFallback()
+    /// The layer the transport was last asked for (nil: never, the channel's default applies).
+    var askedVideoType: VideoStreamType?
+    /// Width × height of the last picture decoded while each stream was said to arrive (a
+    /// picture or two after a switch still belongs to the stream before it).
+    var pictureAreas: [VideoStreamType: Int] = [:]
+    /// Width × height of the high stream's pictures: seen, or four times the low stream's (its
+    /// default size); 0 before a picture.
+    var highPictureArea: Int { pictureAreas[.high] ?? (pictureAreas[.low] ?? 0) * 4 }
     var reportedWidth = 0, reportedHeight = 0
     /// When the video last became FROZEN (clock microseconds), while it is.
     var videoFrozenSince: Int64?
@@ -62,6 +74,8 @@ struct RemoteUser {
     var peakLevel: Int16 = 0
     /// What keeps the user's audio and video in step.
     var lipSync = LipSync()
+    /// What the packet path counts without the control lock (``ControlPlane/takeArrivals(_:_:)``).
+    let tally = ArrivalTally()
 
     init(uid: UInt32, channelId: String, media: PublishedMedia, muted: PerMedia<Bool>) {
         self.uid = uid
@@ -71,30 +85,18 @@ struct RemoteUser {
     }
 
     /// Whether the user sends `kind` and the local user wants it.
-    func wants(_ kind: MediaKind) -> Bool { !muted[kind] && media.contains(kind) }
+    func wants(_ kind: MediaKind) -> Bool {
+        !muted[kind] && media.contains(kind) && !(kind == .video && fallback.level == .audioOnly)
+    }
 
-    /// Hands an RTP packet of `kind` to the user's receiver (if subscribed) and counts it in
-    /// `stats`. Returns whether the stream's state or subscribe state must move (STARTING,
-    /// SUBSCRIBED). `mutating` so the packet path runs on the user in place.
-    mutating func receive(
-        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, stats: inout ChannelStats, nack: inout [UInt8]?
-    ) -> Bool {
-        if kind == .audio {
-            guard let audio else { return false }
-            reception.audioBytes += Int64(packet.payloadByteCount)
-            let (frames, lost, audioNack) = audio.receive(packet, now: now)
-            stats.rxAudioFrames += Int64(frames)
-            stats.rxPacketsLost += lost
-            nack = audioNack
-        } else {
-            guard let video else { return false }
-            reception.videoBytes += Int64(packet.payloadByteCount)
-            let progress = video.receive(packet, now: now)
-            stats.add(progress)
-            reception.videoFramesDropped += progress.framesDropped
-            nack = progress.nack
-        }
-        return trackers[kind].state == .stopped || subscribe[kind] != .subscribed
+    /// Where the user's packets go now: its receivers and tally, and per kind whether a packet
+    /// needs no decision (a kind without a receiver is only counted; one with a receiver needs a
+    /// decision while STOPPED or not SUBSCRIBED).
+    var route: ReceiveRoute {
+        var settled = PerMedia(true)
+        if audio != nil { settled.audio = trackers.audio.state != .stopped && subscribe.audio == .subscribed }
+        if video != nil { settled.video = trackers.video.state != .stopped && subscribe.video == .subscribed }
+        return ReceiveRoute(audio: audio, video: video, tally: tally, settled: settled)
     }
 
     /// The sender's SSRC when the video receiver should ask its publisher for a keyframe now:
@@ -110,7 +112,7 @@ struct RemoteUser {
 }
 
 /// Everything the engine knows about one channel: part of the control plane's value.
-struct ChannelState {
+struct ChannelState: Sendable {
     // The fields the packet path reads come first, so they share cache lines.
     let ref: ChannelRef
     var id: String { ref.id }
@@ -143,6 +145,9 @@ struct ChannelState {
     var explicitMute = PerMedia<[UInt32: Bool]>([:])
     var allMuted = PerMedia(false)
     var defaultMuted = PerMedia(false)
+    /// The video layer asked for per uid (kept for users not yet present), and for the others.
+    var remoteVideoTypes: [UInt32: VideoStreamType] = [:]
+    var defaultRemoteVideoType = VideoStreamType.high
     var publish = PerMedia(PublishState.idle)
     var relayDestinations: [ChannelMediaRelayDestination] = []
     var relayUids: [UInt32] = []
@@ -161,7 +166,8 @@ struct ChannelState {
     var volumeElapsedMs = 0
     var mixEnabled = false
     /// The channel's own mix (while enabled, or while volume indication runs) and its last frame.
-    var mixer: AudioMixer?
+    /// Not thread-safe: used by playout rounds holding the control lock, so owned by it.
+    var mixer: LockOwned<AudioMixer>?
     var mix: [Int16] = []
     var mixPeak: Int16 = 0
 
@@ -184,20 +190,6 @@ struct ChannelState {
     }
 
     func elapsedMs(_ now: Int64) -> Int64 { (now - joinedAt) / 1000 }
-
-    /// An RTP packet of `kind` from the user at `u` arrived: counted, and handed to the user's
-    /// receiver. `mutating` so the packet path runs on the channel in place.
-    mutating func packetArrived(
-        _ packet: RTPPacket, _ kind: MediaKind, userAt u: Int, now: Int64, nack: inout [UInt8]?
-    ) -> Bool {
-        stats.rxPackets += 1
-        if kind == .audio {
-            stats.rxAudioBytes += Int64(packet.payloadByteCount)
-        } else {
-            stats.rxVideoBytes += Int64(packet.payloadByteCount)
-        }
-        return users[u].receive(packet, kind, now: now, stats: &stats, nack: &nack)
-    }
 
     /// Whether a newly seen user starts muted for `kind`.
     func startsMuted(_ uid: UInt32, _ kind: MediaKind) -> Bool {
@@ -231,3 +223,5 @@ extension ChannelStats {
         videoFramesDroppedBeforeDecode += progress.framesDropped
     }
 }
+
+extension PerMedia: Sendable where Value: Sendable {}

@@ -28,7 +28,7 @@ extension ControlPlane {
         guard channels[c].mixer == nil else { return }
         let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-        channels[c].mixer = mixer
+        channels[c].mixer = LockOwned(mixer)
         channels[c].mix = [Int16](repeating: 0, count: mixer.samplesPerChannel * mixer.channelCount)
     }
 
@@ -48,7 +48,7 @@ extension ControlPlane {
     /// indication; nothing when the channel keeps no mix.
     mutating func mixChannel(_ c: Int, _ inputs: [MixerInput]) {
         guard let mixer = channels[c].mixer else { return }
-        channels[c].mix.withUnsafeMutableBufferPointer { mixer.mix(inputs, into: $0) }
+        channels[c].mix.withUnsafeMutableBufferPointer { mixer.value.mix(inputs, into: $0) }
         guard channels[c].volumeIntervalMs > 0 else { return }
         for input in inputs {
             if let u = userIndex(c, input.key.uid) {

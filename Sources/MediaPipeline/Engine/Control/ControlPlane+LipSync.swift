@@ -1,10 +1,10 @@
 extension ControlPlane {
     /// Decides, for every remote user of every joined channel whose decision is due, the delays
-    /// that keep its audio and video in step (``LipSync``), and hands them to its receivers.
+    /// that keep its audio and video in step (``LipSync``), and hands their floors to its receivers.
     /// In a channel recorded as a composite, all users are aligned with each other: every stream
     /// is held back to the latency of the slowest (as far as the cap allows), so the recording
     /// shows what its senders captured at one instant together. Called by the playout round
-    /// (every 10 ms); each user decides every 100 ms. Allocates nothing.
+    /// (every 10 ms); each user decides every 20 ms. Allocates nothing.
     mutating func synchronizeRemoteUsers() {
         for c in channels.indices where channels[c].joined {
             guard channels[c].users.contains(where: { $0.lipSync.isDue(now: now) }) else { continue }
@@ -21,8 +21,8 @@ extension ControlPlane {
                         audio: audio, video: video, alignedToLatencyMicroseconds: group, now: now)
                 else { continue }
                 let sync = channels[c].users[u].lipSync
-                user.audio?.inbox.withLock { $0.syncDelayMicroseconds = sync.audioAddedMicroseconds }
-                user.video?.inbox.withLock { $0.syncDelayMicroseconds = sync.videoAddedMicroseconds }
+                user.audio?.inbox.withLock { $0.syncFloorMicroseconds = sync.audio.floorMicroseconds }
+                user.video?.inbox.withLock { $0.syncFloorMicroseconds = sync.video.floorMicroseconds }
             }
         }
     }

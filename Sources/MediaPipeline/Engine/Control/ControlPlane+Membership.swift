@@ -28,6 +28,7 @@ extension ControlPlane {
         channels[c].mediaAnnounced = media
         channels[c].joining = true
         channels[c].joined = true
+        routingChanged()
         channels[c].joinedAt = now
         channels[c].stats = ChannelStats()
         channels[c].publish = PerMedia(.idle)
@@ -53,8 +54,9 @@ extension ControlPlane {
             channels[c].deferred.removeAll()
             // The role change first, so its event comes before the publish states it settles.
             applyRoleSetWhileJoining(ref, c)
-            // Likewise a local mute or unmute made while joining.
+            // Likewise a local mute or unmute made while joining, and the video layers asked for.
             if channels[c].publishedMedia != channels[c].mediaAnnounced { announceMedia(c) }
+            announceVideoStreamTypes(c)
             refreshPublishState(c)
         case .failure(let error):
             forgetJoin(c)
@@ -86,6 +88,7 @@ extension ControlPlane {
     private mutating func forgetJoin(_ c: Int) {
         channels[c].joining = false
         channels[c].joined = false
+        routingChanged()
         channels[c].deferred.removeAll()
         for user in channels[c].users { Self.releaseReceivers(user) }
         channels[c].users.removeAll()
@@ -106,6 +109,8 @@ extension ControlPlane {
             return
         }
         relayTeardown(c)
+        takeArrivals(c)
+        routingChanged()
         for user in channels[c].users { Self.releaseReceivers(user) }
         channels[c].stats.durationMs = channels[c].elapsedMs(now)
         channels[c].stats.videoFrozenMs = channels[c].videoFrozenMs(now: now)
@@ -124,6 +129,7 @@ extension ControlPlane {
         guard let c = index(ref) else { return }
         if channels[c].joined { try? leave(ref) }
         channels.remove(at: c)
+        routingChanged()
     }
 
     /// The transport says the connection of `channelId` changed.

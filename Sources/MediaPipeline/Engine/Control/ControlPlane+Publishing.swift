@@ -114,11 +114,30 @@ extension ControlPlane {
     /// Whether the next local picture must be a keyframe (a subscriber asked, and the request
     /// interval has passed); counts it as forced.
     mutating func takeKeyframeRequest() -> Bool {
-        guard keyframePending else { return false }
-        if let last = lastForcedKeyframe, now - last < keyframeRequestIntervalMicroseconds { return false }
-        keyframePending = false
-        lastForcedKeyframe = now
-        stats.keyframesForced += 1
+        let taken = Self.takeRequest(
+            &keyframePending, lastForced: &lastForcedKeyframe, now: now, interval: keyframeRequestIntervalMicroseconds)
+        if taken { stats.keyframesForced += 1 }
+        return taken
+    }
+
+    /// Whether the next low-layer picture must be a keyframe (dual stream mode), on the same
+    /// rule as the high layer's, its requests and interval apart.
+    mutating func takeLowKeyframeRequest() -> Bool {
+        let taken = Self.takeRequest(
+            &lowKeyframePending, lastForced: &lastForcedLowKeyframe, now: now,
+            interval: keyframeRequestIntervalMicroseconds)
+        if taken { stats.keyframesForced += 1 }
+        return taken
+    }
+
+    /// Takes a pending keyframe request once `interval` has passed since `lastForced`.
+    private static func takeRequest(_ pending: inout Bool, lastForced: inout Int64?, now: Int64, interval: Int64)
+        -> Bool
+    {
+        guard pending else { return false }
+        if let last = lastForced, now - last < interval { return false }
+        pending = false
+        lastForced = now
         return true
     }
 

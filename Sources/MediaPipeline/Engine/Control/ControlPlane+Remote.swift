@@ -12,8 +12,10 @@ extension ControlPlane {
         var muted = PerMedia(false)
         for kind in MediaKind.allCases { muted[kind] = channels[c].startsMuted(uid, kind) }
         channels[c].users.append(RemoteUser(uid: uid, channelId: channelId, media: media, muted: muted))
+        routingChanged()
         let u = channels[c].users.count - 1
         emit(c, .userJoined(uid: uid, elapsedMs: channels[c].elapsedMs(now)))
+        refreshVideoType(c, u)  // a canvas bound before the user came
         for kind in MediaKind.allCases { subscriptionChanged(c, publisher: uid, kind, subscribed: !muted[kind]) }
         for kind in MediaKind.allCases where media.contains(kind) {
             if muted[kind] {
@@ -29,7 +31,9 @@ extension ControlPlane {
         channels[c].users[u].media = []
         stopReceiving(c, u, .audio, reason: .remoteOffline)
         stopReceiving(c, u, .video, reason: .remoteOffline)
+        takeArrivals(c, u)
         channels[c].users.remove(at: u)
+        routingChanged()
         emit(c, .userOffline(uid: uid, reason: reason))
     }
 
@@ -81,11 +85,55 @@ extension ControlPlane {
         channels[c].users[u].volume = Float(volume) / 100
     }
 
+    /// Asks for `type` of `uid`'s video in channel `ref` (Agora's `setRemoteVideoStreamType`);
+    /// kept for a user not present yet.
+    mutating func setRemoteVideoStreamType(_ ref: ChannelRef, _ uid: UInt32, _ type: VideoStreamType) throws {
+        let c = try usable(ref)
+        channels[c].remoteVideoTypes[uid] = type
+        guard channels[c].joined && !channels[c].joining else { return }
+        if let u = userIndex(c, uid) {
+            refreshVideoType(c, u)  // low while fallen back
+        } else {
+            signal(.setRemoteVideoStreamType(type, channelId: ref.id, subscriber: channels[c].uid, publisher: uid))
+        }
+    }
+
+    /// Asks for `type` of the video of every user not named by ``setRemoteVideoStreamType(_:_:_:)``
+    /// (Agora's `setRemoteDefaultVideoStreamType`).
+    mutating func setRemoteDefaultVideoStreamType(_ ref: ChannelRef, _ type: VideoStreamType) throws {
+        let c = try usable(ref)
+        channels[c].defaultRemoteVideoType = type
+        guard channels[c].joined && !channels[c].joining else { return }
+        signal(.setRemoteVideoStreamType(type, channelId: ref.id, subscriber: channels[c].uid, publisher: nil))
+        for u in channels[c].users.indices { refreshVideoType(c, u) }
+    }
+
+    /// Tells the transport the video layers asked for in channel `c` (at its join's answer).
+    mutating func announceVideoStreamTypes(_ c: Int) {
+        let (id, uid) = (channels[c].id, channels[c].uid)
+        if channels[c].defaultRemoteVideoType != .high {
+            signal(
+                .setRemoteVideoStreamType(
+                    channels[c].defaultRemoteVideoType, channelId: id, subscriber: uid, publisher: nil))
+        }
+        for (publisher, type) in channels[c].remoteVideoTypes.sorted(by: { $0.key < $1.key }) {
+            signal(.setRemoteVideoStreamType(type, channelId: id, subscriber: uid, publisher: publisher))
+        }
+    }
+
+    /// The transport now forwards `type` of `uid`'s video in `channelId`.
+    mutating func videoStreamTypeChanged(_ channelId: String, _ uid: UInt32, _ type: VideoStreamType) {
+        guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return }
+        channels[c].users[u].rxStreamType = type
+    }
+
     /// Starts or stops receiving `kind` from user `u` on the local user's decision.
     private mutating func applyLocalMute(_ c: Int, _ u: Int, _ kind: MediaKind, _ mute: Bool) {
         guard channels[c].users[u].muted[kind] != mute else { return }
         channels[c].users[u].muted[kind] = mute
-        subscriptionChanged(c, publisher: channels[c].users[u].uid, kind, subscribed: !mute)
+        // Not while the video is off for the audio-only fallback: it comes back with it.
+        let fallenBack = kind == .video && channels[c].users[u].fallback.level == .audioOnly
+        subscriptionChanged(c, publisher: channels[c].users[u].uid, kind, subscribed: !mute && !fallenBack)
         if mute {
             stopReceiving(c, u, kind, reason: .localMuted)
         } else {
@@ -97,7 +145,7 @@ extension ControlPlane {
     // MARK: - Receive pipelines
 
     /// Creates the receiver for `kind` if the user sends it and is not muted locally.
-    private mutating func startReceiving(_ c: Int, _ u: Int, _ kind: MediaKind) {
+    mutating func startReceiving(_ c: Int, _ u: Int, _ kind: MediaKind) {
         guard channels[c].users[u].wants(kind) else { return }
         if kind == .audio {
             guard channels[c].users[u].audio == nil else { return }
@@ -121,12 +169,14 @@ extension ControlPlane {
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil
         }
+        routingChanged()  // a new receiver
         channels[c].users[u].awaitingFirstFrameSince[kind] = now
         setSubscribe(c, u, kind, .subscribing)
     }
 
     /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
-    private mutating func stopReceiving(_ c: Int, _ u: Int, _ kind: MediaKind, reason: RemoteStreamStateReason) {
+    mutating func stopReceiving(_ c: Int, _ u: Int, _ kind: MediaKind, reason: RemoteStreamStateReason) {
+        routingChanged()
         if kind == .audio {
             if let receiver = channels[c].users[u].audio {
                 fadingOut.append((channels[c].users[u].key, receiver))
@@ -155,6 +205,8 @@ extension ControlPlane {
     ) {
         let old = channels[c].users[u].trackers[kind].state
         guard let (reported, why) = channels[c].users[u].trackers[kind].move(to: new, reason) else { return }
+        // Whether a packet needs a decision depends on STOPPED.
+        if old == .stopped || reported == .stopped { routingChanged() }
         if kind == .video {
             // Time frozen is summed per channel when a freeze ends.
             if reported == .frozen { channels[c].users[u].videoFrozenSince = now }
@@ -191,6 +243,7 @@ extension ControlPlane {
         let old = channels[c].users[u].subscribe[kind]
         guard old != new else { return }
         channels[c].users[u].subscribe[kind] = new
+        routingChanged()
         emit(
             c,
             .remoteSubscribeStateChanged(

@@ -13,17 +13,30 @@ extension ControlPlane {
             let elapsed = now - since
             guard elapsed >= Self.statisticsIntervalMicroseconds else { continue }
             channels[c].lastStatisticsAt = now
+            takeArrivals(c)
             for u in channels[c].users.indices {
+                var loss: Double?
                 if let audio = channels[c].users[u].audio {
                     let report = audioStatistics(c, u, audio, elapsed: elapsed)
                     channels[c].users[u].lastAudioStats = report
                     emit(c, .remoteAudioStats(report))
+                    if channels[c].users[u].fallback.level == .audioOnly { loss = report.packetLossRatePercent }
                 }
                 if let video = channels[c].users[u].video {
                     let report = videoStatistics(c, u, video, elapsed: elapsed)
                     channels[c].users[u].lastVideoStats = report
                     emit(c, .remoteVideoStats(report))
+                    // Loss on the network (what the NACKs made up), or what was lost for good
+                    // when nothing is resent.
+                    let (missing, counted) = video.inbox.withLock { ($0.nack.firstWayMissing, $0.nack.firstWayCounted) }
+                    loss =
+                        channels[c].users[u].fallback.firstWayLossPercent(missing: missing, counted: counted)
+                        ?? report.packetLossRatePercent
                 }
+                if loss == nil && channels[c].users[u].fallback.level == .audioOnly {
+                    loss = 0  // no audio to measure by: the video is tried again
+                }
+                if let loss { updateSubscribeFallback(c, u, lossPercent: loss) }
             }
             emit(c, .rtcStats(channelStatistics(c, elapsed: elapsed)))
         }
@@ -88,6 +101,7 @@ extension ControlPlane {
         let (expected, lost) = video.inbox.withLock { ($0.statistics.expected, $0.packetsLost) }
         var reception = channels[c].users[u].reception
         var report = RemoteVideoStats(uid: channels[c].users[u].uid)
+        report.rxStreamType = channels[c].users[u].rxStreamType
         report.delayMs = ((channels[c].users[u].roundTripMicroseconds ?? 0) + 1000) / 2000
         report.width = channels[c].users[u].reportedWidth
         report.height = channels[c].users[u].reportedHeight

@@ -13,17 +13,24 @@ extension ControlPlane {
         var nack: [UInt8]?
     }
 
-    /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now``; it goes into the
-    /// user's receiver, whose own lock is taken inside. Returns the feedback to send (a NACK
-    /// for packets found missing, a keyframe request).
+    /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now`` that the receive
+    /// router did not take (it needs a decision, or its user has no route yet): delivered as
+    /// the router delivers, then STARTING and SUBSCRIBED are decided. Returns the feedback to
+    /// send (a NACK for packets found missing, a keyframe request).
     mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
         -> FeedbackRequest?
     {
         guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
-        // In place: the channel and the user are mutated where they lie, never copied.
-        var nack: [UInt8]?
-        if channels[c].packetArrived(packet, kind, userAt: u, now: now, nack: &nack) { mediaArrived(c, u, kind) }
-        return kind == .video ? feedbackDue(c, u, nack: nack) : audioFeedback(c, u, nack: nack)
+        let route = channels[c].users[u].route
+        let feedback = route.deliver(packet, kind, now: now)
+        if !route.settled[kind] { mediaArrived(c, u, kind) }
+        return arrivalFeedback(c, u, kind, nack: feedback.nack)
+    }
+
+    /// The feedback user `u`'s receiver of `kind` asks for on a packet's arrival, counted: its
+    /// NACK, and for video a keyframe request when one is due.
+    mutating func arrivalFeedback(_ c: Int, _ u: Int, _ kind: MediaKind, nack: [UInt8]?) -> FeedbackRequest? {
+        kind == .video ? feedbackDue(c, u, nack: nack) : audioFeedback(c, u, nack: nack)
     }
 
     /// An audio NACK of user `u`'s receiver to send its publisher, counted.
@@ -97,6 +104,11 @@ extension ControlPlane {
                 channels[c].users[u].reportedWidth = width
                 channels[c].users[u].reportedHeight = height
                 emit(c, .videoSizeChanged(uid: uid, width: width, height: height))
+                // The pictures' area under the stream said to arrive; the canvas may now fit
+                // the low stream, or no longer.
+                let before = channels[c].users[u].highPictureArea
+                channels[c].users[u].pictureAreas[channels[c].users[u].rxStreamType] = width * height
+                if channels[c].users[u].highPictureArea != before { refreshVideoType(c, u) }
             }
         }
         let state = channels[c].users[u].trackers.video.state
@@ -137,6 +149,10 @@ extension ControlPlane {
         {
             if let roundTrip = reader.roundTripMicroseconds { channels[c].stats.roundTripTimeMs = roundTrip / 1000 }
             if let fraction = reader.fractionLost { channels[c].stats.txPacketLossPercent = Int(fraction) * 100 / 256 }
+        }
+        if reader.lowKeyframeWanted {
+            stats.keyframeRequestsReceived += 1
+            if relays(to: channelId) { lowKeyframePending = true }
         }
         guard reader.keyframeWanted else { return }
         stats.keyframeRequestsReceived += 1

@@ -10,7 +10,7 @@
 /// with the value locked, and the engine carries the actions out afterwards, in order, one thread
 /// at a time. So two threads' inputs are decided one after the other and reach the transport in
 /// that order, and no input sees another half-done.
-struct ControlPlane {
+struct ControlPlane: Sendable {
     // The fields the packet path reads come first, so they share cache lines.
     /// Clock time of the input being handled (microseconds); set by the engine before each input.
     var now: Int64 = 0
@@ -21,6 +21,8 @@ struct ControlPlane {
     private var nextSerial = 0
     var destroyed = false
     var canvases: [StreamKey: CanvasBuffer] = [:]
+    /// The size of each bound canvas, for the video layer it calls for (adaptive stream).
+    var canvasSizes: [StreamKey: (width: Int, height: Int)] = [:]
     /// Running recordings, by stream and kind (one recording of both kinds is under both);
     /// attached to the stream's receivers as they are made.
     var recordings: [RecordingSlot: StreamRecorder] = [:]
@@ -34,7 +36,15 @@ struct ControlPlane {
     var fadingOut: [(StreamKey, AudioReceiver)] = []
     /// A subscriber asked for a keyframe; the next local picture is forced to one.
     var keyframePending = false
+    /// What subscriptions fall back to under loss (``MediaEngine/setRemoteSubscribeFallbackOption(_:)``).
+    var subscribeFallbackOption = StreamFallbackOptions.videoStreamLow
+    /// The same for the low video layer (dual stream mode).
+    var lowKeyframePending = false
+    var lastForcedLowKeyframe: Int64?
     var lastForcedKeyframe: Int64?
+
+    /// The receive router must be published again (see ``routingChanged()``).
+    var routesChanged = true
 
     /// Decided and not yet carried out, in decision order.
     private(set) var actions: [EngineAction] = []

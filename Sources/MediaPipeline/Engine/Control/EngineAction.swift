@@ -18,6 +18,7 @@ enum TransportCommand: Sendable, Equatable {
     case setRole(channelId: String, uid: UInt32, role: ClientRole)
     case setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
     case setSubscribed(Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
+    case setRemoteVideoStreamType(VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?)
 
     func run(on transport: MediaTransport) {
         switch self {
@@ -28,6 +29,9 @@ enum TransportCommand: Sendable, Equatable {
         case .setSubscribed(let subscribed, let channelId, let subscriber, let publisher, let kind):
             transport.setSubscribed(
                 subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
+        case .setRemoteVideoStreamType(let type, let channelId, let subscriber, let publisher):
+            transport.setRemoteVideoStreamType(
+                type, channelId: channelId, subscriber: subscriber, publisher: publisher)
         }
     }
 }

@@ -59,8 +59,8 @@ final class ReceivedPacketMapper: @unchecked Sendable {
     /// How the sender's payload types map to the engine's: set before its connection starts
     /// (nothing is received until then).
     var payloadTypes = PayloadTypeMap()
-    private let packets = ByteRecycler(slotCount: 2048, capacity: 1300)
-    private let feedback = ByteRecycler(slotCount: 64, capacity: 1500)
+    private var packets = ByteRecycler(slotCount: 2048, capacity: 1300)
+    private var feedback = ByteRecycler(slotCount: 64, capacity: 1500)
     /// The media SSRC of each kind (audio 0, video 1), once its first packet came.
     private var mediaSSRC: [UInt32?] = [nil, nil]
     /// Which kinds are handed on (audio 0, video 1); set from any thread.
@@ -111,7 +111,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         guard let endpoint else { return }
         let packet = ReceivedPacketCopy.mapped(
             datagram, header: header, enginePayloadType: enginePayloadType, map: payloadTypes.remoteToEngine,
-            into: packets)
+            into: &packets)
         let now = clock.nowMicroseconds
         counted.withLock {
             $0.packets += 1
@@ -136,7 +136,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         }
         guard let endpoint,
             let packet = ReceivedPacketCopy.restored(
-                datagram, header: header, enginePayloadType: enginePayloadType, ssrc: ssrc, into: packets)
+                datagram, header: header, enginePayloadType: enginePayloadType, ssrc: ssrc, into: &packets)
         else { return }
         counted.withLock {
             $0.packets += 1

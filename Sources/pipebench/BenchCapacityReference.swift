@@ -1,0 +1,108 @@
+import CCodecBaseline
+import MediaPipeline
+import MediaPipelineTesting
+
+/// The session capacity's C reference: the media work of a ``SubscriberLoad`` (every user's Opus
+/// packets and VP8 frames decoded, the audio mixed every 10 ms, each picture scaled into the
+/// user's 320x180 canvas in hidden mode) done directly on libopus, libvpx and libyuv with no
+/// engine, on the same number of threads. It replays the same sample packets and frames on the
+/// same schedule. Owns the C session; used by the thread that advances it.
+final class CapacityReferenceSession {
+    /// The C session.
+    private let session: OpaquePointer
+    /// Remote users decoded.
+    let users: Int
+
+    /// A session of `users` users on `threads` threads, each rendered into a `canvasWidth` ×
+    /// `canvasHeight` canvas. The media are copied into the C session.
+    /// - Throws: ``MediaError/Code/codecFailure`` naming what the C side could not make.
+    init(media: SampleMedia, users: Int, threads: Int, canvasWidth: Int = 320, canvasHeight: Int = 180) throws {
+        let opus = Self.laidEndToEnd(media.opusPackets)
+        let vp8 = Self.laidEndToEnd(media.vp8Frames)
+        var message = [CChar](repeating: 0, count: 256)
+        let made = opus.bytes.withUnsafeBufferPointer { opusBytes in
+            opus.offsets.withUnsafeBufferPointer { opusOffsets in
+                vp8.bytes.withUnsafeBufferPointer { vp8Bytes in
+                    vp8.offsets.withUnsafeBufferPointer { vp8Offsets in
+                        message.withUnsafeMutableBufferPointer { text in
+                            mp_capacity_reference_create(
+                                Int32(users), Int32(threads), opusBytes.baseAddress, opusOffsets.baseAddress,
+                                Int32(media.opusPackets.count), vp8Bytes.baseAddress, vp8Offsets.baseAddress,
+                                Int32(media.vp8Frames.count), Int32(media.videoFrameRate), Int32(canvasWidth),
+                                Int32(canvasHeight), text.baseAddress, text.count)
+                        }
+                    }
+                }
+            }
+        }
+        guard let made else {
+            let text = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw MediaError(.codecFailure, "C reference: \(text)")
+        }
+        session = made
+        self.users = users
+    }
+
+    deinit { mp_capacity_reference_destroy(session) }
+
+    /// Frames laid end to end, with the offset of each and of the end (count + 1 offsets).
+    private static func laidEndToEnd(_ frames: [EncodedFrame]) -> (bytes: [UInt8], offsets: [Int]) {
+        var bytes: [UInt8] = []
+        var offsets = [0]
+        for frame in frames {
+            bytes += frame.bytes
+            offsets.append(bytes.count)
+        }
+        return (bytes, offsets)
+    }
+
+    /// Advances the session by 10 ms, as ``SubscriberLoad/advance()`` does; returns whether
+    /// video was decoded and rendered in this tick.
+    /// - Throws: ``MediaError/Code/codecFailure`` with the C side's message when a decode failed.
+    @discardableResult
+    func advance() throws -> Bool {
+        let result = mp_capacity_reference_advance(session)
+        guard result >= 0 else {
+            throw MediaError(.codecFailure, "C reference: \(String(cString: mp_capacity_reference_error(session)))")
+        }
+        return result == 1
+    }
+
+    /// Users that decoded audio and rendered video and never failed a decode.
+    var usersDecoding: Int { Int(mp_capacity_reference_users_decoding(session)) }
+    /// Opus packets decoded so far, all users together.
+    var audioPacketsDecoded: Int { Int(mp_capacity_reference_audio_packets_decoded(session)) }
+    /// Pictures decoded and rendered so far, all users together.
+    var picturesRendered: Int { Int(mp_capacity_reference_pictures_rendered(session)) }
+}
+
+extension BenchCapacity {
+    /// One trial of the C reference, timed as the engine's trial is: one second of session
+    /// warm-up, then ``seconds`` timed; session seconds per wall-clock second. Checks that every
+    /// user decoded, and that the timed ticks decoded every packet and frame they were due.
+    func referenceRealtimeFactor(users: Int, threads: Int) throws -> Double {
+        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
+        for _ in 0..<100 { try session.advance() }  // decoders warmed, first keyframe decoded
+        let (packetsBefore, picturesBefore) = (session.audioPacketsDecoded, session.picturesRendered)
+        let ticks = Int((seconds * 100).rounded())
+        var videoTicks = 0
+        let (_, elapsed) = try measure {
+            for _ in 0..<ticks {
+                if try session.advance() { videoTicks += 1 }
+            }
+        }
+        guard session.usersDecoding == users else {
+            throw MediaError(
+                .codecFailure, "C reference: only \(session.usersDecoding) of \(users) users are decoding")
+        }
+        let packets = session.audioPacketsDecoded - packetsBefore
+        let pictures = session.picturesRendered - picturesBefore
+        guard packets == users * ((ticks + 1) / 2), pictures == users * videoTicks else {
+            throw MediaError(
+                .codecFailure,
+                "C reference: \(packets) packets and \(pictures) pictures decoded in \(ticks) ticks of \(users) users, "
+                    + "not \(users * ((ticks + 1) / 2)) and \(users * videoTicks)")
+        }
+        return Double(ticks) / 100 / elapsed
+    }
+}

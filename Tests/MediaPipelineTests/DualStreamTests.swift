@@ -1,0 +1,396 @@
+import Foundation
+import Testing
+
+@testable import MediaPipeline
+
+/// A picture each frame of which is easy to tell from its neighbours: a still gradient with a
+/// bright square that moves a tenth of the width per frame.
+func movingSquarePicture(width: Int, height: Int, frame: Int) throws -> I420Buffer {
+    let buffer = try I420Buffer(width: width, height: height)
+    let side = width / 8
+    let left = (frame * width / 10) % (width - side)
+    let top = height / 2 - side / 2 + (frame % 3 - 1) * side / 2
+    buffer.withMutableView { view in
+        for y in 0..<height {
+            for x in 0..<width {
+                let inside = x >= left && x < left + side && y >= top && y < top + side
+                view.y[y * view.strideY + x] = inside ? 235 : UInt8(16 + (x + y) * 150 / (width + height))
+            }
+        }
+        for y in 0..<view.chromaHeight {
+            for x in 0..<view.chromaWidth {
+                view.u[y * view.strideU + x] = UInt8(96 + x * 64 / view.chromaWidth)
+                view.v[y * view.strideV + x] = UInt8(160 - y * 64 / view.chromaHeight)
+            }
+        }
+    }
+    return buffer
+}
+
+/// Records every decoded picture of the viewer: when it came, its size, and its PSNR against
+/// the picture the publisher captured at its timestamp (scaled to its size as the low layer
+/// scales) and against the pictures before and after it.
+final class LayerObserver: VideoFrameObserver, @unchecked Sendable {
+    struct Picture {
+        let atMicroseconds: Int64
+        let width: Int, height: Int
+        let frame: Int
+        /// When the publisher captured it (its timestamp on the test's clock).
+        let capturedMicroseconds: Int64
+        let psnr: Double
+        /// The best PSNR against the captured pictures one before and one after.
+        let neighbourPSNR: Double
+    }
+    private let lock = NSLock()
+    private var recorded: [Picture] = []
+    private let clock: VirtualClock
+    private let timestampOffset: UInt32
+    private let frameMicroseconds: Int64
+    let width: Int, height: Int
+
+    init(clock: VirtualClock, timestampOffset: UInt32, frameMicroseconds: Int64, width: Int, height: Int) {
+        (self.clock, self.timestampOffset, self.frameMicroseconds) = (clock, timestampOffset, frameMicroseconds)
+        (self.width, self.height) = (width, height)
+    }
+
+    var pictures: [Picture] { lock.withLock { recorded } }
+
+    /// The captured picture `frame`, at `width` × `height` as the publisher's scaler makes it.
+    func source(_ frame: Int, width: Int, height: Int) throws -> I420Buffer {
+        let full = try movingSquarePicture(width: self.width, height: self.height, frame: frame)
+        guard width != self.width || height != self.height else { return full }
+        let scaled = try I420Buffer(width: width, height: height)
+        full.withView { source in
+            scaled.withMutableView { target in
+                PictureScaler.scale(
+                    source, .init(x: 0, y: 0, width: self.width, height: self.height), into: target,
+                    .init(x: 0, y: 0, width: width, height: height))
+            }
+        }
+        return scaled
+    }
+
+    func remoteVideoFrame(_ picture: I420View, stream: StreamKey, rtpTimestamp: UInt32) {
+        let micros = Int64(rtpTimestamp &- timestampOffset) * 1000 / 90
+        let frame = Int((micros + frameMicroseconds / 2) / frameMicroseconds)
+        func psnr(_ index: Int) -> Double {
+            guard index >= 0, let source = try? source(index, width: picture.width, height: picture.height) else {
+                return 0
+            }
+            return source.withView { PictureQuality.psnr(reference: $0, test: picture) }
+        }
+        let entry = Picture(
+            atMicroseconds: clock.nowMicroseconds, width: picture.width, height: picture.height, frame: frame,
+            capturedMicroseconds: micros, psnr: psnr(frame), neighbourPSNR: max(psnr(frame - 1), psnr(frame + 1)))
+        lock.withLock { recorded.append(entry) }
+    }
+}
+
+@Suite("Dual stream: a publisher's low stream, chosen per subscriber")
+struct DualStreamTests {
+    /// 320x180 pictures every 70 ms (one in 7 ticks): the low stream is 160x90.
+    static let (width, height, frameTicks) = (320, 180, 7)
+
+    /// A publisher (uid 1) in dual stream mode and a viewer (uid 2) in channel `a`, with an
+    /// observer of the viewer's pictures.
+    struct Session {
+        let session: TestSession
+        let host: TestUser
+        let viewer: TestUser
+        let observer: LayerObserver
+        var tick = 0
+
+        init(dualStream: Bool = true, conditions: LinkConditions? = nil, seed: UInt64 = 7) throws {
+            session = TestSession(seed: seed)
+            host = try session.user()
+            viewer = try session.user()
+            if dualStream { try host.engine.enableDualStreamMode(true) }
+            try host.join("a", uid: 1)
+            try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+            if let conditions {
+                try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: 2)
+            }
+            observer = try Self.observe(session, host: host, viewer: viewer)
+        }
+
+        /// An observer of `viewer`'s pictures of `host`'s video, set on the viewer's engine.
+        static func observe(_ session: TestSession, host: TestUser, viewer: TestUser) throws -> LayerObserver {
+            let observer = LayerObserver(
+                clock: session.clock,
+                timestampOffset: try host.engine.rtp.packetizer(for: .vp8).rtpTimestamp(microseconds: 0),
+                frameMicroseconds: Int64(DualStreamTests.frameTicks) * 10_000, width: DualStreamTests.width,
+                height: DualStreamTests.height)
+            viewer.engine.setVideoFrameObserver(observer)
+            return observer
+        }
+
+        /// Runs `ticks` × 10 ms: the host pushes a picture every ``frameTicks`` ticks (at the
+        /// clock time its frame number says), the viewer renders and plays out every tick.
+        mutating func run(ticks: Int, audio: Bool = false) throws {
+            for _ in 0..<ticks {
+                if audio { try host.pushAudio() }
+                if tick % DualStreamTests.frameTicks == 0 {
+                    let frame = tick / DualStreamTests.frameTicks
+                    try host.engine.pushVideo(
+                        try movingSquarePicture(
+                            width: DualStreamTests.width, height: DualStreamTests.height, frame: frame),
+                        timestampMicroseconds: Int64(frame) * Int64(DualStreamTests.frameTicks) * 10_000)
+                }
+                viewer.engine.renderVideo()
+                viewer.pull()  // the playout round also makes the 2 s statistics
+                session.clock.advance(byMicroseconds: 10_000)
+                session.hub.deliverDue()
+                tick += 1
+            }
+        }
+
+        var channel: MediaChannel { viewer.channels["a"]! }
+        var now: Int64 { session.clock.nowMicroseconds }
+    }
+
+    /// Every picture shown is the one captured at its timestamp, clearly better than its
+    /// neighbours: none is decoded across a gap or a switch.
+    static func expectRightPictures(
+        _ pictures: [LayerObserver.Picture], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let wrong = pictures.filter { $0.psnr < 30 || $0.psnr < $0.neighbourPSNR + 3 }
+        #expect(
+            wrong.isEmpty, "\(wrong.count) of \(pictures.count) pictures wrong: \(wrong.prefix(3))",
+            sourceLocation: sourceLocation)
+    }
+
+    @Test(
+        "LOW gives the low stream (a quarter of the area, half the frame rate), HIGH the full one; each switch asks for one keyframe"
+    )
+    func switchBothWays() throws {
+        var s = try Session()
+        try s.run(ticks: 210)  // past the first 2 s report
+        var pictures = s.observer.pictures
+        #expect(pictures.count >= 27 && pictures.allSatisfy { $0.width == 320 && $0.height == 180 })
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        let requestsBefore = s.host.engine.statistics.keyframeRequestsReceived
+
+        try s.channel.setRemoteVideoStreamType(1, type: .low)
+        let lowAskedAt = s.now
+        try s.run(ticks: 200)
+        pictures = s.observer.pictures
+        let firstLow = try #require(pictures.firstIndex { $0.width == 160 })
+        #expect(pictures[firstLow].height == 90)
+        #expect(pictures[firstLow...].allSatisfy { $0.width == 160 && $0.height == 90 })
+        let lowWait = pictures[firstLow].atMicroseconds - lowAskedAt
+        // The request crosses the hub at once; the next low picture (two frames at most) is
+        // the keyframe, shown after the render delay.
+        #expect(lowWait <= 300_000, "first low picture \(lowWait / 1000) ms after asking")
+        // Half the frame rate: about 7 pictures a second against 14.
+        let lowCount = pictures.count - firstLow
+        let lowSpan = Double(pictures.last!.atMicroseconds - pictures[firstLow].atMicroseconds) / 1e6
+        #expect(abs(Double(lowCount - 1) / lowSpan - 1e6 / 140_000) < 1.5, "\(lowCount) low pictures in \(lowSpan) s")
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .low)
+        #expect(s.host.engine.statistics.keyframeRequestsReceived - requestsBefore == 1)
+
+        try s.channel.setRemoteVideoStreamType(1, type: .high)
+        let highAskedAt = s.now
+        try s.run(ticks: 200)
+        pictures = s.observer.pictures
+        let firstHighAgain = try #require(pictures.indices.last { $0 > firstLow && pictures[$0 - 1].width == 160 })
+        #expect(pictures[firstHighAgain...].allSatisfy { $0.width == 320 && $0.height == 180 })
+        let highWait = pictures[firstHighAgain].atMicroseconds - highAskedAt
+        #expect(highWait <= 300_000, "first high picture \(highWait / 1000) ms after asking")
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        #expect(s.host.engine.statistics.keyframeRequestsReceived - requestsBefore == 2)
+        Self.expectRightPictures(pictures)
+        print(
+            "Dual stream: first low picture \(lowWait / 1000) ms after asking, first high \(highWait / 1000) ms; \(pictures.count) pictures, PSNR min \(pictures.map(\.psnr).min()!) dB"
+        )
+    }
+
+    @Test(
+        "switching under 10 % loss and 50 ms jitter: no picture decoded across a gap or a switch, the new layer within RTT + a keyframe, one keyframe request per switch",
+        arguments: [7, 11, 23] as [UInt64])
+    func switchUnderLoss(seed: UInt64) throws {
+        // 25 ms each way (a 50 ms round trip), 50 ms jitter, 10 % loss on the media and the feedback.
+        var s = try Session(conditions: LinkConditions(lossPercent: 10, delayMs: 25, jitterMs: 50), seed: seed)
+        // The switches the app asks for are the subject: no fallback of the engine's own.
+        s.viewer.engine.setRemoteSubscribeFallbackOption(.disabled)
+        try s.run(ticks: 200)
+        try s.channel.setRemoteVideoStreamType(1, type: .low)
+        let lowAskedAt = s.now
+        try s.run(ticks: 300)
+        try s.channel.setRemoteVideoStreamType(1, type: .high)
+        let highAskedAt = s.now
+        try s.run(ticks: 300)
+        let pictures = s.observer.pictures
+        Self.expectRightPictures(pictures)
+        let firstLow = try #require(pictures.first { $0.width == 160 && $0.atMicroseconds > lowAskedAt })
+        let firstHigh = try #require(pictures.first { $0.width == 320 && $0.atMicroseconds > highAskedAt })
+        #expect(
+            pictures.filter { $0.atMicroseconds > firstLow.atMicroseconds && $0.atMicroseconds < highAskedAt }
+                .allSatisfy { $0.width == 160 })
+        let totals = try #require(s.channel.remoteStreamTotals(1))
+        // Each picture is shown some time after its capture (the render delay, which covers the
+        // jitter and a retransmission): the switch may add the round trip (50 ms) and the wait
+        // for the next captured picture, which is the keyframe (up to two frames, 140 ms).
+        // The delay as it stood before each switch: the most of the five pictures before it.
+        func delayBefore(_ time: Int64) -> Int64 {
+            pictures.filter { $0.atMicroseconds < time }.suffix(5).map { $0.atMicroseconds - $0.capturedMicroseconds }
+                .max() ?? 0
+        }
+        let usualDelay = max(delayBefore(lowAskedAt), delayBefore(highAskedAt))
+        let lowWait = firstLow.atMicroseconds - lowAskedAt
+        let highWait = firstHigh.atMicroseconds - highAskedAt
+        #expect(
+            lowWait - usualDelay <= 190_000 && highWait - usualDelay <= 190_000,
+            "first low \(lowWait / 1000) ms, first high \(highWait / 1000) ms after asking; pictures shown \(usualDelay / 1000) ms after capture"
+        )
+        // Numbers continuous across the switches: nothing counts as lost that a NACK could not
+        // bring back (a jump at a switch would count thousands).
+        #expect(totals.videoPacketsLost <= 10, "\(totals)")
+        // The keyframe requests the publisher got: the viewer's own, plus one per switch.
+        let received = s.host.engine.statistics.keyframeRequestsReceived
+        #expect(
+            received - totals.keyframeRequestsSent <= 2,
+            "\(received) received, \(totals.keyframeRequestsSent) sent by the viewer")
+        print(
+            "Dual stream under loss: first low picture \(lowWait / 1000) ms after asking, first high \(highWait / 1000) ms, pictures shown \(usualDelay / 1000) ms after capture; \(pictures.count) pictures, PSNR min \(pictures.map(\.psnr).min() ?? 0) dB; \(totals.videoPacketsLost) lost, \(totals.nacksSent) NACKs, keyframe requests: \(received) received, \(totals.keyframeRequestsSent) from the viewer"
+        )
+    }
+
+    @Test(
+        "under heavy loss the video falls back to LOW, then to audio only, and climbs back step by step as the link recovers"
+    )
+    func fallbackAndRecovery() throws {
+        var s = try Session()
+        s.viewer.engine.setRemoteSubscribeFallbackOption(.audioOnly)
+        let log = try #require(s.viewer.logs["a"])
+        try s.run(ticks: 300, audio: true)
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        func rxTypes() -> [VideoStreamType] {
+            log.statistics.compactMap { if case .remoteVideoStats(let stats) = $0 { stats.rxStreamType } else { nil } }
+        }
+        func fallbacks() -> [Bool] {
+            log.events.compactMap {
+                if case .remoteSubscribeFallbackToAudioOnly(1, let fallback) = $0 { fallback } else { nil }
+            }
+        }
+        let reportsBefore = rxTypes().count
+
+        // 40 % loss: the next report falls back to low, the one after to audio only.
+        try s.session.hub.setLinkConditions(LinkConditions(lossPercent: 40), channelId: "a", publisher: 1, receiver: 2)
+        try s.run(ticks: 600, audio: true)
+        #expect(rxTypes().dropFirst(reportsBefore).contains(.low), "\(rxTypes())")
+        #expect(fallbacks() == [true])
+        #expect(log.remoteStates(1, .video).last.map { "\($0.0)/\($0.1)" } == "stopped/audioFallback")
+        let picturesWhenOff = s.observer.pictures.count
+        try s.run(ticks: 100, audio: true)
+        #expect(s.observer.pictures.count <= picturesWhenOff + 1)
+        // The audio goes on: the last second of playout holds the host's tone.
+        #expect(s.viewer.heard.suffix(96_000).map { abs(Int($0)) }.max() ?? 0 > 4000)
+
+        // The link recovers: two good reports bring the video back (low), two more the high stream.
+        try s.session.hub.setLinkConditions(LinkConditions(), channelId: "a", publisher: 1, receiver: 2)
+        try s.run(ticks: 1200, audio: true)
+        #expect(fallbacks() == [true, false])
+        let states = log.remoteStates(1, .video).map { "\($0.0)/\($0.1)" }
+        #expect(
+            states.suffix(3) == [
+                "stopped/audioFallback", "starting/audioFallbackRecovery", "decoding/audioFallbackRecovery",
+            ], "\(states)")
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        let after = s.observer.pictures[picturesWhenOff...]
+        #expect(after.contains { $0.width == 160 } && after.last?.width == 320)
+        Self.expectRightPictures(s.observer.pictures)
+    }
+
+    @Test("with fallback disabled the high stream stays through heavy loss")
+    func fallbackDisabled() throws {
+        var s = try Session()
+        s.viewer.engine.setRemoteSubscribeFallbackOption(.disabled)
+        try s.session.hub.setLinkConditions(LinkConditions(lossPercent: 40), channelId: "a", publisher: 1, receiver: 2)
+        try s.run(ticks: 900, audio: true)
+        let log = try #require(s.viewer.logs["a"])
+        let types = log.statistics.compactMap {
+            if case .remoteVideoStats(let stats) = $0 { stats.rxStreamType } else { nil }
+        }
+        #expect(types.count >= 3 && types.allSatisfy { $0 == .high }, "\(types)")
+        #expect(s.observer.pictures.allSatisfy { $0.width == 320 })
+    }
+
+    @Test(
+        "adaptive stream: a canvas of a quarter of the picture or less takes the low stream, a bigger one the high; HIGH asked for wins"
+    )
+    func adaptiveStream() throws {
+        var s = try Session()
+        let canvas = try s.viewer.engine.setupRemoteVideo(VideoCanvas(channelId: "a", uid: 1, width: 160, height: 90))
+        try s.run(ticks: 210)
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .low)
+        #expect(s.observer.pictures.suffix(5).allSatisfy { $0.width == 160 })
+        #expect(canvas.framesRendered > 0)
+        // A bigger canvas: the high stream.
+        _ = try s.viewer.engine.setupRemoteVideo(VideoCanvas(channelId: "a", uid: 1, width: 320, height: 180))
+        try s.run(ticks: 210)
+        #expect(s.observer.pictures.suffix(5).allSatisfy { $0.width == 320 })
+        // Small again, but the app asked for high.
+        _ = try s.viewer.engine.setupRemoteVideo(VideoCanvas(channelId: "a", uid: 1, width: 80, height: 46))
+        try s.channel.setRemoteVideoStreamType(1, type: .high)
+        try s.run(ticks: 210)
+        #expect(s.observer.pictures.suffix(5).allSatisfy { $0.width == 320 })
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        Self.expectRightPictures(s.observer.pictures)
+    }
+
+    @Test("LOW asked of a publisher without dual stream delivers HIGH")
+    func lowWithoutDualStream() throws {
+        var s = try Session(dualStream: false)
+        try s.channel.setRemoteDefaultVideoStreamType(.low)
+        try s.run(ticks: 210)
+        let pictures = s.observer.pictures
+        #expect(pictures.count >= 27 && pictures.allSatisfy { $0.width == 320 && $0.height == 180 })
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        Self.expectRightPictures(pictures)
+    }
+
+    @Test("the default type set before joining applies; turning dual stream off brings the viewer back to HIGH")
+    func defaultTypeAndDualStreamOff() throws {
+        let session = TestSession()
+        let host = try session.user()
+        let viewer = try session.user()
+        try host.engine.enableDualStreamMode(true)
+        try host.join("a", uid: 1)
+        try viewer.channel("a").setRemoteDefaultVideoStreamType(.low)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        var s = try Session(reusing: session, host: host, viewer: viewer)
+        try s.run(ticks: 150)
+        #expect(s.observer.pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (160, 90))
+        try host.engine.enableDualStreamMode(false)
+        let count = s.observer.pictures.count
+        try s.run(ticks: 150)
+        let after = s.observer.pictures[count...]
+        #expect(after.last.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)
+        Self.expectRightPictures(s.observer.pictures)
+    }
+
+    @Test("the low stream's configuration is checked")
+    func configurationChecked() throws {
+        let session = TestSession()
+        let host = try session.user()
+        expectEngineError(.invalidArgument) { try host.engine.enableDualStreamMode(true, low: .init(sizeDivisor: 0)) }
+        expectEngineError(.invalidArgument) {
+            try host.engine.enableDualStreamMode(true, low: .init(frameRateDivisor: 31))
+        }
+        expectEngineError(.invalidArgument) {
+            try host.engine.enableDualStreamMode(true, low: .init(bitrateBitsPerSecond: 5))
+        }
+        #expect(!host.engine.isDualStreamModeEnabled)
+    }
+}
+
+extension DualStreamTests.Session {
+    /// A session over users already joined.
+    init(reusing session: TestSession, host: TestUser, viewer: TestUser) throws {
+        self.session = session
+        self.host = host
+        self.viewer = viewer
+        observer = try Self.observe(session, host: host, viewer: viewer)
+    }
+}
