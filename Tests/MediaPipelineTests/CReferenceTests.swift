@@ -3,8 +3,8 @@ import Testing
 
 @Suite("pipebench bench: the capacity's C reference", .timeLimit(.minutes(2)))
 struct CReferenceTests {
-    /// A bounded capacity run of the release pipebench (two trials per search, from 2 users, half a
-    /// second each: about 10 s on 2 cores): the engine's and the C reference's searches run in
+    /// A bounded capacity run of the release pipebench (one trial per search, of 2 users, half a
+    /// second each; the low layer's of 6): the engine's and the C reference's searches run in
     /// child processes and report users, ours/C and peak memory, then one trial each at the
     /// engine's capacity; and the low layer's search.
     @Test("the capacity section reports the C reference's users, ours/C, both peak memories and the low layer's users")
@@ -14,8 +14,8 @@ struct CReferenceTests {
             releasePipebench,
             [
                 "bench", "--samples", Fixtures.samples, "--only", "capacity", "--capacity-seconds", "0.5",
-                "--capacity-max-trials", "2", "--capacity-first-users", "2", "--threads", "2", "--json",
-            ], timeLimitSeconds: 200)
+                "--capacity-max-trials", "1", "--capacity-first-users", "2", "--threads", "2", "--json",
+            ], timeLimitSeconds: 100)
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         // The first trial, 2 users, keeps up on any machine that runs the tests: both counts are positive.
@@ -36,7 +36,7 @@ struct CReferenceTests {
         }
         let trials = try #require(object["capacityTrialsCReference"] as? [String: [[String: Any]]])
         #expect(trials.keys.sorted() == ["1", "2"])
-        #expect(trials.values.allSatisfy { !$0.isEmpty && $0.count <= 2 })
+        #expect(trials.values.allSatisfy { $0.count == 1 })
         let engineMemory = try #require(object["peakMemoryMBEngine"] as? Double)
         let referenceMemory = try #require(object["peakMemoryMBCReference"] as? Double)
         let memoryRatio = try #require(object["peakMemoryRatioToCReference"] as? Double)
@@ -51,10 +51,20 @@ struct CReferenceTests {
         let high = try #require(object["sessionCapacityUsers"] as? Int)
         let low = try #require(object["capacityUsersLowLayer"] as? Int)
         let ratio = try #require(object["capacityRatioLowToHigh"] as? Double)
-        #expect(high >= 2 && low > 0, "high \(high), low \(low)")
+        #expect(high >= 2, "high \(high)")
         #expect(abs(ratio - Double(low) / Double(high)) < 1e-9, "capacityRatioLowToHigh \(ratio)")
         let lowTrials = try #require(object["capacityTrialsLowLayer"] as? [[String: Any]])
-        #expect(!lowTrials.isEmpty && lowTrials.count <= 2)
+        #expect(lowTrials.count == 1)
+        // Its users are the most of a trial that kept up, 0 when none did: a short trial of
+        // 3 × the high capacity may fall behind on a machine a parallel suite keeps busy (with
+        // two trials, a high capacity of 71 and a low trial of 213 users, a run of the parallel
+        // suite here found none keeping up and took 140 s).
+        let keptUp = lowTrials.compactMap { trial -> Int? in
+            guard let users = trial["users"] as? Int, let factor = trial["realtimeFactor"] as? Double
+            else { return nil }
+            return factor >= 1 ? users : nil
+        }
+        #expect(low == keptUp.max() ?? 0, "low \(low), trials \(lowTrials)")
         #expect(
             lowTrials.first?["users"] as? Int == min(4096, 3 * high),
             "the first low trial: 3 × the high layer's capacity")
