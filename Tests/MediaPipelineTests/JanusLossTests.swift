@@ -222,11 +222,17 @@ struct JanusLossTests {
         // cannot make one on request): the bound allows as many freezes as a Poisson count of
         // mean λ exceeds less than once in 1,000 runs (2 or 3 at 10 %; 1,129 ms frozen was seen
         // once), and only when B did give up (asked for a keyframe); otherwise 2 % of the window,
-        // for a repair that came late. Broken repair freezes in most keyframe intervals.
+        // for a repair that came late, and one more picture held behind a second round of repair
+        // (about 260 ms, a retransmission lost and asked for again after Janus's 200 ms rule)
+        // while the render delay still climbs towards it at lip sync's pace (LipSync.pace: 40 ms
+        // per 100 ms, so that the audio follows; it jumped at once before, and the beeps were
+        // up to 370 ms off their pictures): 563 ms frozen of 20 s was seen so in 1 of 5 runs,
+        // 0 in the others. Broken repair freezes in most keyframe intervals.
         let unrepairedExpected = PortLoss.unrepairedVideoExpected(down: down, up: up, seconds: lossSeconds)
         let freezesAllowed = keyframeRequests > 0 ? poissonQuantile(mean: unrepairedExpected, probability: 0.999) : 0
+        let lateRepairMs = 500.0
         #expect(
-            frozenMs <= 0.02 * activeMs + 2_500 * Double(freezesAllowed),
+            frozenMs <= 0.02 * activeMs + lateRepairMs + 2_500 * Double(freezesAllowed),
             "video frozen \(frozenMs) of \(activeMs) ms (\(freezesAllowed) freezes allowed, λ = \(unrepairedExpected))")
         // 15 fps shown, less the freezes allowed (296 of 300 in a run without one).
         #expect(
