@@ -330,7 +330,7 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
                 }
             }
         }
-        if case .joinSuccess = event { joined.withLock { $0.insert(channelId) } }
+        if case .joinSuccess = event { _ = joined.withLock { $0.insert(channelId) } }
         if case .userJoined(let uid, _) = event {
             joinedUsers.withLock { $0.append(StreamKey(channelId: channelId, uid: uid)) }
         }
