@@ -31,6 +31,8 @@ public final class FanOutLoad {
             try channel.join(uid: UInt32(100 + index), options: .subscribeOnly)
             return engine
         }
+        playoutFrame = .allocate(capacity: publisher.playoutFrameSampleCount)
+        playoutFrame.initialize(repeating: 0)
         if link != LinkConditions() {
             for index in 0..<count {
                 try hub.setLinkConditions(link, channelId: Self.channelId, publisher: 1, receiver: UInt32(100 + index))
@@ -38,7 +40,19 @@ public final class FanOutLoad {
         }
     }
 
+    /// One 10 ms playout frame, reused by ``playOut()``.
+    private let playoutFrame: UnsafeMutableBufferPointer<Int16>
+
+    /// Runs every subscriber's playout tick once (one 10 ms frame pulled), on the calling thread:
+    /// where the packets delivered since its last tick enter its jitter buffer. The fan-out path
+    /// itself only hands each subscriber a reference; a benchmark runs this between the pushes
+    /// it times, as the subscribers' own threads would.
+    public func playOut() {
+        for engine in subscribers { engine.pullPlayout(into: playoutFrame) }
+    }
+
     deinit {
+        playoutFrame.deallocate()
         for engine in subscribers { engine.destroy() }
         publisher.destroy()
     }

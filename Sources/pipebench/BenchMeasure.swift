@@ -81,4 +81,38 @@ enum BenchMeasure {
         }
         return (times.sorted()[times.count / 2], Double(fewest) / Double(iterations))
     }
+
+    /// As ``perIteration(repeats:iterations:_:)``, with `between` run untimed (and its
+    /// allocations uncounted) after every `batch` iterations: the work of another thread that
+    /// the timed path hands over to (subscribers' playout ticks taking in what a fan-out
+    /// delivered).
+    static func perIteration(
+        repeats: Int, iterations: Int, batch: Int, between: () throws -> Void, _ body: (Int) throws -> Void
+    ) rethrows -> (seconds: Double, allocations: Double) {
+        var index = 0
+        var times: [Double] = []
+        var fewest = Int.max
+        for repeatIndex in 0...repeats {  // the first is the warm-up
+            var (seconds, allocated) = (0.0, 0)
+            var done = 0
+            while done < iterations {
+                let count = min(batch, iterations - done)
+                let before = allocations
+                let (_, batchSeconds) = try measure {
+                    for _ in 0..<count {
+                        try body(index)
+                        index += 1
+                    }
+                }
+                allocated += allocations - before
+                seconds += batchSeconds
+                done += count
+                try between()
+            }
+            guard repeatIndex > 0 else { continue }
+            fewest = min(fewest, allocated)
+            times.append(seconds / Double(iterations))
+        }
+        return (times.sorted()[times.count / 2], Double(fewest) / Double(iterations))
+    }
 }

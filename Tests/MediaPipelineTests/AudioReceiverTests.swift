@@ -86,7 +86,7 @@ struct AudioReceiverTests {
         // The delay the stall added was taken out again by shortening (the delay back near its
         // target), and the audio after it is the source's.
         #expect(receiver.counters.accelerations > 0)
-        let delay = receiver.inbox.withLock { inbox in
+        let delay = receiver.withInbox { inbox in
             inbox.decodedUntil.flatMap { inbox.delay(position: $0, now: 300 * 10_000) }
         }
         let target = receiver.targetDelayMicroseconds
@@ -117,7 +117,7 @@ struct AudioReceiverTests {
             outputs.append(receiver.produce(now: now, concealUpToMicroseconds: 100_000))
         }
         #expect(receiver.latePackets == 0)
-        #expect(receiver.inbox.withLock { $0.restarts } == 1)
+        #expect(receiver.withInbox { $0.restarts } == 1)
         #expect(outputs.suffix(20).allSatisfy { $0 == .audio })
     }
 
@@ -228,7 +228,7 @@ struct AudioReceiverTests {
         #expect(!outputs.contains(.concealed))
         #expect(receiver.counters.comfortNoiseTicks >= 45, "\(receiver.counters)")
         #expect(receiver.counters.silentTicks == 0)
-        #expect(receiver.inbox.withLock { $0.restarts } == 0)
+        #expect(receiver.withInbox { $0.restarts } == 0)
         #expect(longestStarvation == 0)
         // Speech plays again, in step: every packet decoded.
         #expect(outputs.suffix(8).allSatisfy { $0 == .audio }, "\(outputs.suffix(8))")

@@ -17,7 +17,7 @@ extension MediaEngine {
             plane.channels[c].lastReceiverReportAt = now
             let (channelId, localUid) = (plane.channels[c].id, plane.channels[c].uid)
             for user in plane.channels[c].users {
-                let audio = user.audio?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+                let audio = user.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
                 let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
                 guard audio != nil || video != nil else { continue }
                 // With a reference time, so the publisher's answer tells this receiver the round

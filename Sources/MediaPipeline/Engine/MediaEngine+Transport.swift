@@ -6,8 +6,15 @@ import Logging
 /// endpoint is handed to any transport.
 final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     weak var engine: MediaEngine?
+    /// The engine's receive router and clock, held here so a packet whose route is settled
+    /// reaches its receiver without loading the engine (``transportReceive(_:channelId:from:)``).
+    private let routes: LockedValue<ReceiveRoutes>
+    private let clock: MediaClock
 
-    init() {}
+    init(routes: LockedValue<ReceiveRoutes>, clock: MediaClock) {
+        self.routes = routes
+        self.clock = clock
+    }
 
     func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {
         engine?.userJoined(channelId: channelId, uid: uid, media: media)
@@ -18,8 +25,23 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
         engine?.mediaChanged(channelId: channelId, uid: uid, media: media)
     }
+    /// The packet path: the route's receiver takes the packet, without the control lock and
+    /// without the engine; only a packet that needs a decision or asks for feedback reaches the
+    /// engine.
     func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        engine?.receive(packet, channelId: channelId, from: uid)
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+        let now = clock.nowMicroseconds
+        // Delivered under the routes lock, so the snapshot and the route need no retain.
+        guard
+            let feedback = routes.withLock({
+                $0.deliverSettled(packet, codec.kind, channelId: channelId, uid: uid, now: now)
+            })
+        else {
+            engine?.receiveDeciding(packet, codec.kind, channelId: channelId, from: uid)
+            return
+        }
+        guard feedback.nack != nil || feedback.keyframeWanted else { return }
+        engine?.feedbackAfterArrival(channelId: channelId, uid: uid, codec.kind, nack: feedback.nack)
     }
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         engine?.receiveRTCP(bytes, channelId: channelId, from: uid)
@@ -56,24 +78,16 @@ extension MediaEngine {
         input { $0.mediaChanged(channelId, uid, media) }
     }
 
-    func receive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
-        let table = routes.withLock { $0 }
-        guard let route = table.route(channelId: channelId, uid: uid), route.settled[codec.kind] else {
-            receiveDeciding(packet, codec.kind, channelId: channelId, from: uid)
-            return
-        }
-        let feedback = route.deliver(packet, codec.kind, now: clock.nowMicroseconds)
-        guard feedback.nack != nil || feedback.keyframeWanted else { return }
-        let request = withControl {
-            $0.feedbackAfterArrival(channelId: channelId, uid: uid, codec.kind, nack: feedback.nack)
-        }
+    /// The feedback a receiver asked for on a packet's arrival (a NACK, or it waits for a
+    /// keyframe), counted by the control plane and sent if due.
+    func feedbackAfterArrival(channelId: String, uid: UInt32, _ kind: MediaKind, nack: [UInt8]?) {
+        let request = withControl { $0.feedbackAfterArrival(channelId: channelId, uid: uid, kind, nack: nack) }
         if let request { sendFeedback(request) }
     }
 
     /// A packet the control plane sees itself: the route is not settled (a decision is due on
     /// arrival) or there is none yet.
-    private func receiveDeciding(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32) {
+    func receiveDeciding(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32) {
         let (request, decided) = withControl { plane in
             let before = plane.decisions
             let request = plane.packetArrived(packet, kind, channelId: channelId, from: uid)

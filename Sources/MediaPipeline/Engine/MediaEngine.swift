@@ -32,13 +32,14 @@ public final class MediaEngine: Sendable {
     /// SSRCs and RTP starting points, fixed for the engine's life.
     let rtp: RTPIdentity
     /// What the transport calls back.
-    let endpoint = EngineEndpoint()
+    let endpoint: EngineEndpoint
     /// The control plane, a value in its lock: the engine is its one serial owner. Held briefly,
     /// never across a decode, a transport call or an app callback. Lock order: `local`,
     /// `playout` or `render` before `control`, and `control` before a receiver's inbox.
     let control: LockedValue<ControlPlane>
     /// The receive router: where each remote user's packets go, as the control plane last
-    /// published it. Held only to take the snapshot (a leaf lock, after `control` when both are).
+    /// published it. Held to replace the snapshot (after `control`), and by the packet path
+    /// while it hands a packet to its receiver (before the receiver's own locks).
     let routes = LockedValue(ReceiveRoutes.empty)
     /// The app's channel objects by serial, for delivering events (held weakly: events of a
     /// channel the app dropped are dropped).
@@ -73,6 +74,7 @@ public final class MediaEngine: Sendable {
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
+        endpoint = EngineEndpoint(routes: routes, clock: clock)
         ntpOriginMicroseconds = clock.originUnixMicroseconds + NTPTime.unixEpochMicroseconds
         let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
@@ -98,6 +100,7 @@ public final class MediaEngine: Sendable {
     /// An engine dropped without ``destroy()`` still leaves its channels and relays, so the other
     /// users see it go (the transport holds engines weakly).
     deinit {
+        routes.withLock { $0 = .empty }  // the endpoint, which the transport may still hold, delivers nothing more
         let joined = control.withLock { $0.channels.filter(\.joined) }
         for state in joined {
             transport.leave(channelId: state.id, uid: state.uid)

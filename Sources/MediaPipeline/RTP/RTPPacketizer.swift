@@ -52,9 +52,10 @@ public struct RTPPacketizer {
         self.timestampOffset = timestampOffset
         nextSequenceNumber = firstSequenceNumber
         nextPictureId = firstPictureId & 0x7FFF
-        // More packets than any receiver or history holds at once, so storage comes round free.
+        // More packets than any receiver or history holds at once, so storage comes round free:
+        // an audio receiver holds up to 100 queued and 32 not yet taken in (`PendingArrivals`).
         recycler = ByteRecycler(
-            slotCount: codec == .opus ? 128 : 1024,
+            slotCount: codec == .opus ? 256 : 1024,
             capacity: RTPHeader.fixedByteCount + max(maximumPayloadByteCount, codec == .opus ? 1275 : 0))
     }
 

@@ -326,8 +326,18 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// The packet side.
-    let inbox = LockedValue(Inbox())
+    /// The packet side, and the spare list ``takeArrivals(_:)`` swaps with ``arrivals``.
+    private struct InboxAndSpare: Sendable {
+        var inbox = Inbox()
+        var spare = PendingArrivals()
+    }
+    private let box = LockedValue(InboxAndSpare())
+    /// Packets delivered but not taken into the inbox yet: the packet path's one lock (it
+    /// appends here, and calls ``arrive(_:now:)`` only when the list is full). Taken only
+    /// after ``box``'s lock, or alone.
+    let arrivals = LockedValue(PendingArrivals())
+    /// Where the packets taken in are counted (the user's, shared with its route).
+    let tally: ArrivalTally
 
     // MARK: Owned by the playout round
 
@@ -367,12 +377,14 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// A receiver playing at `sampleRate` with `channelCount` channels. With `retransmission`,
     /// missing packets are asked for with NACKs sent as `feedbackSSRC` (a publisher's side that
-    /// resends audio: ``TransportFeedbackProfile/audioRetransmission``).
+    /// resends audio: ``TransportFeedbackProfile/audioRetransmission``). What arrives is counted
+    /// in `tally`.
     init(
         sampleRate: Int, channelCount: Int, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
-        codecs: CodecFactory = .libraries
+        codecs: CodecFactory = .libraries, tally: ArrivalTally = ArrivalTally()
     ) throws {
-        if retransmission { inbox.withLock { $0.enableRetransmission(feedbackSSRC: feedbackSSRC) } }
+        self.tally = tally
+        if retransmission { box.withLock { $0.inbox.enableRetransmission(feedbackSSRC: feedbackSSRC) } }
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
@@ -387,14 +399,67 @@ final class AudioReceiver: @unchecked Sendable {
         decoded.deallocate()
     }
 
-    /// Takes one RTP packet arrived at clock time `now`; returns the packets queued (0 or 1)
-    /// and the packets it showed to be lost.
+    /// Runs `body` on the inbox, holding its lock, after taking in the packets delivered since
+    /// the last access: every reader and writer of the inbox sees every packet delivered before
+    /// it.
+    func withInbox<R>(_ body: (inout Inbox) throws -> R) rethrows -> R {
+        try box.withLock { box in
+            takeArrivals(&box)
+            return try body(&box.inbox)
+        }
+    }
+
+    /// Takes `packet`, arrived at clock time `now`, as the packet path delivers it: appended to
+    /// the pending list under its own short lock, and buffered at the receiver's next access
+    /// (its arrival time kept). When the list is full (nothing read the receiver for
+    /// ``PendingArrivals/capacity`` packets) the caller takes the list and the packet in itself.
+    /// NACKs for what the packets show missing go out with the playout's tick (``takeNack(now:)``).
+    func arrive(_ packet: RTPPacket, now: Int64) {
+        guard !arrivals.withLock({ $0.append(packet, now: now) }) else { return }
+        box.withLock { box in
+            takeArrivals(&box)
+            let lost = box.inbox.packetsLost
+            let frames = box.inbox.receive(packet, now: now)
+            recordEvicted(&box.inbox, now: now)
+            let found = box.inbox.packetsLost - lost
+            tally.audioArrived(packets: 1, bytes: packet.payloadByteCount, frames: frames, lost: found)
+        }
+    }
+
+    /// Takes the pending packets into the inbox (with ``box``'s lock held), in arrival order,
+    /// and counts them in ``tally`` at once.
+    private func takeArrivals(_ box: inout InboxAndSpare) {
+        arrivals.withLock { swap(&$0, &box.spare) }
+        guard !box.spare.isEmpty else { return }
+        let lost = box.inbox.packetsLost
+        var (frames, bytes) = (0, 0)
+        // By index: an iterator would hold a second reference to the list's storage, and
+        // emptying the list would then allocate new storage instead of keeping it.
+        for index in box.spare.arrivals.indices {
+            let arrival = box.spare.arrivals[index]
+            frames += box.inbox.receive(arrival.packet, now: arrival.arrivalMicroseconds)
+            bytes += arrival.packet.payloadByteCount
+            recordEvicted(&box.inbox, now: arrival.arrivalMicroseconds)
+        }
+        tally.audioArrived(
+            packets: box.spare.arrivals.count, bytes: bytes, frames: frames, lost: box.inbox.packetsLost - lost)
+        box.spare.removeAll()
+    }
+
+    /// Takes in the packets delivered so far (their counts reach ``tally``).
+    func takeArrivals() { withInbox { _ in } }
+
+    /// Takes one RTP packet arrived at clock time `now` at once (after those pending); returns
+    /// the packets queued (0 or 1), the packets it showed to be lost, and the NACK due. Counted
+    /// in ``tally`` as ``arrive(_:now:)`` counts.
     func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64, nack: [UInt8]?) {
-        inbox.withLock { inbox in
+        withInbox { inbox in
             let lost = inbox.packetsLost
             let frames = inbox.receive(packet, now: now)
             recordEvicted(&inbox, now: now)
-            return (frames, inbox.packetsLost - lost, inbox.takeNack(now: now))
+            let found = inbox.packetsLost - lost
+            tally.audioArrived(packets: 1, bytes: packet.payloadByteCount, frames: frames, lost: found)
+            return (frames, found, inbox.takeNack(now: now))
         }
     }
 
@@ -417,29 +482,29 @@ final class AudioReceiver: @unchecked Sendable {
 
     /// The NACK due at clock time `now` (a packet found missing whose reorder wait is over),
     /// if any.
-    func takeNack(now: Int64) -> [UInt8]? { inbox.withLock { $0.takeNack(now: now) } }
+    func takeNack(now: Int64) -> [UInt8]? { withInbox { $0.takeNack(now: now) } }
 
     /// Queues an Opus frame arrived at clock time `arrival` (see ``Inbox/enqueue(_:arrival:sequence:redundantCopy:)``).
     func enqueue(_ frame: EncodedFrame, arrival: Int64, sequence: Int64? = nil) {
-        inbox.withLock { inbox in
+        withInbox { inbox in
             inbox.enqueue(frame, arrival: arrival, sequence: sequence)
             recordEvicted(&inbox, now: arrival)
         }
     }
 
     /// Sequence numbers never received.
-    var packetsLost: Int64 { inbox.withLock { $0.packetsLost } }
+    var packetsLost: Int64 { withInbox { $0.packetsLost } }
 
     /// Packets dropped because they came too late or twice.
-    var latePackets: Int { inbox.withLock { $0.latePackets } }
+    var latePackets: Int { withInbox { $0.latePackets } }
 
     /// The jitter buffer's target delay now, in microseconds.
-    var targetDelayMicroseconds: Int64 { inbox.withLock { $0.delays.targetDelayMicroseconds } }
+    var targetDelayMicroseconds: Int64 { withInbox { $0.delays.targetDelayMicroseconds } }
 
     /// Notes a sender report of the stream `ssrc` (if it is this receiver's): for the round
     /// trip, and for the sender's clock.
     func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrivalMicroseconds: Int64) {
-        inbox.withLock { inbox in
+        withInbox { inbox in
             guard inbox.statistics.ssrc == ssrc else { return }
             inbox.statistics.senderReport(ntpTimestamp: ntpTimestamp, arrivalMicroseconds: arrivalMicroseconds)
             inbox.senderClock.report(ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp)
@@ -447,12 +512,12 @@ final class AudioReceiver: @unchecked Sendable {
     }
 
     /// True until the stream is released (its decoder goes with the receiver).
-    var isLive: Bool { inbox.withLock { !$0.released } }
+    var isLive: Bool { withInbox { !$0.released } }
 
     /// Stops queueing and drops what is queued (the stream is unsubscribed). The decoder is
     /// freed with the receiver, once no playout round holds it any more.
     func release() {
-        inbox.withLock {
+        withInbox {
             $0.released = true
             $0.queue.removeAll()
         }
@@ -503,7 +568,7 @@ final class AudioReceiver: @unchecked Sendable {
                     // Silent from here: playout starts again when packets come back.
                     decodedStart = 0
                     decodedEnd = 0
-                    inbox.withLock { inbox in
+                    withInbox { inbox in
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
                         inbox.forgetPosition()
                     }
@@ -526,7 +591,7 @@ final class AudioReceiver: @unchecked Sendable {
             stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
         }
         let buffered = microseconds(frames: bufferedFrames)
-        frameRTPTimestamp = inbox.withLock { inbox in
+        frameRTPTimestamp = withInbox { inbox in
             inbox.decodedUntil.flatMap {
                 inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
             }
@@ -558,7 +623,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// the queue. (Recorded after its decode instead, a packet came after later ones a burst
     /// pushed out meanwhile.)
     private func takeStep(_ body: (inout Inbox) -> Step) -> Step {
-        inbox.withLock { inbox in
+        withInbox { inbox in
             let step = body(&inbox)
             if case .decode(let packet) = step {
                 record(packet.frame, now: roundNow, senderOffset: inbox.senderOffsetMicroseconds)
@@ -583,7 +648,7 @@ final class AudioReceiver: @unchecked Sendable {
                 if packet.isRedundantCopy { playoutCounters.packetsRecovered += 1 }
                 failed = false
                 let end = packet.timestampMicroseconds + microseconds(frames: count)
-                inbox.withLock { $0.decodedUntil = end }
+                withInbox { $0.decodedUntil = end }
                 return .decoded
             } catch {
                 failed = true
@@ -598,7 +663,7 @@ final class AudioReceiver: @unchecked Sendable {
             decodedEnd += count * channelCount
             playoutCounters.packetsRecovered += 1
             let recovered = microseconds(frames: count)
-            inbox.withLock { $0.decodedUntil = $0.decodedUntil.map { $0 + recovered } }
+            withInbox { $0.decodedUntil = $0.decodedUntil.map { $0 + recovered } }
             return .decoded
         case .conceal(let missing):
             concealed = true
@@ -620,7 +685,7 @@ final class AudioReceiver: @unchecked Sendable {
         guard let count = try? decoder.concealLoss(samplesPerChannel: wanted, into: room) else { return false }
         decodedEnd += count * channelCount
         let concealedTime = microseconds(frames: count)
-        inbox.withLock { inbox in
+        withInbox { inbox in
             if waiting {
                 inbox.expandedMicroseconds += concealedTime
             } else {
@@ -636,7 +701,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// Shortens or lengthens the buffered audio by a pitch period when the delay strays from
     /// the target: above it by more than ``stretchBandMicroseconds``, or below it.
     private func stretchTowardTarget(now: Int64, decoder: AudioDecoding, concealed: inout Bool) {
-        let (delay, target) = inbox.withLock { inbox -> (Int64?, Int64) in
+        let (delay, target) = withInbox { inbox -> (Int64?, Int64) in
             let position = inbox.decodedUntil.map { $0 - microseconds(frames: bufferedFrames) }
             return (position.flatMap { inbox.delay(position: $0, now: now) }, inbox.playoutTargetMicroseconds)
         }

@@ -36,11 +36,11 @@ final class ArrivalTally: Sendable {
         }
     }
 
-    /// Counts an audio packet of `bytes` payload bytes that gave `frames` frames and found
-    /// `lost` packets lost.
-    func audioArrived(bytes: Int, frames: Int, lost: Int64) {
+    /// Counts `packets` audio packets of `bytes` payload bytes in all that gave `frames` frames
+    /// and found `lost` packets lost.
+    func audioArrived(packets: Int, bytes: Int, frames: Int, lost: Int64) {
         counts.withLock {
-            $0.packets += 1
+            $0.packets += Int64(packets)
             $0.audioBytes += Int64(bytes)
             $0.audioFrames += Int64(frames)
             $0.packetsLost += lost
@@ -68,8 +68,13 @@ final class ArrivalTally: Sendable {
 }
 
 /// Where the packet path takes one remote user's packets, as the control plane last decided.
-struct ReceiveRoute: Sendable {
+/// Immutable, and a class: a delivery reaches it through one reference, and its receivers
+/// through its own (no copy of the route, no retain of each receiver).
+final class ReceiveRoute: Sendable {
     let audio: AudioReceiver?
+    /// The audio receiver's pending list (``AudioReceiver/arrivals``), held here so a delivery
+    /// reaches it without loading the receiver.
+    let audioArrivals: LockedValue<PendingArrivals>?
     let video: VideoReceiver?
     let tally: ArrivalTally
     /// Per kind: whether the control plane has nothing to decide on a packet's arrival. False
@@ -77,6 +82,11 @@ struct ReceiveRoute: Sendable {
     /// packet then goes through the control plane, which moves them (STARTING, SUBSCRIBED) and
     /// publishes a route that is settled.
     let settled: PerMedia<Bool>
+
+    init(audio: AudioReceiver?, video: VideoReceiver?, tally: ArrivalTally, settled: PerMedia<Bool>) {
+        (self.audio, self.video, self.tally, self.settled) = (audio, video, tally, settled)
+        audioArrivals = audio?.arrivals
+    }
 
     /// What a delivered packet asks of the control plane: feedback to count and send.
     struct Feedback {
@@ -88,15 +98,28 @@ struct ReceiveRoute: Sendable {
     }
 
     /// Hands `packet` of `kind`, arrived at clock time `now`, to the receiver of its kind (if
-    /// any) and counts it in the tally: the one delivery of both paths, with the control lock
-    /// (a packet that needs a decision) or without it.
+    /// any) and counts it in the tally (``deliver(_:_:now:audio:video:tally:)``).
     func deliver(_ packet: RTPPacket, _ kind: MediaKind, now: Int64) -> Feedback {
-        let bytes = packet.payloadByteCount
-        if kind == .audio, let audio {
-            let arrived = audio.receive(packet, now: now)
-            tally.audioArrived(bytes: bytes, frames: arrived.frames, lost: arrived.packetsLost)
-            return Feedback(nack: arrived.nack)
+        if kind == .audio, let audioArrivals, audioArrivals.withLock({ $0.append(packet, now: now) }) {
+            return Feedback()  // counted in the tally when the receiver takes it in
         }
+        return Self.deliver(packet, kind, now: now, audio: audio, video: video, tally: tally)
+    }
+
+    /// Hands `packet` of `kind`, arrived at clock time `now`, to `audio` or `video` (if there is
+    /// one of its kind) and counts it in `tally`: the one delivery of both paths, with the
+    /// control lock (a packet that needs a decision) or without it. Audio waits in its
+    /// receiver's pending list until the receiver's next access (``AudioReceiver/arrive(_:now:)``);
+    /// its NACKs go with the playout's tick.
+    static func deliver(
+        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, audio: AudioReceiver?, video: VideoReceiver?,
+        tally: ArrivalTally
+    ) -> Feedback {
+        if kind == .audio, let audio {
+            audio.arrive(packet, now: now)
+            return Feedback()
+        }
+        let bytes = packet.payloadByteCount
         if kind == .video, let video {
             let progress = video.receive(packet, now: now)
             tally.videoArrived(bytes: bytes, progress)
@@ -111,21 +134,55 @@ struct ReceiveRoute: Sendable {
 /// packets go, which the control plane replaces (under its lock) whenever users, receivers or
 /// the states that need a decision on arrival change. Transports' packets reach their
 /// receivers through it without the control lock: a lookup of the channel and the user, then
-/// the receiver's own inbox lock.
-final class ReceiveRoutes: Sendable {
-    /// Per joined channel, its users' routes.
-    private let channels: [(id: String, users: [UInt32: ReceiveRoute])]
+/// the receiver's own lock. A value, so the lock that holds it holds its storage's reference
+/// beside the mutex: a delivery reaches the user's route through two buffers (the channels,
+/// the channel's users).
+struct ReceiveRoutes: Sendable {
+    /// One joined channel: its users in ascending uid order.
+    private struct Channel: Sendable {
+        let id: String
+        let users: [(uid: UInt32, route: ReceiveRoute)]
+    }
+    private let channels: [Channel]
 
     /// Routes for `channels`.
-    init(_ channels: [(id: String, users: [UInt32: ReceiveRoute])]) { self.channels = channels }
+    init(_ channels: [(id: String, users: [UInt32: ReceiveRoute])]) {
+        self.channels = channels.map { channel in
+            Channel(id: channel.id, users: channel.users.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        }
+    }
 
     /// No channel.
     static let empty = ReceiveRoutes([])
 
+    /// Where `uid`'s route lies in `channelId`'s lists; nil when the channel is not joined or
+    /// the user is not known there. A binary search: no hashing, no allocation.
+    private func index(channelId: String, uid: UInt32) -> (channel: Int, user: Int)? {
+        guard let c = channels.firstIndex(where: { $0.id == channelId }) else { return nil }
+        var (low, high) = (0, channels[c].users.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if channels[c].users[middle].uid < uid { low = middle + 1 } else { high = middle }
+        }
+        return low < channels[c].users.count && channels[c].users[low].uid == uid ? (c, low) : nil
+    }
+
     /// The route of `uid`'s packets in `channelId`; nil when the channel is not joined or the
     /// user is not known there (the control plane then sees the packet itself).
     func route(channelId: String, uid: UInt32) -> ReceiveRoute? {
-        for channel in channels where channel.id == channelId { return channel.users[uid] }
-        return nil
+        index(channelId: channelId, uid: uid).map { channels[$0.channel].users[$0.user].route }
+    }
+
+    /// Delivers `packet` of `kind` from `uid` in `channelId`, arrived at `now`, when its route
+    /// is settled (``ReceiveRoute/deliver(_:_:now:)``), in place: the route is not copied out
+    /// (no retain of its receivers). Nil when there is no settled route: the control plane
+    /// then decides.
+    func deliverSettled(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, uid: UInt32, now: Int64)
+        -> ReceiveRoute.Feedback?
+    {
+        guard let (c, u) = index(channelId: channelId, uid: uid), channels[c].users[u].route.settled[kind] else {
+            return nil
+        }
+        return channels[c].users[u].route.deliver(packet, kind, now: now)
     }
 }

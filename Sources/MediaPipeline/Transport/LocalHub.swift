@@ -14,8 +14,11 @@ public final class LocalHub: MediaTransport, Sendable {
     /// One member of a channel.
     private struct Member {
         let uid: UInt32
-        /// Weak: an engine that goes away without leaving is simply gone (its deinit leaves).
-        weak var endpoint: TransportEndpoint?
+        /// Held strongly until the member leaves: an engine's endpoint holds the engine weakly,
+        /// so an engine that goes away without leaving is still gone (its deinit leaves). A weak
+        /// reference here would give the endpoint a side table, which every retain of it on the
+        /// send path would then go through.
+        var endpoint: TransportEndpoint?
         var role: ClientRole
         var media: PublishedMedia
         let receivesMedia: Bool
@@ -42,10 +45,10 @@ public final class LocalHub: MediaTransport, Sendable {
     }
 
     /// A member that receives media, as the send path sees it: immutable, so a snapshot of
-    /// them can be used outside the lock.
+    /// them can be used outside the lock. It holds the endpoint strongly, as the member does.
     private final class Recipient: Sendable {
         let uid: UInt32
-        weak let endpoint: TransportEndpoint?
+        let endpoint: TransportEndpoint?
         /// Streams this member does not want, as ``Member/streamKey(_:_:)``s.
         let unsubscribed: Set<UInt64>
         let videoTypes: [UInt32: VideoStreamType]

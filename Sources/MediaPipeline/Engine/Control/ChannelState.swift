@@ -92,11 +92,14 @@ struct RemoteUser: Sendable {
     /// Where the user's packets go now: its receivers and tally, and per kind whether a packet
     /// needs no decision (a kind without a receiver is only counted; one with a receiver needs a
     /// decision while STOPPED or not SUBSCRIBED).
-    var route: ReceiveRoute {
+    var route: ReceiveRoute { ReceiveRoute(audio: audio, video: video, tally: tally, settled: routeSettled) }
+
+    /// Per kind, whether a packet needs no decision (``route``).
+    var routeSettled: PerMedia<Bool> {
         var settled = PerMedia(true)
         if audio != nil { settled.audio = trackers.audio.state != .stopped && subscribe.audio == .subscribed }
         if video != nil { settled.video = trackers.video.state != .stopped && subscribe.video == .subscribed }
-        return ReceiveRoute(audio: audio, video: video, tally: tally, settled: settled)
+        return settled
     }
 
     /// The sender's SSRC when the video receiver should ask its publisher for a keyframe now:

@@ -14,14 +14,14 @@ extension ControlPlane {
             for u in channels[c].users.indices where channels[c].users[u].lipSync.isDue(now: now) {
                 let user = channels[c].users[u]
                 guard user.audio != nil || user.video != nil else { continue }
-                let audio = user.audio?.inbox.withLock { $0.playoutTiming }
+                let audio = user.audio?.withInbox { $0.playoutTiming }
                 let video = user.video?.inbox.withLock { $0.playoutTiming }
                 guard
                     channels[c].users[u].lipSync.update(
                         audio: audio, video: video, alignedToLatencyMicroseconds: group, now: now)
                 else { continue }
                 let sync = channels[c].users[u].lipSync
-                user.audio?.inbox.withLock { $0.syncFloorMicroseconds = sync.audio.floorMicroseconds }
+                user.audio?.withInbox { $0.syncFloorMicroseconds = sync.audio.floorMicroseconds }
                 user.video?.inbox.withLock { $0.syncFloorMicroseconds = sync.video.floorMicroseconds }
             }
         }
@@ -36,7 +36,7 @@ extension ControlPlane {
             slowest = max(slowest ?? latency, latency)
         }
         for user in channels[c].users {
-            note(user.audio?.inbox.withLock { $0.playoutTiming })
+            note(user.audio?.withInbox { $0.playoutTiming })
             note(user.video?.inbox.withLock { $0.playoutTiming })
         }
         return slowest

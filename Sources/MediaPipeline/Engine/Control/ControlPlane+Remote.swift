@@ -153,7 +153,7 @@ extension ControlPlane {
             channels[c].users[u].audio = try? AudioReceiver(
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
                 retransmission: feedbackProfile.audioRetransmission, feedbackSSRC: feedbackSSRC,
-                codecs: configuration.codecs)
+                codecs: configuration.codecs, tally: channels[c].users[u].tally)
             let recording = recordings[RecordingSlot(channels[c].users[u].key, .audio)]
             channels[c].users[u].audio?.recorder.withLock { $0 = recording }
         } else {

@@ -26,6 +26,7 @@ extension ControlPlane {
 
     /// Takes what the packet path counted for user `u` of channel `c` into the statistics.
     mutating func takeArrivals(_ c: Int, _ u: Int) {
+        channels[c].users[u].audio?.takeArrivals()
         let counts = channels[c].users[u].tally.take()
         guard counts != ArrivalCounts() else { return }
         channels[c].stats.rxPackets += counts.packets

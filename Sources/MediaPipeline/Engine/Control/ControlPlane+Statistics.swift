@@ -54,7 +54,7 @@ extension ControlPlane {
         -> RemoteAudioStats
     {
         let counters = audio.counters
-        let (expected, lost, target) = audio.inbox.withLock {
+        let (expected, lost, target) = audio.withInbox {
             ($0.statistics.expected, $0.packetsLost, $0.delays.targetDelayMicroseconds)
         }
         var reception = channels[c].users[u].reception

@@ -21,9 +21,10 @@ extension ControlPlane {
         -> FeedbackRequest?
     {
         guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
-        let route = channels[c].users[u].route
-        let feedback = route.deliver(packet, kind, now: now)
-        if !route.settled[kind] { mediaArrived(c, u, kind) }
+        let feedback = ReceiveRoute.deliver(
+            packet, kind, now: now, audio: channels[c].users[u].audio, video: channels[c].users[u].video,
+            tally: channels[c].users[u].tally)
+        if !channels[c].users[u].routeSettled[kind] { mediaArrived(c, u, kind) }
         return arrivalFeedback(c, u, kind, nack: feedback.nack)
     }
 
