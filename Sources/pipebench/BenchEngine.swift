@@ -83,7 +83,10 @@ struct BenchEngine {
         progress("encode once, \(subscribers) subscribers", 0)
         let load = try FanOutLoad(subscribers: subscribers)
         let publisher = load.publisher
-        let iterations = 200
+        // 200 packets a repeat: the warm-up alone outlasts what the subscribers hold at once
+        // (100 queued and 32 pending each, as nothing plays out here), so the packetizer's
+        // ring has settled before a repeat is counted.
+        let iterations = 400
         let (seconds, allocations) = try BenchMeasure.perIteration(repeats: repeats, iterations: iterations) { index in
             try publisher.pushAudio(audio[index % audio.count])
         }

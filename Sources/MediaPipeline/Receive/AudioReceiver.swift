@@ -437,8 +437,9 @@ final class AudioReceiver: @unchecked Sendable {
         // emptying the list would then allocate new storage instead of keeping it.
         for index in box.spare.arrivals.indices {
             let arrival = box.spare.arrivals[index]
-            frames += box.inbox.receive(arrival.packet, now: arrival.arrivalMicroseconds)
-            bytes += arrival.packet.payloadByteCount
+            guard let packet = arrival.packet else { continue }
+            frames += box.inbox.receive(packet, now: arrival.arrivalMicroseconds)
+            bytes += packet.payloadByteCount
             recordEvicted(&box.inbox, now: arrival.arrivalMicroseconds)
         }
         tally.audioArrived(

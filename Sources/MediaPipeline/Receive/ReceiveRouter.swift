@@ -138,17 +138,27 @@ final class ReceiveRoute: Sendable {
 /// beside the mutex: a delivery reaches the user's route through two buffers (the channels,
 /// the channel's users).
 struct ReceiveRoutes: Sendable {
+    /// One user's entry: beside the route, the audio receiver's pending list when its audio
+    /// is settled, so an audio packet goes there from the entry itself.
+    private struct User: Sendable {
+        let uid: UInt32
+        let settledAudioArrivals: LockedValue<PendingArrivals>?
+        let route: ReceiveRoute
+    }
     /// One joined channel: its users in ascending uid order.
     private struct Channel: Sendable {
         let id: String
-        let users: [(uid: UInt32, route: ReceiveRoute)]
+        let users: [User]
     }
     private let channels: [Channel]
 
     /// Routes for `channels`.
     init(_ channels: [(id: String, users: [UInt32: ReceiveRoute])]) {
         self.channels = channels.map { channel in
-            Channel(id: channel.id, users: channel.users.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            let users = channel.users.sorted { $0.key < $1.key }.map { uid, route in
+                User(uid: uid, settledAudioArrivals: route.settled.audio ? route.audioArrivals : nil, route: route)
+            }
+            return Channel(id: channel.id, users: users)
         }
     }
 
@@ -180,9 +190,13 @@ struct ReceiveRoutes: Sendable {
     func deliverSettled(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, uid: UInt32, now: Int64)
         -> ReceiveRoute.Feedback?
     {
-        guard let (c, u) = index(channelId: channelId, uid: uid), channels[c].users[u].route.settled[kind] else {
-            return nil
+        guard let (c, u) = index(channelId: channelId, uid: uid) else { return nil }
+        if kind == .audio, let arrivals = channels[c].users[u].settledAudioArrivals,
+            arrivals.withLock({ $0.append(packet, now: now) })
+        {
+            return ReceiveRoute.Feedback()  // counted in the tally when the receiver takes it in
         }
+        guard channels[c].users[u].route.settled[kind] else { return nil }
         return channels[c].users[u].route.deliver(packet, kind, now: now)
     }
 }

@@ -45,8 +45,9 @@ public final class LocalHub: MediaTransport, Sendable {
     }
 
     /// A member that receives media, as the send path sees it: immutable, so a snapshot of
-    /// them can be used outside the lock. It holds the endpoint strongly, as the member does.
-    private final class Recipient: Sendable {
+    /// them can be used outside the lock. It holds the endpoint strongly, as the member does. A
+    /// value: the send path walks them in one buffer, which the processor reads ahead.
+    private struct Recipient: Sendable {
         let uid: UInt32
         let endpoint: TransportEndpoint?
         /// Streams this member does not want, as ``Member/streamKey(_:_:)``s.
