@@ -150,53 +150,57 @@ struct ReceiveRoutes: Sendable {
         let id: String
         let users: [User]
     }
-    private let channels: [Channel]
+    /// The first joined channel, inline (most engines join one: a delivery then reads no
+    /// buffer of channels), and the others.
+    private let first: Channel?
+    private let others: [Channel]
 
     /// Routes for `channels`.
     init(_ channels: [(id: String, users: [UInt32: ReceiveRoute])]) {
-        self.channels = channels.map { channel in
+        let all = channels.map { channel in
             let users = channel.users.sorted { $0.key < $1.key }.map { uid, route in
                 User(uid: uid, settledAudioArrivals: route.settled.audio ? route.audioArrivals : nil, route: route)
             }
             return Channel(id: channel.id, users: users)
         }
+        first = all.first
+        others = Array(all.dropFirst())
     }
 
     /// No channel.
     static let empty = ReceiveRoutes([])
 
-    /// Where `uid`'s route lies in `channelId`'s lists; nil when the channel is not joined or
-    /// the user is not known there. A binary search: no hashing, no allocation.
-    private func index(channelId: String, uid: UInt32) -> (channel: Int, user: Int)? {
-        guard let c = channels.firstIndex(where: { $0.id == channelId }) else { return nil }
-        var (low, high) = (0, channels[c].users.count)
-        while low < high {
-            let middle = (low + high) / 2
-            if channels[c].users[middle].uid < uid { low = middle + 1 } else { high = middle }
-        }
-        return low < channels[c].users.count && channels[c].users[low].uid == uid ? (c, low) : nil
-    }
-
-    /// The route of `uid`'s packets in `channelId`; nil when the channel is not joined or the
-    /// user is not known there (the control plane then sees the packet itself).
-    func route(channelId: String, uid: UInt32) -> ReceiveRoute? {
-        index(channelId: channelId, uid: uid).map { channels[$0.channel].users[$0.user].route }
-    }
-
     /// Delivers `packet` of `kind` from `uid` in `channelId`, arrived at `now`, when its route
     /// is settled (``ReceiveRoute/deliver(_:_:now:)``), in place: the route is not copied out
-    /// (no retain of its receivers). Nil when there is no settled route: the control plane
-    /// then decides.
+    /// (no retain of its receivers). Nil when the channel is not joined, the user is not known
+    /// there or its route is not settled: the control plane then decides.
     func deliverSettled(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, uid: UInt32, now: Int64)
         -> ReceiveRoute.Feedback?
     {
-        guard let (c, u) = index(channelId: channelId, uid: uid) else { return nil }
-        if kind == .audio, let arrivals = channels[c].users[u].settledAudioArrivals,
+        if let first, first.id == channelId { return Self.deliver(packet, kind, uid: uid, first.users, now: now) }
+        for channel in others where channel.id == channelId {
+            return Self.deliver(packet, kind, uid: uid, channel.users, now: now)
+        }
+        return nil
+    }
+
+    /// ``deliverSettled(_:_:channelId:uid:now:)`` within one channel's `users`, found by a
+    /// binary search (no hashing, no allocation).
+    private static func deliver(_ packet: RTPPacket, _ kind: MediaKind, uid: UInt32, _ users: [User], now: Int64)
+        -> ReceiveRoute.Feedback?
+    {
+        var (low, high) = (0, users.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if users[middle].uid < uid { low = middle + 1 } else { high = middle }
+        }
+        guard low < users.count, users[low].uid == uid else { return nil }
+        if kind == .audio, let arrivals = users[low].settledAudioArrivals,
             arrivals.withLock({ $0.append(packet, now: now) })
         {
             return ReceiveRoute.Feedback()  // counted in the tally when the receiver takes it in
         }
-        guard channels[c].users[u].route.settled[kind] else { return nil }
-        return channels[c].users[u].route.deliver(packet, kind, now: now)
+        guard users[low].route.settled[kind] else { return nil }
+        return users[low].route.deliver(packet, kind, now: now)
     }
 }
