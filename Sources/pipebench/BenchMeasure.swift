@@ -60,26 +60,7 @@ enum BenchMeasure {
     static func perIteration(repeats: Int, iterations: Int, _ body: (Int) throws -> Void) rethrows -> (
         seconds: Double, allocations: Double
     ) {
-        // Indexes run on across repeats, so timestamps made from them never go back.
-        var index = 0
-        for _ in 0..<iterations {
-            try body(index)
-            index += 1
-        }
-        var times: [Double] = []
-        var fewest = Int.max
-        for _ in 0..<repeats {
-            let before = allocations
-            let (_, seconds) = try measure {
-                for _ in 0..<iterations {
-                    try body(index)
-                    index += 1
-                }
-            }
-            fewest = min(fewest, allocations - before)
-            times.append(seconds / Double(iterations))
-        }
-        return (times.sorted()[times.count / 2], Double(fewest) / Double(iterations))
+        try perIteration(repeats: repeats, iterations: iterations, batch: iterations, between: {}, body)
     }
 
     /// As ``perIteration(repeats:iterations:_:)``, with `between` run untimed (and its

@@ -416,14 +416,19 @@ final class AudioReceiver: @unchecked Sendable {
     /// NACKs for what the packets show missing go out with the playout's tick (``takeNack(now:)``).
     func arrive(_ packet: RTPPacket, now: Int64) {
         guard !arrivals.withLock({ $0.append(packet, now: now) }) else { return }
-        box.withLock { box in
-            takeArrivals(&box)
-            let lost = box.inbox.packetsLost
-            let frames = box.inbox.receive(packet, now: now)
-            recordEvicted(&box.inbox, now: now)
-            let found = box.inbox.packetsLost - lost
-            tally.audioArrived(packets: 1, bytes: packet.payloadByteCount, frames: frames, lost: found)
-        }
+        withInbox { _ = takeIn(packet, now: now, &$0) }
+    }
+
+    /// Takes one packet into `inbox` (its lock held): queued, anything it pushed out handed to
+    /// the recording, and counted in ``tally``. Returns the frames queued and the packets it
+    /// showed to be lost.
+    private func takeIn(_ packet: RTPPacket, now: Int64, _ inbox: inout Inbox) -> (frames: Int, lost: Int64) {
+        let lost = inbox.packetsLost
+        let frames = inbox.receive(packet, now: now)
+        recordEvicted(&inbox, now: now)
+        let found = inbox.packetsLost - lost
+        tally.audioArrived(packets: 1, bytes: packet.payloadByteCount, frames: frames, lost: found)
+        return (frames, found)
     }
 
     /// Takes the pending packets into the inbox (with ``box``'s lock held), in arrival order,
@@ -455,12 +460,8 @@ final class AudioReceiver: @unchecked Sendable {
     /// in ``tally`` as ``arrive(_:now:)`` counts.
     func receive(_ packet: RTPPacket, now: Int64) -> (frames: Int, packetsLost: Int64, nack: [UInt8]?) {
         withInbox { inbox in
-            let lost = inbox.packetsLost
-            let frames = inbox.receive(packet, now: now)
-            recordEvicted(&inbox, now: now)
-            let found = inbox.packetsLost - lost
-            tally.audioArrived(packets: 1, bytes: packet.payloadByteCount, frames: frames, lost: found)
-            return (frames, found, inbox.takeNack(now: now))
+            let (frames, lost) = takeIn(packet, now: now, &inbox)
+            return (frames, lost, inbox.takeNack(now: now))
         }
     }
 

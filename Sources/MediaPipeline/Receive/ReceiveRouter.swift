@@ -72,9 +72,6 @@ final class ArrivalTally: Sendable {
 /// through its own (no copy of the route, no retain of each receiver).
 final class ReceiveRoute: Sendable {
     let audio: AudioReceiver?
-    /// The audio receiver's pending list (``AudioReceiver/arrivals``), held here so a delivery
-    /// reaches it without loading the receiver.
-    let audioArrivals: LockedValue<PendingArrivals>?
     let video: VideoReceiver?
     let tally: ArrivalTally
     /// Per kind: whether the control plane has nothing to decide on a packet's arrival. False
@@ -85,7 +82,6 @@ final class ReceiveRoute: Sendable {
 
     init(audio: AudioReceiver?, video: VideoReceiver?, tally: ArrivalTally, settled: PerMedia<Bool>) {
         (self.audio, self.video, self.tally, self.settled) = (audio, video, tally, settled)
-        audioArrivals = audio?.arrivals
     }
 
     /// What a delivered packet asks of the control plane: feedback to count and send.
@@ -100,10 +96,7 @@ final class ReceiveRoute: Sendable {
     /// Hands `packet` of `kind`, arrived at clock time `now`, to the receiver of its kind (if
     /// any) and counts it in the tally (``deliver(_:_:now:audio:video:tally:)``).
     func deliver(_ packet: RTPPacket, _ kind: MediaKind, now: Int64) -> Feedback {
-        if kind == .audio, let audioArrivals, audioArrivals.withLock({ $0.append(packet, now: now) }) {
-            return Feedback()  // counted in the tally when the receiver takes it in
-        }
-        return Self.deliver(packet, kind, now: now, audio: audio, video: video, tally: tally)
+        Self.deliver(packet, kind, now: now, audio: audio, video: video, tally: tally)
     }
 
     /// Hands `packet` of `kind`, arrived at clock time `now`, to `audio` or `video` (if there is
@@ -134,12 +127,12 @@ final class ReceiveRoute: Sendable {
 /// packets go, which the control plane replaces (under its lock) whenever users, receivers or
 /// the states that need a decision on arrival change. Transports' packets reach their
 /// receivers through it without the control lock: a lookup of the channel and the user, then
-/// the receiver's own lock. A value, so the lock that holds it holds its storage's reference
-/// beside the mutex: a delivery reaches the user's route through two buffers (the channels,
-/// the channel's users).
+/// the receiver's own lock. A value, so the lock that holds it holds the first channel beside
+/// the mutex: a delivery there reaches the user's entry through one buffer (the channel's users).
 struct ReceiveRoutes: Sendable {
-    /// One user's entry: beside the route, the audio receiver's pending list when its audio
-    /// is settled, so an audio packet goes there from the entry itself.
+    /// One user's entry: beside the route, the audio receiver's pending list
+    /// (``AudioReceiver/arrivals``) when its audio is settled, so an audio packet goes there
+    /// from the entry itself, without loading the route or the receiver.
     private struct User: Sendable {
         let uid: UInt32
         let settledAudioArrivals: LockedValue<PendingArrivals>?
@@ -159,7 +152,7 @@ struct ReceiveRoutes: Sendable {
     init(_ channels: [(id: String, users: [UInt32: ReceiveRoute])]) {
         let all = channels.map { channel in
             let users = channel.users.sorted { $0.key < $1.key }.map { uid, route in
-                User(uid: uid, settledAudioArrivals: route.settled.audio ? route.audioArrivals : nil, route: route)
+                User(uid: uid, settledAudioArrivals: route.settled.audio ? route.audio?.arrivals : nil, route: route)
             }
             return Channel(id: channel.id, users: users)
         }
