@@ -55,6 +55,16 @@ struct JoinCommand: ParsableCommand {
             "Publish this WAV (48 kHz, mono or stereo; looped, encoded live) instead of the samples' speech.",
             valueName: "FILE.wav"))
     var audio: String?
+    @Flag(
+        help: ArgumentHelp(
+            "Dual stream mode: the live-encoded video also goes out as a low stream (a quarter of the area, half "
+                + "the frame rate), as the second encoding of a simulcast Janus forwards per subscriber."))
+    var dualStream = false
+    @Option(
+        help: ArgumentHelp(
+            "The video layer asked of every remote user not named by --at (setRemoteDefaultVideoStreamType): "
+                + "high or low.", valueName: "LAYER"))
+    var remoteVideoType = "high"
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
@@ -73,7 +83,8 @@ struct JoinCommand: ParsableCommand {
         help: ArgumentHelp(
             "SECONDS:ACTION, repeatable: mute-audio, unmute-audio, mute-video, unmute-video (the publishing "
                 + "channel), mute-remote-audio:UID, unmute-remote-audio:UID, mute-remote-video:UID, "
-                + "unmute-remote-video:UID (every channel), audience:CHANNEL, broadcaster:CHANNEL, leave:CHANNEL."))
+                + "unmute-remote-video:UID, high-video:UID, low-video:UID (every channel), audience:CHANNEL, "
+                + "broadcaster:CHANNEL, leave:CHANNEL."))
     var actions: [String] = []
     @Flag(
         help: ArgumentHelp(
@@ -91,6 +102,9 @@ struct JoinCommand: ParsableCommand {
         guard !channels.isEmpty else { throw ValidationError("name a channel: --publish or --subscribe") }
         guard (0..<SampleMedia.userVariants).contains(variant) else {
             throw ValidationError("--variant \(variant) is outside 0...\(SampleMedia.userVariants - 1)")
+        }
+        guard let defaultVideoType = ["high": VideoStreamType.high, "low": .low][remoteVideoType] else {
+            throw ValidationError("--remote-video-type '\(remoteVideoType)' is not high or low")
         }
         let samples = try SampleFolder.locate(samplesOption)
         let sampleMedia = try SampleMedia(
@@ -125,6 +139,10 @@ struct JoinCommand: ParsableCommand {
         engineSettings.logger = logger
         let engine = try MediaEngine(transport: transport, clock: WallClock(), configuration: engineSettings)
         defer { engine.destroy() }
+        if dualStream {
+            guard encodeVideo else { throw ValidationError("--dual-stream needs live-encoded video: --encode or --video") }
+            try engine.enableDualStreamMode(true)
+        }
         let printer = EventPrinter(json: eventsJson)
         if md5 { engine.setVideoFrameObserver(printer) }
 
@@ -132,6 +150,7 @@ struct JoinCommand: ParsableCommand {
         for channelId in channels {
             let channel = try engine.createChannel(channelId)
             channel.setEventHandler { printer.print(channelId, $0) }
+            if defaultVideoType != .high { try channel.setRemoteDefaultVideoStreamType(defaultVideoType) }
             if channelId == publish {
                 try channel.setClientRole(.broadcaster)
                 try channel.join(token: token, uid: uid)
@@ -253,7 +272,10 @@ private struct ScheduledAction {
         action = parts[1]
         argument = parts.count > 2 ? parts[2] : nil
         let plain = ["mute-audio", "unmute-audio", "mute-video", "unmute-video"]
-        let withUid = ["mute-remote-audio", "unmute-remote-audio", "mute-remote-video", "unmute-remote-video"]
+        let withUid = [
+            "mute-remote-audio", "unmute-remote-audio", "mute-remote-video", "unmute-remote-video", "high-video",
+            "low-video",
+        ]
         let withChannel = ["audience", "broadcaster", "leave"]
         if plain.contains(action) { return }
         if withUid.contains(action), let argument, UInt32(argument) != nil { return }
@@ -274,6 +296,11 @@ private struct ScheduledAction {
         case "audience": try channel(argument).setClientRole(.audience)
         case "broadcaster": try channel(argument).setClientRole(.broadcaster)
         case "leave": try channel(argument).leave()
+        case "high-video", "low-video":
+            let uid = UInt32(argument ?? "") ?? 0
+            for channel in channels.values {
+                try? channel.setRemoteVideoStreamType(uid, type: action == "low-video" ? .low : .high)
+            }
         default:
             let uid = UInt32(argument ?? "") ?? 0
             let mute = action.hasPrefix("mute")
@@ -350,10 +377,11 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
         let digest = picture.md5()
         if json {
             emit(
-                "{\"channel\":\"\(stream.channelId)\",\"md5\":\"\(digest)\",\"rtpTimestamp\":\(rtpTimestamp),\"uid\":\(stream.uid)}"
+                "{\"channel\":\"\(stream.channelId)\",\"height\":\(picture.height),\"md5\":\"\(digest)\","
+                    + "\"rtpTimestamp\":\(rtpTimestamp),\"uid\":\(stream.uid),\"width\":\(picture.width)}"
             )
         } else {
-            emit("frame \(stream.channelId) \(stream.uid) \(digest)")
+            emit("frame \(stream.channelId) \(stream.uid) \(picture.width)x\(picture.height) \(digest)")
         }
     }
 

@@ -18,6 +18,8 @@ struct JoinLine: Sendable {
     var text: String
     /// A decoded picture's MD5 (pictures only).
     var md5: String?
+    /// A decoded picture's width and height (pictures only).
+    var width: Int?, height: Int?
     /// A picture's uid, or the first `uid: N` of an event's text.
     var uid: UInt32?
 
@@ -43,6 +45,8 @@ struct JoinLine: Sendable {
         ms = (object["ms"] as? Int) ?? 0
         text = (object["text"] as? String) ?? ""
         md5 = object["md5"] as? String
+        width = object["width"] as? Int
+        height = object["height"] as? Int
         if let uid = object["uid"] as? Int {
             self.uid = UInt32(uid)
         } else if let range = text.range(of: "uid: ") {

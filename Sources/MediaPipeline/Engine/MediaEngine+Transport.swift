@@ -57,7 +57,7 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
         return LocalStreamDescription(
             audioSSRC: engine.rtp.audioSSRC, videoSSRC: engine.rtp.videoSSRC, feedbackSSRC: engine.rtp.feedbackSSRC,
             videoCodec: engine.configuration.videoCodec.mediaCodec,
-            audioRedundancy: engine.configuration.audioRedundancy)
+            audioRedundancy: engine.configuration.audioRedundancy, lowVideoSSRC: engine.rtp.lowVideoSSRC)
     }
 }
 

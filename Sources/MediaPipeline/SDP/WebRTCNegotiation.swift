@@ -109,6 +109,15 @@ public struct WebRTCNegotiation: Sendable, Equatable {
         public var remoteSources: [RemoteSource]
         /// The feedback both sides take for any of the stream's codecs.
         public var feedback: Feedback
+        /// The header extensions (`a=extmap`) both sides list, with the remote's IDs.
+        public var headerExtensions: [SessionDescription.Media.HeaderExtension] = []
+        /// The simulcast encodings this side sends, highest first: the local `a=rid:ID send` the
+        /// remote answered `a=rid:ID recv`, when both list `a=simulcast` and the rtp-stream-id
+        /// header extension; empty otherwise (one encoding).
+        public var sentSimulcastStreamIDs: [String] = []
+
+        /// The remote's ID of the header extension `uri`, if both sides list it.
+        public func headerExtensionID(_ uri: String) -> Int? { headerExtensions.first { $0.uri == uri }?.id }
 
         /// The remote's payload type `number`, if negotiated.
         public func payloadType(_ number: Int) -> PayloadType? { payloadTypes.first { $0.number == number } }
@@ -129,6 +138,29 @@ public struct WebRTCNegotiation: Sendable, Equatable {
     /// The remote's setup role, if it stated one (`actpass` or `passive`: this side is the DTLS
     /// client).
     public var remoteSetup: SessionDescription.SetupRole?
+
+    /// The RTP stream IDs `local` offers to send (`a=rid:ID send`, in its order) that `remote`
+    /// takes (`a=rid:ID recv`), when both sides list simulcast and the rtp-stream-id extension.
+    static func simulcastStreamIDs(
+        sentBy local: SessionDescription.Media, receivedBy remote: SessionDescription.Media
+    ) -> [String] {
+        func ids(_ section: SessionDescription.Media, _ direction: String) -> [String] {
+            section.attributes.compactMap { attribute in
+                let fields = attribute.split(separator: " ")
+                guard fields.count >= 2, fields[0].hasPrefix("rid:"), fields[1] == direction else { return nil }
+                return String(fields[0].dropFirst("rid:".count))
+            }
+        }
+        let bothListSimulcast =
+            local.attributes.contains { $0.hasPrefix("simulcast:send") }
+            && remote.attributes.contains { $0.hasPrefix("simulcast:recv") }
+        let bothListStreamID = [local, remote].allSatisfy { section in
+            section.headerExtensions.contains { $0.uri == RTPHeaderExtensionURI.streamID }
+        }
+        guard bothListSimulcast, bothListStreamID else { return [] }
+        let taken = Set(ids(remote, "recv"))
+        return ids(local, "send").filter { taken.contains($0) }
+    }
 
     /// What `local` and `remote` (an offer and its answer, either way round) agreed.
     /// - Throws: ``MediaError/Code/invalidFormat`` when the descriptions do not match (section
@@ -204,7 +236,11 @@ public struct WebRTCNegotiation: Sendable, Equatable {
                     sends: localDirection.sends && remoteDirection.receives,
                     receives: localDirection.receives && remoteDirection.sends, payloadTypes: payloadTypes,
                     remoteSources: sources,
-                    feedback: payloadTypes.reduce(into: []) { set, type in set.formUnion(type.feedback) }))
+                    feedback: payloadTypes.reduce(into: []) { set, type in set.formUnion(type.feedback) },
+                    headerExtensions: theirs.headerExtensions.filter { remote in
+                        ours.headerExtensions.contains { $0.uri == remote.uri }
+                    },
+                    sentSimulcastStreamIDs: Self.simulcastStreamIDs(sentBy: ours, receivedBy: theirs)))
         }
         guard let first = streams.first else {
             throw MediaError.unsupported("SDP offer and answer have no audio or video section in common")

@@ -94,15 +94,31 @@ public struct WebRTCPublication: Sendable, Equatable {
         public var retransmissionSSRC: UInt32?
         /// The track's ID in `msid`.
         public var trackID: String
+        /// The simulcast encodings' RTP stream IDs (RFC 8851 `a=rid`), the highest quality first
+        /// (the order Janus reads as highest to lowest); empty for one encoding. With two or more,
+        /// the section offers `a=rid:ID send` for each, `a=simulcast:send` and the mid,
+        /// rtp-stream-id and repaired-rtp-stream-id header extensions
+        /// (``WebRTCPublication/extensionIDs``), which every packet then carries: a receiver tells
+        /// the encodings apart by them, not by SSRC. `ssrc` stays declared for a receiver that
+        /// takes no simulcast.
+        public var simulcastStreamIDs: [String]
 
         /// A video stream.
-        public init(codec: MediaCodec, ssrc: UInt32, retransmissionSSRC: UInt32? = nil, trackID: String = "video") {
+        public init(
+            codec: MediaCodec, ssrc: UInt32, retransmissionSSRC: UInt32? = nil, trackID: String = "video",
+            simulcastStreamIDs: [String] = []
+        ) {
             self.codec = codec
             self.ssrc = ssrc
             self.retransmissionSSRC = retransmissionSSRC
             self.trackID = trackID
+            self.simulcastStreamIDs = simulcastStreamIDs
         }
     }
+
+    /// The header extension IDs a simulcast video section offers: mid, rtp-stream-id and
+    /// repaired-rtp-stream-id, in the one-byte form's range.
+    public static let extensionIDs = (mid: 1, streamID: 2, repairedStreamID: 3)
 
     /// The audio stream, if any.
     public var audio: Audio?
@@ -198,11 +214,38 @@ extension SessionDescription {
                 section.sourceGroups = [Media.SourceGroup(semantics: "FID", ssrcs: [video.ssrc, rtxSSRC])]
                 section.sources.append(source(rtxSSRC, video.trackID))
             }
+            if !video.simulcastStreamIDs.isEmpty {
+                try offerSimulcast(video.simulcastStreamIDs, in: &section)
+            }
             section.formats = formats
             description.media.append(section)
         }
         description.groups = [Group(semantics: "BUNDLE", mids: description.media.compactMap(\.mid))]
         return description
+    }
+
+    /// Adds to the video `section` the simulcast of the encodings `streamIDs` (highest first):
+    /// the header extensions that name a packet's section and encoding, an `a=rid` per encoding
+    /// and `a=simulcast:send`.
+    private static func offerSimulcast(_ streamIDs: [String], in section: inout Media) throws {
+        guard streamIDs.count >= 2, Set(streamIDs).count == streamIDs.count else {
+            throw MediaError.invalidArgument("simulcast needs two or more distinct RTP stream IDs, not \(streamIDs)")
+        }
+        for id in streamIDs {
+            // RFC 8851's rid-id is alphanumeric; the one-byte extension carries up to 16 bytes.
+            guard (1...16).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+            else {
+                throw MediaError.invalidArgument("RTP stream ID '\(id)' is not 1 to 16 letters or digits")
+            }
+        }
+        let ids = WebRTCPublication.extensionIDs
+        section.headerExtensions = [
+            Media.HeaderExtension(id: ids.mid, uri: RTPHeaderExtensionURI.mid),
+            Media.HeaderExtension(id: ids.streamID, uri: RTPHeaderExtensionURI.streamID),
+            Media.HeaderExtension(id: ids.repairedStreamID, uri: RTPHeaderExtensionURI.repairedStreamID),
+        ]
+        section.attributes += streamIDs.map { "rid:\($0) send" }
+        section.attributes.append("simulcast:send " + streamIDs.joined(separator: ";"))
     }
 
     /// This side's answer to a WebRTC offer (Janus's subscriber offer, or a browser's): for each

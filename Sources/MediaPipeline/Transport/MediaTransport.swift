@@ -76,16 +76,22 @@ public struct LocalStreamDescription: Sendable, Equatable {
     public var videoCodec: MediaCodec
     /// Whether audio is sent as redundant audio (RFC 2198, payload type ``RTPPayloadType/red``).
     public var audioRedundancy: Bool
+    /// The SSRC of the low video stream (dual stream mode), when the endpoint can send one: a
+    /// transport that carries layers announces it (a WebRTC offer as simulcast) whether or not
+    /// dual stream mode is on yet.
+    public var lowVideoSSRC: UInt32?
 
     /// A description.
     public init(
-        audioSSRC: UInt32, videoSSRC: UInt32, feedbackSSRC: UInt32, videoCodec: MediaCodec, audioRedundancy: Bool
+        audioSSRC: UInt32, videoSSRC: UInt32, feedbackSSRC: UInt32, videoCodec: MediaCodec, audioRedundancy: Bool,
+        lowVideoSSRC: UInt32? = nil
     ) {
         self.audioSSRC = audioSSRC
         self.videoSSRC = videoSSRC
         self.feedbackSSRC = feedbackSSRC
         self.videoCodec = videoCodec
         self.audioRedundancy = audioRedundancy
+        self.lowVideoSSRC = lowVideoSSRC
     }
 }
 

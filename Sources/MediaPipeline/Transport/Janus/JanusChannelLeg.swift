@@ -15,6 +15,9 @@ final class JanusChannelLeg: Sendable {
         /// The engine changed which kinds of `publisher` it wants: Janus is told to send only
         /// those on the subscription.
         case wanted(publisher: UInt32)
+        /// The engine changed which video layer it wants of `publisher` (nil: the default):
+        /// Janus is told the substream.
+        case layer(publisher: UInt32?)
         /// What happened to the session of `signalling`.
         case session(JanusSessionEvent, JanusSignalling)
     }
@@ -195,6 +198,13 @@ final class JanusChannelLeg: Sendable {
         commands.yield(.wanted(publisher: publisher))
     }
 
+    /// Asks for `type` of `publisher`'s video (nil: of every publisher not named): remembered
+    /// at once, told to Janus by the channel's task.
+    func setVideoLayer(_ type: VideoStreamType, publisher: UInt32?) {
+        control.setLayerNow(type, publisher: publisher)
+        commands.yield(.layer(publisher: publisher))
+    }
+
     /// What crossed the channel's connections.
     var statistics: [JanusConnectionStatistics] {
         var all: [JanusConnectionStatistics] = []
@@ -208,21 +218,50 @@ final class JanusChannelLeg: Sendable {
     }
 }
 
-/// The publishing connection of a channel and how the engine's payload types go out on it.
+/// How the published video's two encodings (dual stream mode's high and low streams) go out
+/// as simulcast: each packet with the header extension block naming the video section's mid
+/// and its encoding's RTP stream ID, made once.
+struct JanusSimulcastSending: Sendable {
+    let highSSRC: UInt32
+    let lowSSRC: UInt32
+    let highBlock: [UInt8]
+    let lowBlock: [UInt8]
+}
+
+/// The publishing connection of a channel and how the engine's payload types and video layers
+/// go out on it.
 final class JanusPublication: Sendable {
     let connection: WebRTCConnection
     /// Engine payload type → the one negotiated with Janus.
     private let wirePayloadType: [UInt8]
+    /// The low video stream's SSRC, if the engine has one.
+    private let lowVideoSSRC: UInt32?
+    /// The encodings' extension blocks, when Janus took simulcast.
+    let simulcast: JanusSimulcastSending?
 
-    init(connection: WebRTCConnection, wirePayloadType: [UInt8]) {
+    init(
+        connection: WebRTCConnection, wirePayloadType: [UInt8], lowVideoSSRC: UInt32? = nil,
+        simulcast: JanusSimulcastSending? = nil
+    ) {
         self.connection = connection
         self.wirePayloadType = wirePayloadType
+        self.lowVideoSSRC = lowVideoSSRC
+        self.simulcast = simulcast
     }
 
+    /// Sends an engine packet: a video packet of either layer as its simulcast encoding (a
+    /// low-layer packet is dropped when Janus took one encoding), audio as negotiated.
     func send(_ packet: RTPPacket) {
         let wire = wirePayloadType[Int(packet.header.payloadType & 0x7F)]
         if wire != PayloadTypeMap.none {
-            connection.sendRTP(packet, payloadType: wire)
+            let ssrc = packet.header.ssrc
+            if let simulcast {
+                let block =
+                    ssrc == simulcast.highSSRC ? simulcast.highBlock : ssrc == simulcast.lowSSRC ? simulcast.lowBlock : nil
+                connection.sendRTP(packet, payloadType: wire, extensionBlock: block)
+            } else if ssrc != lowVideoSSRC {
+                connection.sendRTP(packet, payloadType: wire)
+            }
             return
         }
         // Redundant audio to a server that did not take RFC 2198 (Janus answers Opus alone):
@@ -256,6 +295,9 @@ final class JanusSubscription: Sendable {
     let mids: [MediaKind: String]
     /// The kinds Janus was last told not to send (nil: nothing told yet, it sends everything).
     let toldUnwanted = LockedValue<Set<MediaKind>?>(nil)
+    /// The video layer Janus was last told to send (nil: nothing told yet, it climbs to the
+    /// highest).
+    let toldLayer = LockedValue<VideoStreamType?>(nil)
 
     init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper, mids: [MediaKind: String]) {
         self.handle = handle

@@ -21,6 +21,8 @@ actor JanusLegControl {
     private var remoteIds: [UInt32: JanusID] = [:]
     /// Kinds the engine does not want, per remote publisher (set from any thread).
     private let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
+    /// The video layer wanted of each publisher (any thread writes it; the loop tells Janus).
+    let layerChoices = LockedValue(JanusLayerChoices())
     var leaving = false
     /// Where timers put their inputs (the serving loop's stream), while it runs.
     var input: AsyncStream<Input>.Continuation?
@@ -237,6 +239,7 @@ actor JanusLegControl {
             case .resubscribe(let uid):
                 if feedNotReady[uid] != nil && receivesMedia { await subscribe(uid, leg: leg) }
             case .command(.wanted(let publisher)): await tellWanted(publisher, leg: leg)
+            case .command(.layer(let publisher)): await tellLayers(publisher, leg: leg)
             case .command(.leave):
                 leaving = true
                 input.finish()
@@ -401,10 +404,19 @@ actor JanusLegControl {
         do {
             let handle = try await transport.signalling.attach()
             // Janus hanging up this subscription's connection brings a new one.
+            // Janus switching the subscription's substream is told to the engine.
             let input = self.input
-            Task {
+            Task { [channelId, weak endpoint] in
                 for await event in handle.events {
-                    if case .hangup = event { input?.yield(.hangup(uid, handleId: handle.id)) }
+                    switch event {
+                    case .hangup: input?.yield(.hangup(uid, handleId: handle.id))
+                    case .plugin(let data, _):
+                        if let substream = data["substream"]?.intValue {
+                            endpoint?.transportVideoStreamTypeChanged(
+                                channelId: channelId, uid: uid, type: JanusLayerChoices.type(ofSubstream: substream))
+                        }
+                    default: break
+                    }
                 }
             }
             let reply: JanusReply
@@ -446,6 +458,7 @@ actor JanusLegControl {
                 "subscription to \(uid) in '\(channelId)' on handle \(handle.id): \(local.candidates)")
             // What the engine does not want (remote mutes) Janus does not send, from the start.
             await tellWanted(uid, leg: leg)
+            await tellLayer(uid, leg: leg)
             try await handle.start(answer: JanusJSEP(type: "answer", sdp: answer.text))
             try connection.start(
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),
@@ -565,8 +578,14 @@ actor JanusLegControl {
             }
             transport.logger.debug("publishing in '\(channelId)': Janus answers\n\(answer.sdp)")
             let negotiation = try WebRTCNegotiation(local: offer, remote: try SessionDescription(parsing: answer.sdp))
+            let simulcast = try JanusSDP.simulcastSending(negotiation, streams: streams)
+            if streams.lowVideoSSRC != nil && streams.videoCodec == .vp8 && simulcast == nil {
+                transport.log("publishing in '\(channelId)': Janus took no simulcast; the low video stream is not sent")
+            }
             leg.publication.withLock {
-                $0 = JanusPublication(connection: connection, wirePayloadType: JanusSDP.sendMap(negotiation))
+                $0 = JanusPublication(
+                    connection: connection, wirePayloadType: JanusSDP.sendMap(negotiation),
+                    lowVideoSSRC: streams.lowVideoSSRC, simulcast: simulcast)
             }
             try connection.start(
                 remoteCredentials: .init(ufrag: negotiation.remoteICEUfrag, password: negotiation.remoteICEPassword),

@@ -41,16 +41,46 @@ enum JanusSDP {
         return answer
     }
 
-    /// The publisher offer for the engine's streams of `media`.
+    /// The RTP stream IDs of the published video's two encodings. The high one is offered
+    /// first: Janus reads the first `a=rid` as its highest substream and the last as substream 0.
+    static let simulcastStreamIDs = (high: "h", low: "l")
+
+    /// The publisher offer for the engine's streams of `media`. VP8 video of an endpoint with a
+    /// low stream is offered as simulcast of two encodings (the VideoRoom takes simulcast for
+    /// VP8 and H.264 only), whether or not dual stream mode is on yet: an encoding that sends
+    /// nothing costs nothing, and turning the mode on needs no renegotiation.
     static func publisherOffer(
         streams: LocalStreamDescription, media: PublishedMedia, transport: WebRTCLocalTransport
     ) throws -> SessionDescription {
-        try SessionDescription.webRTCOffer(
+        let simulcast =
+            streams.videoCodec == .vp8 && streams.lowVideoSSRC != nil
+            ? [simulcastStreamIDs.high, simulcastStreamIDs.low] : []
+        return try SessionDescription.webRTCOffer(
             publishing: WebRTCPublication(
                 audio: media.contains(.audio)
                     ? .init(ssrc: streams.audioSSRC, redundancy: streams.audioRedundancy) : nil,
-                video: media.contains(.video) ? .init(codec: streams.videoCodec, ssrc: streams.videoSSRC) : nil,
+                video: media.contains(.video)
+                    ? .init(codec: streams.videoCodec, ssrc: streams.videoSSRC, simulcastStreamIDs: simulcast) : nil,
                 cname: "mediapipeline-\(streams.feedbackSSRC)", transport: transport))
+    }
+
+    /// How the video's encodings go out, when Janus's answer took the offer's simulcast: nil
+    /// when it took one encoding, or lacks the extensions that name a packet's section and
+    /// encoding (Janus learns each encoding's SSRC from them).
+    static func simulcastSending(_ negotiation: WebRTCNegotiation, streams: LocalStreamDescription) throws
+        -> JanusSimulcastSending?
+    {
+        guard let lowSSRC = streams.lowVideoSSRC,
+            let video = negotiation.streams.first(where: { $0.kind == .video && $0.sends }),
+            let mid = video.mid,
+            Set(video.sentSimulcastStreamIDs) == [simulcastStreamIDs.high, simulcastStreamIDs.low],
+            let midID = video.headerExtensionID(RTPHeaderExtensionURI.mid),
+            let streamID = video.headerExtensionID(RTPHeaderExtensionURI.streamID)
+        else { return nil }
+        return JanusSimulcastSending(
+            highSSRC: streams.videoSSRC, lowSSRC: lowSSRC,
+            highBlock: try RTPOneByteExtensionBlock([(midID, mid), (streamID, simulcastStreamIDs.high)]).bytes,
+            lowBlock: try RTPOneByteExtensionBlock([(midID, mid), (streamID, simulcastStreamIDs.low)]).bytes)
     }
 
     /// The fingerprint as the DTLS association checks it ("AB:CD:…").

@@ -225,6 +225,21 @@ public final class JanusTransport: MediaTransport, Sendable {
         leg(channelId)?.sendRTP(packet)
     }
 
+    /// Both layers go on the publishing connection, as the encodings of its simulcast (a low
+    /// layer Janus did not take is dropped there).
+    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
+        leg(channelId)?.sendRTP(packet)
+    }
+
+    /// Asks Janus for the substream of `publisher`'s simulcast that `type` is (nil: for every
+    /// publisher not named). Janus switches on that substream's next keyframe and says so,
+    /// which reaches the endpoint as ``TransportEndpoint/transportVideoStreamTypeChanged(channelId:uid:type:)``.
+    public func setRemoteVideoStreamType(
+        _ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?
+    ) {
+        leg(channelId)?.setVideoLayer(type, publisher: publisher)
+    }
+
     public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
         // Janus keeps its own history towards its subscribers: what it asked for goes to it.
         leg(channelId)?.sendRTP(packet)

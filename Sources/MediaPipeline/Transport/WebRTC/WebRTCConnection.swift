@@ -116,13 +116,19 @@ final class WebRTCConnection: Sendable {
     /// Protects `packet` with its payload type changed to `payloadType` and sends it; false
     /// when it could not go (no keys yet, no pair, too large). With `payload` (a range of the
     /// packet's bytes), only those bytes follow the header (without padding): a redundant audio
-    /// packet goes out as its primary block to a peer that did not take RFC 2198. Any thread;
-    /// allocates nothing.
+    /// packet goes out as its primary block to a peer that did not take RFC 2198. With
+    /// `extensionBlock` (a one-byte-form block, ``RTPOneByteExtensionBlock``), a packet without
+    /// a header extension gets it after its CSRCs (a simulcast encoding's mid and RTP stream
+    /// ID); one that has an extension keeps its own. Any thread; allocates nothing.
     @discardableResult
-    func sendRTP(_ packet: RTPPacket, payloadType: UInt8, payload: Range<Int>? = nil) -> Bool {
+    func sendRTP(
+        _ packet: RTPPacket, payloadType: UInt8, payload: Range<Int>? = nil, extensionBlock: [UInt8]? = nil
+    ) -> Bool {
         let headerBytes = packet.header.byteCount
         let body = payload ?? headerBytes..<packet.bytes.count
-        let length = headerBytes + body.count
+        let added = packet.bytes[0] & 0x10 == 0 ? extensionBlock : nil
+        let addedBytes = added?.count ?? 0
+        let length = headerBytes + addedBytes + body.count
         let sent = outbound.withLock { state -> Bool in
             guard let srtp = state.srtp, body.lowerBound >= headerBytes, body.upperBound <= packet.bytes.count,
                 length + SRTPContext.maximumTrailerBytes <= state.buffer.count
@@ -130,7 +136,14 @@ final class WebRTCConnection: Sendable {
             return state.buffer.withUnsafeMutableBytes { buffer in
                 packet.bytes.withUnsafeBytes { bytes in
                     buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<headerBytes]))
-                    UnsafeMutableRawBufferPointer(rebasing: buffer[headerBytes..<length]).copyMemory(
+                    if let added {
+                        added.withUnsafeBytes {
+                            UnsafeMutableRawBufferPointer(rebasing: buffer[headerBytes..<(headerBytes + addedBytes)])
+                                .copyMemory(from: $0)
+                        }
+                        buffer[0] |= 0x10
+                    }
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[(headerBytes + addedBytes)..<length]).copyMemory(
                         from: UnsafeRawBufferPointer(rebasing: bytes[body]))
                 }
                 buffer[1] = buffer[1] & 0x80 | (payloadType & 0x7F)

@@ -1,0 +1,65 @@
+/// Which video layer the engine wants of each remote publisher in a channel (Agora's
+/// `setRemoteVideoStreamType` and `setRemoteDefaultVideoStreamType`), as Janus is told it: a
+/// substream of the publisher's simulcast.
+struct JanusLayerChoices: Sendable {
+    /// The layer of publishers not named.
+    var defaultType: VideoStreamType = .high
+    /// The layers asked for by name.
+    var chosen: [UInt32: VideoStreamType] = [:]
+
+    /// The layer wanted of `uid`.
+    func type(of uid: UInt32) -> VideoStreamType { chosen[uid] ?? defaultType }
+
+    /// Janus's substream for `type`: 0 is the lowest encoding, 2 the highest Janus knows (its
+    /// default; with two encodings, the high one).
+    static func substream(_ type: VideoStreamType) -> Int64 { type == .low ? 0 : 2 }
+
+    /// The layer a substream Janus switched to is: the lowest is the low layer.
+    static func type(ofSubstream substream: Int64) -> VideoStreamType { substream == 0 ? .low : .high }
+}
+
+extension JanusLegControl {
+    /// Remembers which layer the engine wants of `publisher` (nil: the default for publishers
+    /// not named), from any thread, for the subscriptions made later too.
+    nonisolated func setLayerNow(_ type: VideoStreamType, publisher: UInt32?) {
+        layerChoices.withLock { choices in
+            if let publisher {
+                choices.chosen[publisher] = type
+            } else {
+                choices.defaultType = type
+            }
+        }
+    }
+
+    /// Tells Janus the substream the engine wants of `publisher`'s video (nil: of every
+    /// publisher subscribed to).
+    func tellLayers(_ publisher: UInt32?, leg: JanusChannelLeg) async {
+        let uids = publisher.map { [$0] } ?? leg.subscriptions.withLock { Array($0.keys) }.sorted()
+        for uid in uids { await tellLayer(uid, leg: leg) }
+    }
+
+    /// Tells Janus which substream of `uid`'s video to send on its subscription (`configure`
+    /// with `streams: [{mid, substream}]`): it switches on that substream's next keyframe, asks
+    /// the publisher for one, and sends an event naming the substream when it switched. Only
+    /// when it changed; a new subscription is told only a low wish (Janus starts towards the
+    /// highest). Janus ignores it for a publisher that sends one encoding: that one comes,
+    /// as Agora delivers the high stream of a publisher without dual stream mode.
+    func tellLayer(_ uid: UInt32, leg: JanusChannelLeg) async {
+        guard let subscription = leg.subscriptions.withLock({ $0[uid] }), let mid = subscription.mids[.video] else {
+            return
+        }
+        let wanted = layerChoices.withLock { $0.type(of: uid) }
+        let told = subscription.toldLayer.withLock { $0 }
+        guard told != wanted, !(told == nil && wanted == .high) else { return }
+        let stream: JSONValue = .object([
+            "mid": .string(mid), "substream": .int(JanusLayerChoices.substream(wanted)),
+        ])
+        do {
+            _ = try await subscription.handle.configure(extra: ["streams": .array([stream])])
+            subscription.toldLayer.withLock { $0 = wanted }
+            transport.logger.debug("asked Janus for the \(wanted) video of \(uid) in '\(channelId)'")
+        } catch {
+            transport.log("asking Janus for the \(wanted) video of \(uid) in '\(channelId)' failed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import MediaPipelineTesting
+import Testing
+
+@testable import MediaPipeline
+
+// Dual stream through Janus: a publisher in dual stream mode sends its two video layers as the
+// encodings of one simulcast (a=rid, a=simulcast, the mid and rtp-stream-id header
+// extensions); each subscriber asks Janus for a substream and gets it, switched on a keyframe.
+
+@Suite("Janus simulcast: dual stream mode's layers as substreams Janus forwards per subscriber", .serialized)
+struct JanusSimulcastTests {
+    @Test(
+        "a low subscriber gets the 320x180 layer and switches to 640x360 when it asks; a high one gets 640x360 throughout; a publisher without dual stream is delivered high to both",
+        .timeLimit(.minutes(2)))
+    func layersPerSubscriber() async throws {
+        let plainReference = try Reference.md5s(variant: 2)
+        let server = try JanusServer()
+        defer { server.stop() }
+        // A: dual stream (live-encoded 640x360 and its 320x180 low layer). B: one encoding (its
+        // pre-encoded pictures, whose MD5s are known).
+        let a = try JoinRun(
+            "A", on: server,
+            ["--uid", "11", "--publish", "channel-1", "--encode", "--dual-stream", "--duration", "60"])
+        defer { a.stop() }
+        let b = try JoinRun("B", on: server, ["--uid", "22", "--variant", "2", "--publish", "channel-1", "--duration", "60"])
+        defer { b.stop() }
+        // C asks for every user's low layer, then at 14 s for A's high one; D takes the default.
+        let c = try JoinRun(
+            "C", on: server,
+            [
+                "--uid", "33", "--subscribe", "channel-1", "--remote-video-type", "low", "--at", "14:high-video:11",
+                "--duration", "60", "--md5",
+            ])
+        defer { c.stop() }
+        let d = try JoinRun("D", on: server, ["--uid", "44", "--subscribe", "channel-1", "--duration", "60", "--md5"])
+        defer { d.stop() }
+
+        func sizes(_ run: JoinRun, _ uid: UInt32) -> [String] {
+            run.pictures(in: "channel-1", uid: uid).map { "\($0.width ?? 0)x\($0.height ?? 0)" }
+        }
+        // C: a run of A's low pictures, then (after the switch it asked for) high ones.
+        let switched = await c.waitFor(within: 50) { run in
+            let seen = sizes(run, 11)
+            guard let firstLow = seen.firstIndex(of: "320x180") else { return false }
+            return seen[firstLow...].filter { $0 == "640x360" }.count >= 30
+                && seen[firstLow...].filter { $0 == "320x180" }.count >= 15
+        }
+        let dHigh = await d.waitFor(within: 10) { sizes($0, 11).count >= 60 && sizes($0, 22).count >= 60 }
+        #expect(switched, "C's sizes of 11: \(sizes(c, 11))\n\(c.summary)\n\(a.summary)")
+        #expect(dHigh, "D's pictures:\n\(d.summary)")
+
+        let cOfA = sizes(c, 11)
+        print("JanusSimulcast: C's pictures of 11 in order: \(runLengths(cOfA)), D's: \(runLengths(sizes(d, 11)))")
+        if let firstLow = cOfA.firstIndex(of: "320x180") {
+            // Low until the switch, high after it: one change, no flapping back.
+            let after = cOfA[firstLow...]
+            let firstHigh = after.firstIndex(of: "640x360") ?? after.endIndex
+            #expect(after[firstHigh...].allSatisfy { $0 == "640x360" }, "C's sizes of 11 after the switch: \(cOfA)")
+            #expect(after[..<firstHigh].allSatisfy { $0 == "320x180" }, "C's sizes of 11 before the switch: \(cOfA)")
+        }
+        // The engine learnt the layer it receives from Janus's switch events.
+        let cStats = c.events("remoteVideoStats", in: "channel-1").filter { $0.text.contains("uid: 11") }
+        let lowStats = cStats.firstIndex { $0.text.contains("rxStreamType: low") || $0.text.contains(".low") }
+        let highStats = cStats.lastIndex { $0.text.contains("rxStreamType: high") || $0.text.contains(".high") }
+        #expect(
+            lowStats != nil && highStats != nil && lowStats! < highStats!,
+            "C's video statistics of 11: \(cStats.map(\.text))")
+        // D asked for nothing: A's high layer, after at most a first low keyframe or two (Janus
+        // relays the first keyframe of any substream, then climbs to the highest on its keyframe).
+        let dOfA = sizes(d, 11)
+        let dFirstHigh = dOfA.firstIndex(of: "640x360") ?? dOfA.endIndex
+        #expect(
+            dFirstHigh <= 15 && dOfA[dFirstHigh...].allSatisfy { $0 == "640x360" },
+            "D's sizes of 11: \(runLengths(dOfA))")
+        // B sends one encoding: both get it whole, each picture one of B's own (C asked for low).
+        for run in [c, d] {
+            let digests = run.pictures(in: "channel-1", uid: 22).compactMap(\.md5)
+            #expect(digests.count >= 30, "\(run.name)'s pictures of 22:\n\(run.summary)")
+            let strangers = digests.filter { !plainReference.contains($0) }
+            #expect(strangers.isEmpty, "\(run.name): \(strangers.count) of \(digests.count) pictures of 22 are not B's")
+            #expect(Set(sizes(run, 22)) == ["640x360"], "\(run.name)'s sizes of 22: \(sizes(run, 22))")
+        }
+        for run in [a, b, c, d] {
+            #expect(run.events("error").isEmpty, "\(run.name)'s errors: \(run.events("error").map(\.text))")
+        }
+        for run in [a, b, c, d] { run.signal(SIGINT) }
+        for run in [a, b, c, d] {
+            let status = await run.waitForExit(within: 15)
+            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
+        }
+        server.stop()
+        for run in [a, b, c, d] { run.stop() }
+        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+    }
+}
+
+/// "3 × 640x360, 2 × 320x180": the runs of equal values in order.
+private func runLengths(_ values: [String]) -> String {
+    var runs: [String] = []
+    var index = values.startIndex
+    while index < values.endIndex {
+        let end = values[index...].firstIndex { $0 != values[index] } ?? values.endIndex
+        runs.append("\(end - index) × \(values[index])")
+        index = end
+    }
+    return runs.joined(separator: ", ")
+}
