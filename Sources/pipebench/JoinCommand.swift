@@ -82,7 +82,7 @@ struct JoinCommand: ParsableCommand {
         name: .customLong("at"),
         help: ArgumentHelp(
             "SECONDS:ACTION, repeatable: mute-audio, unmute-audio, mute-video, unmute-video (the publishing "
-                + "channel), mute-remote-audio:UID, unmute-remote-audio:UID, mute-remote-video:UID, "
+                + "channel), dual-stream-on, dual-stream-off, mute-remote-audio:UID, unmute-remote-audio:UID, mute-remote-video:UID, "
                 + "unmute-remote-video:UID, high-video:UID, low-video:UID (every channel), audience:CHANNEL, "
                 + "broadcaster:CHANNEL, leave:CHANNEL."))
     var actions: [String] = []
@@ -140,7 +140,9 @@ struct JoinCommand: ParsableCommand {
         let engine = try MediaEngine(transport: transport, clock: WallClock(), configuration: engineSettings)
         defer { engine.destroy() }
         if dualStream {
-            guard encodeVideo else { throw ValidationError("--dual-stream needs live-encoded video: --encode or --video") }
+            guard encodeVideo else {
+                throw ValidationError("--dual-stream needs live-encoded video: --encode or --video")
+            }
             try engine.enableDualStreamMode(true)
         }
         let printer = EventPrinter(json: eventsJson)
@@ -206,7 +208,9 @@ struct JoinCommand: ParsableCommand {
             let now = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
             while let next = schedule.first, Double(now) / 1_000_000 >= next.seconds {
                 schedule.removeFirst()
-                try next.apply(channels: Dictionary(uniqueKeysWithValues: zip(channels, joined)), publishing: publish)
+                try next.apply(
+                    engine: engine, channels: Dictionary(uniqueKeysWithValues: zip(channels, joined)),
+                    publishing: publish)
             }
             // The looped samples get the session's time, so the stream's clock advances steadily
             // as a live sender's does.
@@ -271,7 +275,7 @@ private struct ScheduledAction {
         self.seconds = seconds
         action = parts[1]
         argument = parts.count > 2 ? parts[2] : nil
-        let plain = ["mute-audio", "unmute-audio", "mute-video", "unmute-video"]
+        let plain = ["mute-audio", "unmute-audio", "mute-video", "unmute-video", "dual-stream-on", "dual-stream-off"]
         let withUid = [
             "mute-remote-audio", "unmute-remote-audio", "mute-remote-video", "unmute-remote-video", "high-video",
             "low-video",
@@ -283,7 +287,7 @@ private struct ScheduledAction {
         throw ValidationError("--at '\(text)': unknown action or missing UID/CHANNEL")
     }
 
-    func apply(channels: [String: MediaChannel], publishing: String?) throws {
+    func apply(engine: MediaEngine, channels: [String: MediaChannel], publishing: String?) throws {
         func channel(_ id: String?) throws -> MediaChannel {
             guard let id, let channel = channels[id] else {
                 throw ValidationError("--at \(action): channel '\(id ?? "")' is not joined by this command")
@@ -293,6 +297,7 @@ private struct ScheduledAction {
         switch action {
         case "mute-audio", "unmute-audio": try channel(publishing).muteLocalAudioStream(action == "mute-audio")
         case "mute-video", "unmute-video": try channel(publishing).muteLocalVideoStream(action == "mute-video")
+        case "dual-stream-on", "dual-stream-off": try engine.enableDualStreamMode(action == "dual-stream-on")
         case "audience": try channel(argument).setClientRole(.audience)
         case "broadcaster": try channel(argument).setClientRole(.broadcaster)
         case "leave": try channel(argument).leave()
@@ -376,9 +381,11 @@ private final class EventPrinter: VideoFrameObserver, Sendable {
     func remoteVideoFrame(_ picture: I420View, stream: StreamKey, rtpTimestamp: UInt32) {
         let digest = picture.md5()
         if json {
+            let elapsed = ContinuousClock.now - start
+            let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             emit(
                 "{\"channel\":\"\(stream.channelId)\",\"height\":\(picture.height),\"md5\":\"\(digest)\","
-                    + "\"rtpTimestamp\":\(rtpTimestamp),\"uid\":\(stream.uid),\"width\":\(picture.width)}"
+                    + "\"ms\":\(ms),\"rtpTimestamp\":\(rtpTimestamp),\"uid\":\(stream.uid),\"width\":\(picture.width)}"
             )
         } else {
             emit("frame \(stream.channelId) \(stream.uid) \(picture.width)x\(picture.height) \(digest)")

@@ -12,7 +12,7 @@ struct JoinLine: Sendable {
     var channel: String
     /// The event's case name; nil for a picture's line.
     var event: String?
-    /// Milliseconds since the process started its printer (events only).
+    /// Milliseconds since the process started its printer.
     var ms: Int
     /// The event's full description.
     var text: String

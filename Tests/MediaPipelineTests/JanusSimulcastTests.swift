@@ -23,7 +23,8 @@ struct JanusSimulcastTests {
             "A", on: server,
             ["--uid", "11", "--publish", "channel-1", "--encode", "--dual-stream", "--duration", "60"])
         defer { a.stop() }
-        let b = try JoinRun("B", on: server, ["--uid", "22", "--variant", "2", "--publish", "channel-1", "--duration", "60"])
+        let b = try JoinRun(
+            "B", on: server, ["--uid", "22", "--variant", "2", "--publish", "channel-1", "--duration", "60"])
         defer { b.stop() }
         // C asks for every user's low layer, then at 14 s for A's high one; D takes the default.
         let c = try JoinRun(
@@ -91,6 +92,55 @@ struct JanusSimulcastTests {
         }
         server.stop()
         for run in [a, b, c, d] { run.stop() }
+        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+    }
+
+    @Test(
+        "the publisher turns dual stream off: a low subscriber is moved to the high layer within 2.5 s, and stays there",
+        .timeLimit(.minutes(2)))
+    func lowLayerStops() async throws {
+        let server = try JanusServer()
+        defer { server.stop() }
+        let c = try JoinRun(
+            "C", on: server,
+            ["--uid", "33", "--subscribe", "channel-1", "--remote-video-type", "low", "--duration", "60", "--md5"])
+        defer { c.stop() }
+        try #require(await c.waitFor(within: 40) { $0.joined("channel-1") }, "C joined:\n\(c.summary)")
+        let a = try JoinRun(
+            "A", on: server,
+            [
+                "--uid", "11", "--publish", "channel-1", "--encode", "--dual-stream", "--at", "8:dual-stream-off",
+                "--duration", "60",
+            ])
+        defer { a.stop() }
+        func pictures() -> [JoinLine] { c.pictures(in: "channel-1", uid: 11) }
+        func size(_ line: JoinLine) -> String { "\(line.width ?? 0)x\(line.height ?? 0)" }
+        let recovered = await c.waitFor(within: 45) { _ in
+            let seen = pictures()
+            guard let firstLow = seen.firstIndex(where: { size($0) == "320x180" }) else { return false }
+            return seen[firstLow...].filter { size($0) == "640x360" }.count >= 30
+        }
+        let seen = pictures()
+        print("JanusSimulcast: C's pictures of 11 as dual stream stops: \(runLengths(seen.map(size)))")
+        #expect(recovered, "C's sizes of 11: \(runLengths(seen.map(size)))\n\(c.summary)\n\(a.summary)")
+        if let firstLow = seen.firstIndex(where: { size($0) == "320x180" }) {
+            let after = seen[firstLow...]
+            let lastLow = after.lastIndex { size($0) == "320x180" }!
+            #expect(after[..<lastLow].filter { size($0) != "320x180" }.isEmpty, "sizes: \(runLengths(seen.map(size)))")
+            #expect(after.filter { size($0) == "320x180" }.count >= 10, "sizes: \(runLengths(seen.map(size)))")
+            if lastLow + 1 < seen.endIndex {
+                let gap = seen[lastLow + 1].ms - seen[lastLow].ms
+                print("JanusSimulcast: \(gap) ms from the last low picture to the first high one")
+                #expect(gap <= 2_500, "\(gap) ms without a picture after the low layer stopped")
+            }
+        }
+        for run in [a, c] { run.signal(SIGINT) }
+        for run in [a, c] {
+            let status = await run.waitForExit(within: 15)
+            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
+        }
+        server.stop()
+        for run in [a, c] { run.stop() }
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
     }
 }

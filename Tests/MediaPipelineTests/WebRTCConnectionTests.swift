@@ -100,6 +100,52 @@ struct WebRTCConnectionTests {
         #expect(pair.b.statistics.unprotectFailures == 0)
     }
 
+    @Test("a simulcast encoding's extension block goes after the header; a packet with an extension keeps its own")
+    func extensionBlockInserted() throws {
+        let pair = try ConnectedPair()
+        defer {
+            pair.a.close()
+            pair.b.close()
+        }
+        #expect(eventually { pair.a.isConnected && pair.b.isConnected })
+        let block = try RTPOneByteExtensionBlock([(1, "1"), (2, "l")]).bytes
+        let plain = try packet(sequence: 7, payloadBytes: 300, seed: 3)
+        #expect(pair.a.sendRTP(plain, payloadType: 100, extensionBlock: block))
+        // One that has an extension already (profile 0xBEDE, one word: element 5 = "x"); its own
+        // sequence number (SRTP drops a replayed one).
+        var extended = plain.bytes
+        extended[0] |= 0x10
+        extended[3] = 8
+        extended.insert(contentsOf: [0xBE, 0xDE, 0, 1, 0x50, UInt8(ascii: "x"), 0, 0], at: RTPHeader.fixedByteCount)
+        #expect(pair.a.sendRTP(try RTPPacket(extended), payloadType: 100, extensionBlock: block))
+        #expect(eventually { pair.receivedByB.rtp.withLock { $0.count } == 2 })
+        let received = pair.receivedByB.rtp.withLock { $0 }
+        try #require(received.count == 2)
+
+        // The first: X set, the block between the fixed header and the payload, byte for byte.
+        var expected =
+            Array(plain.bytes[..<RTPHeader.fixedByteCount]) + block
+            + Array(plain.bytes[RTPHeader.fixedByteCount...])
+        expected[0] |= 0x10
+        expected[1] = expected[1] & 0x80 | 100
+        #expect(received[0] == expected)
+        let header = try received[0].withUnsafeBytes { try RTPHeader(parsing: $0) }
+        #expect(header.byteCount == RTPHeader.fixedByteCount + 8 && header.sequenceNumber == 7)
+        received[0].withUnsafeBytes { bytes in
+            #expect(RTPOneByteExtensionBlock.value(of: 1, in: bytes) == Array("1".utf8))
+            #expect(RTPOneByteExtensionBlock.value(of: 2, in: bytes) == Array("l".utf8))
+            #expect(RTPOneByteExtensionBlock.value(of: 3, in: bytes) == nil)
+        }
+        // The second: as it was, its own extension kept.
+        var expectedExtended = extended
+        expectedExtended[1] = expectedExtended[1] & 0x80 | 100
+        #expect(received[1] == expectedExtended)
+        received[1].withUnsafeBytes { bytes in
+            #expect(RTPOneByteExtensionBlock.value(of: 5, in: bytes) == Array("x".utf8))
+            #expect(RTPOneByteExtensionBlock.value(of: 2, in: bytes) == nil)
+        }
+    }
+
     @Test("redundant audio to a peer that took Opus alone goes as its primary block, as plain Opus")
     func redundantAudioAsPrimary() throws {
         let pair = try ConnectedPair()

@@ -88,7 +88,8 @@ extension MediaEngine {
     /// is also encoded as a low stream (``LowVideoStreamConfiguration``) from the same captured
     /// pictures, sent as its own RTP stream. Subscribers choose per publisher
     /// (``MediaChannel/setRemoteVideoStreamType(_:type:)``) on transports that forward layers
-    /// (``LocalHub``); others carry the high stream alone. Turning it off tells the transport,
+    /// (``LocalHub``; ``JanusTransport``, as the two encodings of a VP8 simulcast); others carry
+    /// the high stream alone. Turning it off tells the transport,
     /// whose low subscribers go back to the high stream.
     /// - Throws: ``EngineError/Code/invalidArgument`` for a configuration out of range.
     public func enableDualStreamMode(_ enabled: Bool, low: LowVideoStreamConfiguration = .init()) throws {

@@ -257,7 +257,8 @@ final class JanusPublication: Sendable {
             let ssrc = packet.header.ssrc
             if let simulcast {
                 let block =
-                    ssrc == simulcast.highSSRC ? simulcast.highBlock : ssrc == simulcast.lowSSRC ? simulcast.lowBlock : nil
+                    ssrc == simulcast.highSSRC
+                    ? simulcast.highBlock : ssrc == simulcast.lowSSRC ? simulcast.lowBlock : nil
                 connection.sendRTP(packet, payloadType: wire, extensionBlock: block)
             } else if ssrc != lowVideoSSRC {
                 connection.sendRTP(packet, payloadType: wire)

@@ -44,11 +44,12 @@ extension JanusLegControl {
     /// when it changed; a new subscription is told only a low wish (Janus starts towards the
     /// highest). Janus ignores it for a publisher that sends one encoding: that one comes,
     /// as Agora delivers the high stream of a publisher without dual stream mode.
-    func tellLayer(_ uid: UInt32, leg: JanusChannelLeg) async {
+    func tellLayer(_ uid: UInt32, leg: JanusChannelLeg, as layer: VideoStreamType? = nil) async {
         guard let subscription = leg.subscriptions.withLock({ $0[uid] }), let mid = subscription.mids[.video] else {
             return
         }
-        let wanted = layerChoices.withLock { $0.type(of: uid) }
+        let wanted = layer ?? layerChoices.withLock { $0.type(of: uid) }
+        if layer == nil { lowLayerRetold[uid] = nil }
         let told = subscription.toldLayer.withLock { $0 }
         guard told != wanted, !(told == nil && wanted == .high) else { return }
         let stream: JSONValue = .object([
@@ -60,6 +61,42 @@ extension JanusLegControl {
             transport.logger.debug("asked Janus for the \(wanted) video of \(uid) in '\(channelId)'")
         } catch {
             transport.log("asking Janus for the \(wanted) video of \(uid) in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// How long video may stop on a subscription told the low substream, while its publisher
+    /// still publishes video, before Janus is asked for the high one.
+    static let silentLowLayerMicroseconds: Int64 = 1_000_000
+    /// How long after that the low wish is told again.
+    static let lowLayerRetellDelay = Duration.seconds(2)
+
+    /// Keeps low subscriptions seeing something when the low layer stops (its publisher turned
+    /// dual stream mode off): Janus only falls back from a higher substream to a lower one, so
+    /// it would stay on the silent low one. Such a subscription is told the high substream;
+    /// two seconds later the low wish is told again, which Janus takes as "switch on the low
+    /// substream's next keyframe" and meanwhile goes on forwarding the high one: a publisher
+    /// without a low stream is delivered high, as Agora does, and one that turns the mode on
+    /// again is delivered low. Called on the health tick.
+    func reviveSilentLowLayers(leg: JanusChannelLeg) async {
+        let now = ContinuousClock.now
+        for (uid, subscription) in leg.subscriptions.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            guard layerChoices.withLock({ $0.type(of: uid) }) == .low else { continue }
+            if let retell = lowLayerRetold[uid] {
+                if now >= retell {
+                    lowLayerRetold[uid] = nil
+                    await tellLayer(uid, leg: leg)
+                }
+                continue
+            }
+            guard subscription.toldLayer.withLock({ $0 }) == .low, publishers[uid]?.contains(.video) == true,
+                unwanted.withLock({ !($0[uid] ?? []).contains(.video) }),
+                let silent = subscription.mapper.microsecondsSinceLastVideoPacket,
+                silent > Self.silentLowLayerMicroseconds
+            else { continue }
+            transport.logger.debug(
+                "the low video of \(uid) in '\(channelId)' is silent for \(silent / 1000) ms: high asked for")
+            await tellLayer(uid, leg: leg, as: .high)
+            lowLayerRetold[uid] = now + Self.lowLayerRetellDelay
         }
     }
 }

@@ -20,9 +20,12 @@ actor JanusLegControl {
     /// Participant ids of remote publishers, by uid.
     private var remoteIds: [UInt32: JanusID] = [:]
     /// Kinds the engine does not want, per remote publisher (set from any thread).
-    private let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
+    let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
     /// The video layer wanted of each publisher (any thread writes it; the loop tells Janus).
     let layerChoices = LockedValue(JanusLayerChoices())
+    /// Subscriptions moved to the high substream because their low one went silent, with when
+    /// the low wish is told again (``reviveSilentLowLayers(leg:)``).
+    var lowLayerRetold: [UInt32: ContinuousClock.Instant] = [:]
     var leaving = false
     /// Where timers put their inputs (the serving loop's stream), while it runs.
     var input: AsyncStream<Input>.Continuation?
@@ -233,7 +236,9 @@ actor JanusLegControl {
                         await gone(uid, reason: .becomeAudience, leg: leg)
                     }
                 }
-            case .tick: await checkHealth(leg: leg)
+            case .tick:
+                await checkHealth(leg: leg)
+                await reviveSilentLowLayers(leg: leg)
             case .probed(let answered, let client): probed(answered, client)
             case .hangup(let publisher, let handleId): await hungUp(publisher, handleId: handleId, leg: leg)
             case .resubscribe(let uid):

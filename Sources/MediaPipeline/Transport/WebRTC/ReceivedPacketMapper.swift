@@ -51,6 +51,8 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         var unsubscribed: Int64 = 0
         /// When the last RTP packet was handed on, in microseconds of the mapper's clock.
         var lastPacketAt: Int64 = 0
+        /// When the last video packet was handed on (0: none yet).
+        var lastVideoPacketAt: Int64 = 0
     }
 
     let channelId: String
@@ -80,6 +82,12 @@ final class ReceivedPacketMapper: @unchecked Sendable {
     /// Microseconds since the last RTP packet came (since the mapper was made, before any),
     /// on the monotonic clock (any thread).
     var microsecondsSinceLastPacket: Int64 { clock.nowMicroseconds - counted.withLock { $0.lastPacketAt } }
+
+    /// Microseconds since the last video packet came; nil before any (any thread).
+    var microsecondsSinceLastVideoPacket: Int64? {
+        let last = counted.withLock { $0.lastVideoPacketAt }
+        return last == 0 ? nil : clock.nowMicroseconds - last
+    }
 
     /// The monotonic clock packets are timed by (0 when the mapper was made).
     private let clock = WallClock()
@@ -117,6 +125,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             $0.packets += 1
             $0.bytes += Int64(datagram.count)
             $0.lastPacketAt = now
+            if kindIndex == 1 { $0.lastVideoPacketAt = now }
         }
         endpoint.transportReceive(packet, channelId: channelId, from: uid)
     }
