@@ -59,6 +59,14 @@ struct JanusSimulcastTests {
             let firstHigh = after.firstIndex(of: "640x360") ?? after.endIndex
             #expect(after[firstHigh...].allSatisfy { $0 == "640x360" }, "C's sizes of 11 after the switch: \(cOfA)")
             #expect(after[..<firstHigh].allSatisfy { $0 == "320x180" }, "C's sizes of 11 before the switch: \(cOfA)")
+            // The first high picture within 1.5 s of the request at 14 s (C's clock): Janus asks
+            // the publisher for a keyframe and switches on it; loopback adds no round trip.
+            let lines = c.pictures(in: "channel-1", uid: 11)
+            if firstHigh < lines.endIndex {
+                let delay = lines[firstHigh].ms - 14_000
+                print("JanusSimulcast: C's first high picture \(delay) ms after it asked")
+                #expect(delay <= 1_500, "the first high picture came \(delay) ms after the request")
+            }
         }
         // The engine learnt the layer it receives from Janus's switch events.
         let cStats = c.events("remoteVideoStats", in: "channel-1").filter { $0.text.contains("uid: 11") }
