@@ -152,6 +152,8 @@ public final class MediaEngine: Sendable {
     /// Leaves and destroys every channel, releases all codecs and drops the frame observers
     /// (a playout or render round that began before may still call them once). Recordings
     /// running take nothing more; stop them to finish their files. Later calls are refused.
+    /// The memory freed goes back to the kernel (glibc's `malloc_trim`), so a process that runs
+    /// engines one after the other does not keep the peak of each.
     public func destroy() {
         for ref in control.withLock({ $0.channels.map(\.ref) }) {
             // Through the app's object when it still has one, so its event sequences end too.
@@ -168,6 +170,7 @@ public final class MediaEngine: Sendable {
             $0.videoObserver = nil
         }
         local.withLock { $0 = Publisher(configuration: configuration, identity: rtp) }
+        FreedMemory.release()
     }
 
     /// The engine's counters.
