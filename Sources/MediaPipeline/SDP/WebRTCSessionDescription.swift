@@ -232,7 +232,8 @@ extension SessionDescription {
             throw MediaError.invalidArgument("simulcast needs two or more distinct RTP stream IDs, not \(streamIDs)")
         }
         for id in streamIDs {
-            // RFC 8851's rid-id is alphanumeric; the one-byte extension carries up to 16 bytes.
+            // RFC 8852 restricts an RtpStreamId to letters and digits (RFC 8851 allows - and _
+            // too); the one-byte extension carries up to 16 bytes.
             guard (1...16).contains(id.utf8.count), id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
             else {
                 throw MediaError.invalidArgument("RTP stream ID '\(id)' is not 1 to 16 letters or digits")

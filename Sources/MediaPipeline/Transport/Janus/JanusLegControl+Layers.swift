@@ -41,58 +41,75 @@ extension JanusLegControl {
     /// Tells Janus which substream of `uid`'s video to send on its subscription (`configure`
     /// with `streams: [{mid, substream}]`): it switches on that substream's next keyframe, asks
     /// the publisher for one, and sends an event naming the substream when it switched. Only
-    /// when it changed; a new subscription is told only a low wish (Janus starts towards the
-    /// highest). Janus ignores it for a publisher that sends one encoding: that one comes,
-    /// as Agora delivers the high stream of a publisher without dual stream mode.
+    /// when it changed; a new subscription is told only a low wish, before it starts (Janus
+    /// starts from the first keyframe of any substream and climbs to the highest; the
+    /// `substream` of a subscriber's join is taken without asking the publisher for a keyframe,
+    /// so the low layer came only at its next periodic one). With `layer`, that layer
+    /// instead of the wish (the watchdog's high). Janus ignores it for a publisher that sends
+    /// one encoding: that one comes, as Agora delivers the high stream of a publisher without
+    /// dual stream mode.
     func tellLayer(_ uid: UInt32, leg: JanusChannelLeg, as layer: VideoStreamType? = nil) async {
         guard let subscription = leg.subscriptions.withLock({ $0[uid] }), let mid = subscription.mids[.video] else {
             return
         }
         let wanted = layer ?? layerChoices.withLock { $0.type(of: uid) }
-        if layer == nil { lowLayerRetold[uid] = nil }
         let told = subscription.toldLayer.withLock { $0 }
-        guard told != wanted, !(told == nil && wanted == .high) else { return }
+        guard told != wanted, !(told == nil && wanted == .high) else {
+            if layer == nil { lowLayerRetold[uid] = nil }
+            return
+        }
         let stream: JSONValue = .object([
             "mid": .string(mid), "substream": .int(JanusLayerChoices.substream(wanted)),
         ])
         do {
             _ = try await subscription.handle.configure(extra: ["streams": .array([stream])])
             subscription.toldLayer.withLock { $0 = wanted }
+            if layer == nil { lowLayerRetold[uid] = nil }
             transport.logger.debug("asked Janus for the \(wanted) video of \(uid) in '\(channelId)'")
         } catch {
             transport.log("asking Janus for the \(wanted) video of \(uid) in '\(channelId)' failed: \(error)")
         }
     }
 
-    /// How long video may stop on a subscription told the low substream, while its publisher
-    /// still publishes video, before Janus is asked for the high one.
+    /// How long video may stop on a subscription told the low substream, while its other media
+    /// still comes, before Janus is asked for the high one.
     static let silentLowLayerMicroseconds: Int64 = 1_000_000
+    /// How recent the subscription's last packet of any kind must be for a silent low layer to
+    /// count as stopped (its publisher's audio still comes), not as the connection stalling.
+    static let otherMediaMicroseconds: Int64 = 500_000
     /// How long after that the low wish is told again.
     static let lowLayerRetellDelay = Duration.seconds(2)
 
-    /// Keeps low subscriptions seeing something when the low layer stops (its publisher turned
-    /// dual stream mode off): Janus only falls back from a higher substream to a lower one, so
-    /// it would stay on the silent low one. Such a subscription is told the high substream;
-    /// two seconds later the low wish is told again, which Janus takes as "switch on the low
-    /// substream's next keyframe" and meanwhile goes on forwarding the high one: a publisher
-    /// without a low stream is delivered high, as Agora does, and one that turns the mode on
-    /// again is delivered low. Called on the health tick.
+    /// Keeps each subscription on the layer wanted, on the health tick:
+    /// - A wish Janus was not told (a `configure` that failed) is told again.
+    /// - A low subscription whose video stops while its publisher's other media still comes
+    ///   (it turned dual stream mode off) is told the high substream: Janus only falls back
+    ///   from a higher substream to a lower one, so it would stay on the silent low one. Two
+    ///   seconds later the low wish is told again, which Janus takes as "switch on the low
+    ///   substream's next keyframe" and meanwhile goes on forwarding the high one: a publisher
+    ///   without a low stream is delivered high, as Agora does, and one that turns the mode on
+    ///   again is delivered low. A publisher that sends video alone is judged by its video.
     func reviveSilentLowLayers(leg: JanusChannelLeg) async {
         let now = ContinuousClock.now
         for (uid, subscription) in leg.subscriptions.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            guard layerChoices.withLock({ $0.type(of: uid) }) == .low else { continue }
+            let wanted = layerChoices.withLock { $0.type(of: uid) }
+            let told = subscription.toldLayer.withLock { $0 }
             if let retell = lowLayerRetold[uid] {
-                if now >= retell {
-                    lowLayerRetold[uid] = nil
-                    await tellLayer(uid, leg: leg)
-                }
+                if now >= retell { await tellLayer(uid, leg: leg) }  // clears the retell once told
                 continue
             }
-            guard subscription.toldLayer.withLock({ $0 }) == .low, publishers[uid]?.contains(.video) == true,
-                unwanted.withLock({ !($0[uid] ?? []).contains(.video) }),
+            if told != wanted && !(told == nil && wanted == .high) {
+                await tellLayer(uid, leg: leg)
+                continue
+            }
+            let media = publishers[uid] ?? []
+            let notWanted = unwanted.withLock { $0[uid] ?? [] }
+            guard wanted == .low, told == .low, media.contains(.video), !notWanted.contains(.video),
                 let silent = subscription.mapper.microsecondsSinceLastVideoPacket,
                 silent > Self.silentLowLayerMicroseconds
             else { continue }
+            let audioComes = media.contains(.audio) && !notWanted.contains(.audio)
+            if audioComes && subscription.mapper.microsecondsSinceLastPacket > Self.otherMediaMicroseconds { continue }
             transport.logger.debug(
                 "the low video of \(uid) in '\(channelId)' is silent for \(silent / 1000) ms: high asked for")
             await tellLayer(uid, leg: leg, as: .high)
