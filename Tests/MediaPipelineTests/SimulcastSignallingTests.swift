@@ -72,8 +72,8 @@ struct SimulcastSignallingTests {
         packet[0] = 0x90
         packet += [0xBE, 0xDE, 0, 2, 0x10, 0x31, 0, 0, 0x20, 0x68, 0, 0] + [1, 2, 3]
         packet.withUnsafeBytes { bytes in
-            #expect(RTPOneByteExtensionBlock.value(of: 2, in: bytes) == [0x68])
-            #expect(RTPOneByteExtensionBlock.value(of: 2, in: UnsafeRawBufferPointer(rebasing: bytes[..<18])) == nil)
+            #expect(oneByteExtensionValue(2, in: bytes) == [0x68])
+            #expect(oneByteExtensionValue(2, in: UnsafeRawBufferPointer(rebasing: bytes[..<18])) == nil)
         }
     }
 
@@ -164,4 +164,30 @@ struct SimulcastSignallingTests {
             #expect(offer.media[1].attributes.isEmpty && offer.media[1].headerExtensions.isEmpty)
         }
     }
+}
+
+/// The value of element `id` in the one-byte-form header extension block of the RTP packet
+/// `packet`, read by the RFC 8285 layout (padding bytes skipped, ID 15 ends the block); nil when
+/// the packet has no such block or element.
+func oneByteExtensionValue(_ id: Int, in packet: UnsafeRawBufferPointer) -> [UInt8]? {
+    guard packet.count >= RTPHeader.fixedByteCount, packet[0] & 0x10 != 0 else { return nil }
+    let start = RTPHeader.fixedByteCount + Int(packet[0] & 0x0F) * 4
+    guard start + 4 <= packet.count, packet[start] == 0xBE, packet[start + 1] == 0xDE else { return nil }
+    let end = start + 4 + (Int(packet[start + 2]) << 8 | Int(packet[start + 3])) * 4
+    guard end <= packet.count else { return nil }
+    var offset = start + 4
+    while offset < end {
+        let byte = packet[offset]
+        if byte == 0 {
+            offset += 1
+            continue
+        }
+        let elementID = Int(byte >> 4)
+        if elementID == 15 { return nil }
+        let length = Int(byte & 0x0F) + 1
+        guard offset + 1 + length <= end else { return nil }
+        if elementID == id { return Array(packet[(offset + 1)..<(offset + 1 + length)]) }
+        offset += 1 + length
+    }
+    return nil
 }

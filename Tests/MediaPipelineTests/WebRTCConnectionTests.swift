@@ -132,17 +132,17 @@ struct WebRTCConnectionTests {
         let header = try received[0].withUnsafeBytes { try RTPHeader(parsing: $0) }
         #expect(header.byteCount == RTPHeader.fixedByteCount + 8 && header.sequenceNumber == 7)
         received[0].withUnsafeBytes { bytes in
-            #expect(RTPOneByteExtensionBlock.value(of: 1, in: bytes) == Array("1".utf8))
-            #expect(RTPOneByteExtensionBlock.value(of: 2, in: bytes) == Array("l".utf8))
-            #expect(RTPOneByteExtensionBlock.value(of: 3, in: bytes) == nil)
+            #expect(oneByteExtensionValue(1, in: bytes) == Array("1".utf8))
+            #expect(oneByteExtensionValue(2, in: bytes) == Array("l".utf8))
+            #expect(oneByteExtensionValue(3, in: bytes) == nil)
         }
         // The second: as it was, its own extension kept.
         var expectedExtended = extended
         expectedExtended[1] = expectedExtended[1] & 0x80 | 100
         #expect(received[1] == expectedExtended)
         received[1].withUnsafeBytes { bytes in
-            #expect(RTPOneByteExtensionBlock.value(of: 5, in: bytes) == Array("x".utf8))
-            #expect(RTPOneByteExtensionBlock.value(of: 2, in: bytes) == nil)
+            #expect(oneByteExtensionValue(5, in: bytes) == Array("x".utf8))
+            #expect(oneByteExtensionValue(2, in: bytes) == nil)
         }
     }
 

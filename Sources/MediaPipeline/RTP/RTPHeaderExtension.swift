@@ -38,29 +38,4 @@ struct RTPOneByteExtensionBlock: Sendable, Equatable {
         bytes[3] = UInt8(words & 0xFF)
         self.bytes = bytes
     }
-
-    /// The value of element `id` in the extension block of the RTP packet `packet` (one-byte
-    /// form), if the packet has one.
-    static func value(of id: Int, in packet: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard packet.count >= RTPHeader.fixedByteCount, packet[0] & 0x10 != 0 else { return nil }
-        let start = RTPHeader.fixedByteCount + Int(packet[0] & 0x0F) * 4
-        guard start + 4 <= packet.count, packet[start] == 0xBE, packet[start + 1] == 0xDE else { return nil }
-        let end = start + 4 + (Int(packet[start + 2]) << 8 | Int(packet[start + 3])) * 4
-        guard end <= packet.count else { return nil }
-        var offset = start + 4
-        while offset < end {
-            let byte = packet[offset]
-            if byte == 0 {
-                offset += 1
-                continue
-            }
-            let elementID = Int(byte >> 4)
-            if elementID == 15 { return nil }
-            let length = Int(byte & 0x0F) + 1
-            guard offset + 1 + length <= end else { return nil }
-            if elementID == id { return Array(packet[(offset + 1)..<(offset + 1 + length)]) }
-            offset += 1 + length
-        }
-        return nil
-    }
 }

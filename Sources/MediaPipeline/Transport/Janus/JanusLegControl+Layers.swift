@@ -14,6 +14,12 @@ struct JanusLayerChoices: Sendable {
     /// default; with two encodings, the high one).
     static func substream(_ type: VideoStreamType) -> Int64 { type == .low ? 0 : 2 }
 
+    /// Whether Janus must be told `wanted` when it was last told `told` (nil: nothing, so it
+    /// climbs to the highest, which a high wish needs no word for).
+    static func needsTelling(told: VideoStreamType?, wanted: VideoStreamType) -> Bool {
+        told != wanted && !(told == nil && wanted == .high)
+    }
+
     /// The layer a substream Janus switched to is: the lowest is the low layer.
     static func type(ofSubstream substream: Int64) -> VideoStreamType { substream == 0 ? .low : .high }
 }
@@ -54,7 +60,7 @@ extension JanusLegControl {
         }
         let wanted = layer ?? layerChoices.withLock { $0.type(of: uid) }
         let told = subscription.toldLayer.withLock { $0 }
-        guard told != wanted, !(told == nil && wanted == .high) else {
+        guard JanusLayerChoices.needsTelling(told: told, wanted: wanted) else {
             if layer == nil { lowLayerRetold[uid] = nil }
             return
         }
@@ -98,7 +104,7 @@ extension JanusLegControl {
                 if now >= retell { await tellLayer(uid, leg: leg) }  // clears the retell once told
                 continue
             }
-            if told != wanted && !(told == nil && wanted == .high) {
+            if JanusLayerChoices.needsTelling(told: told, wanted: wanted) {
                 await tellLayer(uid, leg: leg)
                 continue
             }
