@@ -299,6 +299,8 @@ final class JanusSubscription: Sendable {
     /// The video layer Janus was last told to send (nil: nothing told yet, it climbs to the
     /// highest).
     let toldLayer = LockedValue<VideoStreamType?>(nil)
+    /// The layer Janus last said it switched the subscription to (its `substream` event).
+    let janusLayer = LockedValue<VideoStreamType?>(nil)
 
     init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper, mids: [MediaKind: String]) {
         self.handle = handle

@@ -64,11 +64,8 @@ extension JanusLegControl {
             if layer == nil { lowLayerRetold[uid] = nil }
             return
         }
-        let stream: JSONValue = .object([
-            "mid": .string(mid), "substream": .int(JanusLayerChoices.substream(wanted)),
-        ])
         do {
-            _ = try await subscription.handle.configure(extra: ["streams": .array([stream])])
+            try await requestSubstream(wanted, mid: mid, on: subscription)
             subscription.toldLayer.withLock { $0 = wanted }
             if layer == nil { lowLayerRetold[uid] = nil }
             transport.logger.debug("asked Janus for the \(wanted) video of \(uid) in '\(channelId)'")
@@ -108,9 +105,15 @@ extension JanusLegControl {
                 await tellLayer(uid, leg: leg)
                 continue
             }
+            guard wanted == .low, told == .low else { continue }
+            if subscription.janusLayer.withLock({ $0 }) == .high {
+                await reaskLow(uid, subscription, now: now)
+                continue
+            }
+            lowLayerReasked[uid] = nil
             let media = publishers[uid] ?? []
             let notWanted = unwanted.withLock { $0[uid] ?? [] }
-            guard wanted == .low, told == .low, media.contains(.video), !notWanted.contains(.video),
+            guard media.contains(.video), !notWanted.contains(.video),
                 let silent = subscription.mapper.microsecondsSinceLastVideoPacket,
                 silent > Self.silentLowLayerMicroseconds
             else { continue }
@@ -121,5 +124,40 @@ extension JanusLegControl {
             await tellLayer(uid, leg: leg, as: .high)
             lowLayerRetold[uid] = now + Self.lowLayerRetellDelay
         }
+    }
+
+    /// How long a low wish Janus has not acted on waits before it is asked for again; the wait
+    /// doubles each time, up to ``lowLayerReaskLongest``.
+    static let lowLayerReaskFirst = Duration.seconds(3)
+    static let lowLayerReaskLongest = Duration.seconds(60)
+
+    /// Asks Janus again for the low substream of `uid` while it still forwards the high one:
+    /// Janus asks the publisher for a keyframe only when told, and a wish told before the
+    /// subscription received anything (the keyframe request answered before the subscription
+    /// could take it, or sent before the low layer began) would otherwise wait for the low
+    /// layer's next periodic keyframe. Each request makes Janus ask the publisher for a
+    /// keyframe, so the waits double: a publisher without a low layer pays a few keyframes.
+    private func reaskLow(_ uid: UInt32, _ subscription: JanusSubscription, now: ContinuousClock.Instant) async {
+        guard let mid = subscription.mids[.video] else { return }
+        // The first tick that sees it only starts the wait: a wish just told is being acted on.
+        guard let (last, wait) = lowLayerReasked[uid] else {
+            lowLayerReasked[uid] = (now, Self.lowLayerReaskFirst)
+            return
+        }
+        guard now - last >= wait else { return }
+        lowLayerReasked[uid] = (now, min(wait * 2, Self.lowLayerReaskLongest))
+        do {
+            try await requestSubstream(.low, mid: mid, on: subscription)
+            transport.logger.debug("asked Janus again for the low video of \(uid) in '\(channelId)'")
+        } catch {
+            transport.log("asking Janus again for the low video of \(uid) in '\(channelId)' failed: \(error)")
+        }
+    }
+
+    /// Tells Janus to send `type`'s substream of the video section `mid` on `subscription`.
+    private func requestSubstream(_ type: VideoStreamType, mid: String, on subscription: JanusSubscription) async throws
+    {
+        let stream: JSONValue = .object(["mid": .string(mid), "substream": .int(JanusLayerChoices.substream(type))])
+        _ = try await subscription.handle.configure(extra: ["streams": .array([stream])])
     }
 }

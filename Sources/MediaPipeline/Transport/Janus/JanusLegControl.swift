@@ -26,6 +26,9 @@ actor JanusLegControl {
     /// Subscriptions moved to the high substream because their low one went silent, with when
     /// the low wish is told again (``reviveSilentLowLayers(leg:)``).
     var lowLayerRetold: [UInt32: ContinuousClock.Instant] = [:]
+    /// When a low wish Janus has not acted on was last asked for again, per publisher
+    /// (``reviveSilentLowLayers(leg:)``).
+    var lowLayerReasked: [UInt32: (last: ContinuousClock.Instant, wait: Duration)] = [:]
     var leaving = false
     /// Where timers put their inputs (the serving loop's stream), while it runs.
     var input: AsyncStream<Input>.Continuation?
@@ -417,8 +420,9 @@ actor JanusLegControl {
                     case .hangup: input?.yield(.hangup(uid, handleId: handle.id))
                     case .plugin(let data, _):
                         if let substream = data["substream"]?.intValue {
-                            endpoint?.transportVideoStreamTypeChanged(
-                                channelId: channelId, uid: uid, type: JanusLayerChoices.type(ofSubstream: substream))
+                            let type = JanusLayerChoices.type(ofSubstream: substream)
+                            leg.subscriptions.withLock { $0[uid] }?.janusLayer.withLock { $0 = type }
+                            endpoint?.transportVideoStreamTypeChanged(channelId: channelId, uid: uid, type: type)
                         }
                     default: break
                     }
