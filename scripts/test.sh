@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing (codec libraries and the reference tools ffmpeg, opus-tools,
-# vpx-tools), builds the release pipebench (the allocation test measures optimised code), then
+# vpx-tools), builds the release pipebench (the allocation test measures optimised code, and the
+# engines the Janus tests start run in real time beside each other), then
 # runs the whole test suite in two runs: first everything on virtual clocks and files (in
 # parallel, as fast as the CPUs go), then the suites that run in real time against real
 # processes and sockets (Janus, browsers, ffmpeg and GStreamer peers, WebRTC, SRTP speed), one

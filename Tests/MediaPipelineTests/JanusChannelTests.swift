@@ -202,9 +202,12 @@ struct JanusChannelTests {
             let window = mix.dropFirst(48_000).prefix(3 * 48_000).map(Double.init)
             #expect(window.count == 3 * 48_000, "\(run.name)'s \(channel) mix: \(mix.count) samples")
             guard window.count == 3 * 48_000 else { continue }
-            let own = locate(window, in: voices[voice]!).envelopeCorrelation
+            // Located in one-second pieces that may drift 60 ms from each other: the receiver's
+            // jitter buffer stretches time while its delay settles (most under a loaded CI host).
+            let own = envelopeCorrelationAllowingDrift(window, in: voices[voice]!)
             let other =
-                voices.filter { $0.key != voice }.map { locate(window, in: $0.value).envelopeCorrelation }.max() ?? 0
+                voices.filter { $0.key != voice }.map { envelopeCorrelationAllowingDrift(window, in: $0.value) }
+                .max() ?? 0
             #expect(own >= 0.8, "\(run.name)'s \(channel) mix against variant \(voice)'s speech: \(own)")
             #expect(
                 other <= own - 0.3, "\(run.name)'s \(channel) mix is as close to another voice: \(other) (own \(own))")

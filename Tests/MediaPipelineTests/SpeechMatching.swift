@@ -72,3 +72,41 @@ func locate(_ received: [Double], in reference: [Double]) -> (
     }
     return (best.correlation, fine.correlation, fine.lag)
 }
+
+/// How well `received` (mono) follows `reference` (mono, played looped) when the receiver may
+/// have stretched or squeezed time, as a jitter buffer does when it adapts its delay: the
+/// received audio is cut into pieces of `pieceBlocks` 10 ms envelopes; the first piece is
+/// located anywhere in the reference, each later one within `slackBlocks` of where the one
+/// before it ended. Returns the correlation of the whole received envelope with the reference
+/// envelope assembled from those pieces. Another voice, free in its first piece only, cannot
+/// follow on: its later pieces land wherever the slack allows.
+func envelopeCorrelationAllowingDrift(
+    _ received: [Double], in reference: [Double], pieceBlocks: Int = 100, slackBlocks: Int = 6
+) -> Double {
+    let block = 480
+    let receivedEnvelope = envelope(received, block: block)
+    let blocks = reference.count / block
+    guard blocks > 0, !receivedEnvelope.isEmpty else { return 0 }
+    // Looped so that any lag below `blocks`, plus a piece and its slack, stays inside.
+    let loops = 2 + (receivedEnvelope.count + 2 * slackBlocks) / max(blocks, 1)
+    let referenceEnvelope = envelope(Array([[Double]](repeating: reference, count: loops).joined()), block: block)
+    var assembled: [Double] = []
+    var expectedLag: Int? = nil
+    for start in stride(from: 0, to: receivedEnvelope.count, by: pieceBlocks) {
+        let piece = receivedEnvelope[start..<min(start + pieceBlocks, receivedEnvelope.count)]
+        let candidates: [Int]
+        if let expected = expectedLag {
+            candidates = (expected - slackBlocks...expected + slackBlocks).map { ($0 % blocks + blocks) % blocks }
+        } else {
+            candidates = Array(0..<blocks)
+        }
+        var best = (correlation: -2.0, lag: 0)
+        for lag in candidates {
+            let value = correlation(piece, referenceEnvelope[lag..<lag + piece.count])
+            if value > best.correlation { best = (value, lag) }
+        }
+        assembled += referenceEnvelope[best.lag..<best.lag + piece.count]
+        expectedLag = best.lag + piece.count
+    }
+    return correlation(receivedEnvelope[...], assembled[...])
+}
