@@ -336,7 +336,7 @@ struct JanusBrowserTests {
         let engine = try LineProcess(
             "engine", on: server, in: outputs,
             [
-                try Fixtures.releasePipebench(), "join", server.insideURL, "--local-address", JanusServer.mediaAddress,
+                try Fixtures.realTimePipebench(), "join", server.insideURL, "--local-address", JanusServer.mediaAddress,
                 "--events-json", "--samples", Fixtures.samples, "--output", outputs.path, "--publish", "channel-1",
                 "--uid", "\(Self.engineUID)", "--variant", "1", "--record-users", "--duration", "120",
             ])

@@ -71,10 +71,11 @@ final class JoinRun: @unchecked Sendable {
 
     /// Starts `pipebench join URL --local-address 127.0.0.2 --events-json …` with `arguments`
     /// (URL: the server's inside URL unless given), as the user `asUser` when given (so that a
-    /// firewall rule matching its uid cuts its traffic alone). The release build runs: these
-    /// engines work in real time beside each other and Janus, and a debug build starved of CPU
-    /// (three engines encoding, decoding and recording on two cores) delivers its packets late
-    /// enough that the subscribers' jitter buffers conceal and stretch what the tests listen to.
+    /// firewall rule matching its uid cuts its traffic alone). The release build runs, unless the
+    /// tests are sanitized (`Fixtures.realTimePipebench`): these engines work in real time
+    /// beside each other and Janus, and a debug build starved of CPU (three engines encoding,
+    /// decoding and recording on two cores) delivers its packets late enough that the
+    /// subscribers' jitter buffers conceal and stretch what the tests listen to.
     init(_ name: String, on server: JanusServer, url: String? = nil, asUser: UInt32? = nil, _ arguments: [String])
         throws
     {
@@ -86,7 +87,7 @@ final class JoinRun: @unchecked Sendable {
         }
         process = try server.start(
             command + [
-                try Fixtures.releasePipebench(), "join", url ?? server.insideURL, "--local-address",
+                try Fixtures.realTimePipebench(), "join", url ?? server.insideURL, "--local-address",
                 JanusServer.mediaAddress,
                 "--events-json", "--samples", Fixtures.samples, "--output", folder.path,
             ] + arguments, stdout: folder.file("stdout"), stderr: folder.file("stderr"))

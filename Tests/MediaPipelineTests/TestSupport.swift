@@ -19,6 +19,15 @@ enum Fixtures {
         return packageRoot + "/.build/debug/pipebench"
     }
 
+    /// The pipebench that tests running engines in real time beside each other start: the
+    /// release build, whose media work keeps its time on a loaded machine where a debug build's
+    /// falls behind; but a sanitized test build (scripts/tsan.sh, `.build-tsan`) runs its own
+    /// sanitized pipebench, so that a race in the child fails the test.
+    static func realTimePipebench() throws -> String {
+        let beside = pipebench
+        return beside.hasPrefix(packageRoot + "/.build/") ? try releasePipebench() : beside
+    }
+
     /// The release build of pipebench, for the tests that measure optimised code (allocation
     /// counts mean something only there). Refused when missing, or older than a file it is
     /// built from (Package.swift, Sources/): a plain `swift test` would judge a stale binary.
