@@ -57,14 +57,20 @@ struct JoinCommand: ParsableCommand {
     var audio: String?
     @Flag(
         help: ArgumentHelp(
-            "Dual stream mode: the live-encoded video also goes out as a low stream (a quarter of the area, half "
-                + "the frame rate), as the second encoding of a simulcast Janus forwards per subscriber."))
+            "Dual stream mode: the video also goes out as a low stream (a quarter of the area, half the frame "
+                + "rate), as the second encoding of a simulcast Janus forwards per subscriber. Live-encoded video "
+                + "is scaled and encoded again; the pre-encoded samples (--variant 0) send their own low layer."))
     var dualStream = false
     @Option(
         help: ArgumentHelp(
             "The video layer asked of every remote user not named by --at (setRemoteDefaultVideoStreamType): "
                 + "high or low.", valueName: "LAYER"))
     var remoteVideoType = "high"
+    @Option(
+        help: ArgumentHelp(
+            "What remote video falls back to on a poor downlink (setRemoteSubscribeFallbackOption): disabled, "
+                + "video-low (the default) or audio-only.", valueName: "OPTION"))
+    var fallback = "video-low"
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
@@ -106,6 +112,12 @@ struct JoinCommand: ParsableCommand {
         guard let defaultVideoType = ["high": VideoStreamType.high, "low": .low][remoteVideoType] else {
             throw ValidationError("--remote-video-type '\(remoteVideoType)' is not high or low")
         }
+        let fallbacks: [String: StreamFallbackOptions] = [
+            "disabled": .disabled, "video-low": .videoStreamLow, "audio-only": .audioOnly,
+        ]
+        guard let fallbackOption = fallbacks[fallback] else {
+            throw ValidationError("--fallback '\(fallback)' is not disabled, video-low or audio-only")
+        }
         let samples = try SampleFolder.locate(samplesOption)
         let sampleMedia = try SampleMedia(
             speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
@@ -139,12 +151,21 @@ struct JoinCommand: ParsableCommand {
         engineSettings.logger = logger
         let engine = try MediaEngine(transport: transport, clock: WallClock(), configuration: engineSettings)
         defer { engine.destroy() }
+        // The pre-encoded low layer is the samples' own pictures' (SampleMedia.lowVP8Frames):
+        // low frame i is high frame i × lowLayerPictureStep.
+        var lowFrames: [EncodedFrame] = []
         if dualStream {
-            guard encodeVideo else {
-                throw ValidationError("--dual-stream needs live-encoded video: --encode or --video")
+            if !encodeVideo {
+                guard variant == 0 else {
+                    throw ValidationError(
+                        "--dual-stream with pre-encoded video needs --variant 0 (only the samples' own pictures "
+                            + "have a low layer), or --encode")
+                }
+                lowFrames = try sampleMedia.lowVP8Frames()
             }
             try engine.enableDualStreamMode(true)
         }
+        engine.setRemoteSubscribeFallbackOption(fallbackOption)
         let printer = EventPrinter(json: eventsJson)
         if md5 { engine.setVideoFrameObserver(printer) }
 
@@ -231,9 +252,13 @@ struct JoinCommand: ParsableCommand {
                     try engine.pushVideo(
                         source.pictures[videoIndex % source.pictures.count], timestampMicroseconds: now)
                 } else if publish != nil {
-                    engine.pushEncodedFrame(
-                        media.vp8Frames[videoIndex % media.vp8Frames.count].restamped(
-                            Int64(videoIndex) * videoPeriodMicroseconds))
+                    let position = videoIndex % media.vp8Frames.count
+                    let timestamp = Int64(videoIndex) * videoPeriodMicroseconds
+                    engine.pushEncodedFrame(media.vp8Frames[position].restamped(timestamp))
+                    let step = sampleMedia.lowLayerPictureStep
+                    if !lowFrames.isEmpty && position % step == 0 && position / step < lowFrames.count {
+                        engine.pushEncodedFrame(lowFrames[position / step].restamped(timestamp), layer: .low)
+                    }
                 }
                 videoIndex += 1
             }

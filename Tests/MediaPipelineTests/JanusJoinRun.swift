@@ -190,8 +190,9 @@ final class JoinRun: @unchecked Sendable {
     }
 }
 
-/// The MD5s `vpxdec --md5 --i420` gives for each picture of user variant `variant`'s VP8 frames
-/// (what a publisher with `--variant` sends, looped), computed once per variant.
+/// What publishers started by the tests send: the MD5s `vpxdec --md5 --i420` gives for each
+/// picture of user variant `variant`'s VP8 frames (what a publisher with `--variant` sends,
+/// looped) or of the samples' low layer, computed once each; the voices.
 enum Reference {
     private static let cache = LockedValue<[Int: Set<String>]>([:])
     private static let media = LockedValue<SampleMedia?>(nil)
@@ -222,11 +223,20 @@ enum Reference {
     }
 
     static func md5s(variant: Int) throws -> Set<String> {
-        if let known = cache.withLock({ $0[variant] }) { return known }
+        try md5s(key: variant) { try $0.userMedia(variant: variant).vp8Frames }
+    }
+
+    /// The MD5s of the samples' low layer (``SampleMedia/lowVP8Frames()``: what a publisher of
+    /// the pre-encoded samples sends as its low stream with `--dual-stream`).
+    static func lowLayerMD5s() throws -> Set<String> { try md5s(key: -1) { try $0.lowVP8Frames() } }
+
+    /// The MD5s of `frames(sampleMedia)` as vpxdec decodes them, cached under `key`.
+    private static func md5s(key: Int, _ frames: (SampleMedia) throws -> [EncodedFrame]) throws -> Set<String> {
+        if let known = cache.withLock({ $0[key] }) { return known }
         let sampleMedia = try sampleMedia()
-        let frames = try sampleMedia.userMedia(variant: variant).vp8Frames
+        let frames = try frames(sampleMedia)
         let folder = TemporaryFolder()
-        let path = folder.file("variant-\(variant).ivf")
+        let path = folder.file("frames-\(key).ivf")
         let writer = try IVFWriter(
             path: path,
             header: IVFHeader(
@@ -237,7 +247,7 @@ enum Reference {
         let digests = try vpxdecFrameMD5s(path)
         #expect(digests.count == frames.count, "vpxdec decoded \(digests.count) of \(frames.count) frames")
         let set = Set(digests)
-        cache.withLock { $0[variant] = set }
+        cache.withLock { $0[key] = set }
         return set
     }
 }

@@ -171,6 +171,117 @@ struct JanusSimulcastTests {
         for run in [a, c] { run.stop() }
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
     }
+
+    @Test(
+        "switching layers under 10 % loss each way on the subscriber's link: every picture one the publisher sent in the layer of its size, low then high then low, each new layer by its first keyframe after the request",
+        .timeLimit(.minutes(2)))
+    func switchUnderLoss() async throws {
+        let highReference = try Reference.md5s(variant: 0)
+        let lowReference = try Reference.lowLayerMD5s()
+        let server = try JanusServer()
+        defer { server.stop() }
+        // A: the samples' pre-encoded pictures in both layers, keyframes on the same pictures
+        // every 2 s. It cannot make a keyframe on request, so a switch waits for the next one:
+        // what each picture may be is known exactly.
+        let a = try JoinRun(
+            "A", on: server, ["--uid", "11", "--publish", "channel-1", "--dual-stream", "--duration", "90"])
+        defer { a.stop() }
+        try #require(await a.waitFor(within: 40) { $0.joined("channel-1") }, "A joined:\n\(a.summary)")
+        // C asks for A's low layer, for the high one at 12 s (its clock), for the low again at
+        // 22 s. The switches it asks for are the subject: no fallback of the engine's own (at
+        // the default, 10 % loss holds C on the low layer whatever it asks).
+        let (highAt, lowAgainAt) = (12_000, 22_000)
+        let c = try JoinRun(
+            "C", on: server,
+            [
+                "--uid", "33", "--subscribe", "channel-1", "--remote-video-type", "low", "--at", "12:high-video:11",
+                "--at", "22:low-video:11", "--fallback", "disabled", "--duration", "90", "--md5",
+            ])
+        defer { c.stop() }
+        func pictures() -> [JoinLine] { c.pictures(in: "channel-1", uid: 11) }
+        func size(_ line: JoinLine) -> String { "\(line.width ?? 0)x\(line.height ?? 0)" }
+        // The loss starts once C decodes the low layer, before its first switch.
+        let decodingLow = await c.waitFor(within: 40) { _ in pictures().filter { size($0) == "320x180" }.count >= 5 }
+        try #require(decodingLow, "C decodes A's low layer:\n\(c.summary)")
+        let loss = try await PortLoss(server: server, run: c)
+        try loss.startCounting()
+        let before = (down: try loss.counters("INPUT"), up: try loss.counters("OUTPUT"))
+        try loss.startDropping(percent: 10)
+        let lossStarted = Date()
+        let lossStartMs = Int(lossStarted.timeIntervalSince(c.startedAt) * 1000)
+        try #require(lossStartMs < highAt - 1_000, "the loss started at \(lossStartMs) ms of C's session")
+        // Until C has had 3 s of the low layer again after the second switch.
+        let done = await c.waitFor(within: 40) { _ in
+            pictures().contains { size($0) == "320x180" && $0.ms > lowAgainAt + 3_000 }
+        }
+        let during = (down: try loss.counters("INPUT"), up: try loss.counters("OUTPUT"))
+        let lossSeconds = Date().timeIntervalSince(lossStarted)
+        #expect(done, "C's pictures of 11: \(runLengths(pictures().map(size)))\n\(c.summary)")
+
+        // The link did lose about 10 % each way.
+        let down = (offered: during.down.offered - before.down.offered, dropped: during.down.dropped)
+        let up = (offered: during.up.offered - before.up.offered, dropped: during.up.dropped)
+        let downShare = Double(down.dropped) / Double(max(1, down.offered))
+        let upShare = Double(up.dropped) / Double(max(1, up.offered))
+        #expect(abs(downShare - 0.1) <= binomialTolerance(probability: 0.1, trials: down.offered), "downlink: \(down)")
+        #expect(abs(upShare - 0.1) <= binomialTolerance(probability: 0.1, trials: up.offered), "uplink: \(up)")
+
+        // No picture decoded across a gap or a switch: each is one of A's own pictures of the
+        // layer its size says (a frame decoded on a reference from the other layer, or past a
+        // lost packet, would not be).
+        let seen = pictures()
+        let strangers = seen.filter { line in
+            let reference = size(line) == "320x180" ? lowReference : size(line) == "640x360" ? highReference : []
+            return !reference.contains(line.md5 ?? "")
+        }
+        #expect(
+            strangers.isEmpty,
+            "\(strangers.count) of \(seen.count) pictures are not A's own of their layer: \(strangers.prefix(3).map(size))"
+        )
+        // Low, high, low from the first low picture on: one change per request, none back and forth.
+        let firstLow = seen.firstIndex { size($0) == "320x180" } ?? seen.endIndex
+        let sizes = seen[firstLow...].map(size)
+        #expect(
+            runLengths(sizes).components(separatedBy: ", ").map { $0.components(separatedBy: " × ").last ?? "" }
+                == ["320x180", "640x360", "320x180"],
+            "C's sizes of 11 from the first low picture: \(runLengths(sizes))")
+        // Each new layer by its first keyframe after the request: the next keyframe (within 2 s:
+        // keyframes come every 2 s and A cannot make one sooner) and its repair, round trips of
+        // milliseconds on loopback, and the render delay.
+        let firstHigh = seen.first { size($0) == "640x360" && $0.ms > highAt }
+        let firstLowAgain = seen.first { size($0) == "320x180" && $0.ms > lowAgainAt }
+        let highWait = (firstHigh?.ms ?? Int.max) - highAt
+        let lowWait = (firstLowAgain?.ms ?? Int.max) - lowAgainAt
+        #expect(
+            highWait <= 2_600 && lowWait <= 2_600, "first high \(highWait) ms, first low \(lowWait) ms after asking")
+        // Janus asks A for the keyframes of the switches; C asks for one itself only where it
+        // gave up on a lost packet (the loss test's λ: a few tenths a run), at most one a switch.
+        let stats = c.events("remoteVideoStats", in: "channel-1", uid: 11)
+        let requests = stats.last?.figure("keyframeRequestsSent") ?? -1
+        let nacks = stats.last?.figure("nacksSent") ?? -1
+        let unrepairedExpected = PortLoss.unrepairedVideoExpected(down: down, up: up, seconds: lossSeconds)
+        let requestsAllowed = 2 + poissonQuantile(mean: unrepairedExpected, probability: 0.999)
+        #expect(
+            requests >= 0 && requests <= Double(requestsAllowed),
+            "C's keyframe requests for 11: \(requests) (λ = \(unrepairedExpected))")
+        #expect(nacks > 0, "C sent no NACK under loss")
+        print(
+            String(
+                format:
+                    "JanusSimulcast under loss: %.1f s; C's downlink dropped %d of %d (%.1f %%), uplink %d of %d (%.1f %%); ",
+                lossSeconds, down.dropped, down.offered, downShare * 100, up.dropped, up.offered, upShare * 100)
+                + "pictures \(runLengths(sizes)); first high \(highWait) ms after asking, first low \(lowWait) ms; "
+                + "\(Int(nacks)) NACKs, \(Int(requests)) keyframe requests")
+
+        for run in [a, c] { run.signal(SIGINT) }
+        for run in [a, c] {
+            let status = await run.waitForExit(within: 15)
+            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
+        }
+        server.stop()
+        for run in [a, c] { run.stop() }
+        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+    }
 }
 
 /// "3 × 640x360, 2 × 320x180": the runs of equal values in order.

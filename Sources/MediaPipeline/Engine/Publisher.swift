@@ -241,6 +241,24 @@ extension MediaEngine {
         flushActions()
     }
 
+    /// Publishes an already encoded video frame as one layer of the local stream, for sources
+    /// that arrive encoded in two layers (a replayed recording of both, a camera that encodes
+    /// a simulcast). `.high` is ``pushEncodedFrame(_:)``. `.low` frames go out as the low
+    /// stream in dual stream mode (``enableDualStreamMode(_:low:)``; the low configuration's
+    /// size, rate and bitrate are the source's business then) and are dropped while the mode is
+    /// off, as are frames that are not video. Keyframe requests for either layer are counted
+    /// but cannot be honoured.
+    public func pushEncodedFrame(_ frame: EncodedFrame, layer: VideoStreamType) {
+        guard layer == .low else { return pushEncodedFrame(frame) }
+        local.withLock { publisher in
+            guard frame.codec.kind == .video, publisher.lowLayer != nil else { return }
+            collectTargets(.video, publisher)
+            guard !publisher.targets.isEmpty else { return }
+            sendLow(frame, publisher)
+        }
+        flushActions()
+    }
+
     /// Packetizes `frame` once and sends every packet to every target, counting it (and its
     /// encoding, when `encodedHere`). `mediaMicrosecondsNow` is the stream's media time being
     /// captured now (by default the frame's: a picture or an encoded frame is pushed as it is
