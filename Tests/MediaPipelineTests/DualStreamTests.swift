@@ -349,6 +349,56 @@ struct DualStreamTests {
         Self.expectRightPictures(pictures)
     }
 
+    @Test(
+        "pre-encoded layers: pushEncodedFrame(_:layer: .low) is the low stream in dual stream mode, dropped without it"
+    )
+    func preEncodedLayers() throws {
+        for dualStream in [true, false] {
+            var s = try Session(dualStream: dualStream)
+            try s.channel.setRemoteDefaultVideoStreamType(.low)
+            // The source's own two encodings: the low one of the picture scaled as the engine's
+            // low layer scales it; keyframes on the same pictures, every 10 (it cannot make one
+            // on request).
+            let low = LowVideoStreamConfiguration().size(width: Self.width, height: Self.height)
+            let highEncoder = try VPXEncoder(
+                configuration: VPXEncoderConfiguration(codec: .vp8, width: Self.width, height: Self.height))
+            let lowEncoder = try VPXEncoder(
+                configuration: VPXEncoderConfiguration(codec: .vp8, width: low.width, height: low.height))
+            for tick in 0..<280 {
+                if tick % Self.frameTicks == 0 {
+                    let frame = tick / Self.frameTicks
+                    let at = Int64(tick) * 10_000
+                    let keyframe = frame % 10 == 0
+                    s.host.engine.pushEncodedFrame(
+                        try highEncoder.encode(
+                            try s.observer.source(frame, width: Self.width, height: Self.height),
+                            timestampMicroseconds: at, forceKeyframe: keyframe))
+                    s.host.engine.pushEncodedFrame(
+                        try lowEncoder.encode(
+                            try s.observer.source(frame, width: low.width, height: low.height),
+                            timestampMicroseconds: at, forceKeyframe: keyframe),
+                        layer: .low)
+                }
+                s.viewer.engine.renderVideo()
+                s.viewer.pull()
+                s.session.clock.advance(byMicroseconds: 10_000)
+                s.session.hub.deliverDue()
+            }
+            let pictures = s.observer.pictures
+            // With dual stream, the low layer from its first keyframe on (high ones before it,
+            // as the viewer asked once it had joined), and only it.
+            let expected = dualStream ? (low.width, low.height) : (Self.width, Self.height)
+            let first = pictures.firstIndex { ($0.width, $0.height) == expected } ?? pictures.endIndex
+            let sizes = pictures.map { "\($0.width)x\($0.height)" }
+            #expect(first <= 10 && pictures.count - first >= 30, "dual stream \(dualStream): sizes \(sizes)")
+            #expect(
+                pictures[first...].allSatisfy { ($0.width, $0.height) == expected },
+                "dual stream \(dualStream): sizes \(sizes)")
+            #expect(s.channel.remoteVideoStats(1)?.rxStreamType == (dualStream ? .low : .high))
+            Self.expectRightPictures(pictures)
+        }
+    }
+
     @Test("the default type set before joining applies; turning dual stream off brings the viewer back to HIGH")
     func defaultTypeAndDualStreamOff() throws {
         let session = TestSession()
