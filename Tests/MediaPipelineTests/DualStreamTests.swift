@@ -399,6 +399,41 @@ struct DualStreamTests {
         }
     }
 
+    @Test(
+        "the codec factory is asked for each layer's encoder in codec-neutral settings: the high one as configured, the low one at a quarter of the area, half the frame rate and a fifth of the bitrate"
+    )
+    func encoderSettingsPerLayer() throws {
+        let asked = LockedValue<[VideoEncoderSettings]>([])
+        var configuration = EngineConfiguration()
+        configuration.videoFrameRate = 20
+        configuration.videoBitrateBitsPerSecond = 600_000
+        configuration.videoKeyframeIntervalFrames = 400
+        configuration.videoSpeed = -8
+        configuration.codecs.makeVideoEncoder = { settings in
+            asked.withLock { $0.append(settings) }
+            return try CodecFactory.libraries.makeVideoEncoder(settings)
+        }
+        let session = TestSession()
+        let host = try session.user(configuration: configuration)
+        try host.engine.enableDualStreamMode(true)
+        try host.join("a", uid: 1)
+        try host.engine.pushVideo(
+            try movingSquarePicture(width: Self.width, height: Self.height, frame: 0), timestampMicroseconds: 0)
+        let high = VideoEncoderSettings(
+            codec: .vp8, width: Self.width, height: Self.height, frameRateNumerator: 20,
+            bitrateBitsPerSecond: 600_000, keyframeIntervalFrames: 400, speed: -8)
+        let low = VideoEncoderSettings(
+            codec: .vp8, width: Self.width / 2, height: Self.height / 2, frameRateNumerator: 10,
+            bitrateBitsPerSecond: 120_000, keyframeIntervalFrames: 200, speed: -8)
+        #expect(asked.withLock { $0 } == [high, low])
+        // The library's encoder takes them as they are.
+        let vpx = VPXEncoderConfiguration(low)
+        #expect(
+            vpx.codec == .vp8 && vpx.width == 160 && vpx.height == 90 && vpx.frameRateNumerator == 10
+                && vpx.frameRateDenominator == 1 && vpx.bitrateBitsPerSecond == 120_000
+                && vpx.keyframeIntervalFrames == 200 && vpx.speed == -8)
+    }
+
     @Test("the default type set before joining applies; turning dual stream off brings the viewer back to HIGH")
     func defaultTypeAndDualStreamOff() throws {
         let session = TestSession()

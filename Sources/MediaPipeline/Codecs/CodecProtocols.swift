@@ -79,8 +79,8 @@ extension VPXDecoder: VideoDecoding {}
 public struct CodecFactory: Sendable {
     /// An audio encoder for local audio in the given format.
     public var makeAudioEncoder: @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding
-    /// A video encoder for local pictures of the configured size.
-    public var makeVideoEncoder: @Sendable (VPXEncoderConfiguration) throws -> VideoEncoding
+    /// A video encoder for local pictures of the given settings' size.
+    public var makeVideoEncoder: @Sendable (VideoEncoderSettings) throws -> VideoEncoding
     /// An audio decoder producing `sampleRate` Hz with `channelCount` channels.
     public var makeAudioDecoder: @Sendable (_ sampleRate: Int, _ channelCount: Int) throws -> AudioDecoding
     /// A video decoder for `codec` on `threads` threads.
@@ -89,7 +89,7 @@ public struct CodecFactory: Sendable {
     /// A factory of the given closures.
     public init(
         makeAudioEncoder: @escaping @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding,
-        makeVideoEncoder: @escaping @Sendable (VPXEncoderConfiguration) throws -> VideoEncoding,
+        makeVideoEncoder: @escaping @Sendable (VideoEncoderSettings) throws -> VideoEncoding,
         makeAudioDecoder: @escaping @Sendable (_ sampleRate: Int, _ channelCount: Int) throws -> AudioDecoding,
         makeVideoDecoder: @escaping @Sendable (_ codec: VideoCodec, _ threads: Int) throws -> VideoDecoding
     ) {
@@ -102,7 +102,7 @@ public struct CodecFactory: Sendable {
     /// libopus and libvpx.
     public static let libraries = CodecFactory(
         makeAudioEncoder: { try OpusEncoder(configuration: $0) },
-        makeVideoEncoder: { try VPXEncoder(configuration: $0) },
+        makeVideoEncoder: { try VPXEncoder(configuration: VPXEncoderConfiguration($0)) },
         makeAudioDecoder: { try OpusDecoder(sampleRate: $0, channelCount: $1) },
         makeVideoDecoder: { try VPXDecoder(codec: $0, threads: $1) })
 }

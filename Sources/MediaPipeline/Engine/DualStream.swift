@@ -58,12 +58,12 @@ struct LowVideoLayer {
         guard picturesSeen % configuration.frameRateDivisor == 0 || forceKeyframe else { return nil }
         let size = configuration.size(width: picture.width, height: picture.height)
         if encoder == nil || encoderSize != size {
-            var settings = VPXEncoderConfiguration(codec: engine.videoCodec, width: size.width, height: size.height)
-            settings.bitrateBitsPerSecond = configuration.bitrateBitsPerSecond ?? max(10_000, highBitrate / 5)
-            settings.frameRateNumerator = max(1, engine.videoFrameRate / configuration.frameRateDivisor)
-            settings.speed = engine.videoSpeed
-            settings.keyframeIntervalFrames = max(
-                1, engine.videoKeyframeIntervalFrames / configuration.frameRateDivisor)
+            let settings = VideoEncoderSettings(
+                codec: engine.videoCodec, width: size.width, height: size.height,
+                frameRateNumerator: max(1, engine.videoFrameRate / configuration.frameRateDivisor),
+                bitrateBitsPerSecond: configuration.bitrateBitsPerSecond ?? max(10_000, highBitrate / 5),
+                keyframeIntervalFrames: max(1, engine.videoKeyframeIntervalFrames / configuration.frameRateDivisor),
+                speed: engine.videoSpeed)
             encoder = nil  // free the old handle before making a new one
             encoder = try engine.codecs.makeVideoEncoder(settings)
             encoderSize = size

@@ -53,11 +53,11 @@ final class Publisher: @unchecked Sendable {
     /// The video encoder for pictures of `width` × `height`, created or recreated as needed.
     func videoEncoder(width: Int, height: Int) throws -> VideoEncoding {
         if let encoder = videoEncoder, videoEncoderSize == (width, height) { return encoder }
-        var settings = VPXEncoderConfiguration(codec: configuration.videoCodec, width: width, height: height)
-        settings.bitrateBitsPerSecond = videoBitrate > 0 ? videoBitrate : configuration.videoBitrateBitsPerSecond
-        settings.frameRateNumerator = configuration.videoFrameRate
-        settings.speed = configuration.videoSpeed
-        settings.keyframeIntervalFrames = configuration.videoKeyframeIntervalFrames
+        let settings = VideoEncoderSettings(
+            codec: configuration.videoCodec, width: width, height: height,
+            frameRateNumerator: configuration.videoFrameRate,
+            bitrateBitsPerSecond: videoBitrate > 0 ? videoBitrate : configuration.videoBitrateBitsPerSecond,
+            keyframeIntervalFrames: configuration.videoKeyframeIntervalFrames, speed: configuration.videoSpeed)
         videoEncoder = nil  // free the old handle before making a new one
         let encoder = try configuration.codecs.makeVideoEncoder(settings)
         videoEncoder = encoder
