@@ -97,14 +97,7 @@ struct JanusSimulcastTests {
         for run in [a, b, c, d] {
             #expect(run.events("error").isEmpty, "\(run.name)'s errors: \(run.events("error").map(\.text))")
         }
-        for run in [a, b, c, d] { run.signal(SIGINT) }
-        for run in [a, b, c, d] {
-            let status = await run.waitForExit(within: 15)
-            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
-        }
-        server.stop()
-        for run in [a, b, c, d] { run.stop() }
-        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+        await endCleanly([a, b, c, d], server: server)
     }
 
     @Test(
@@ -162,14 +155,7 @@ struct JanusSimulcastTests {
                 #expect(gap <= 2_500, "\(gap) ms without a picture after the low layer stopped")
             }
         }
-        for run in [a, c] { run.signal(SIGINT) }
-        for run in [a, c] {
-            let status = await run.waitForExit(within: 15)
-            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
-        }
-        server.stop()
-        for run in [a, c] { run.stop() }
-        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+        await endCleanly([a, c], server: server)
     }
 
     @Test(
@@ -273,15 +259,23 @@ struct JanusSimulcastTests {
                 + "pictures \(runLengths(sizes)); first high \(highWait) ms after asking, first low \(lowWait) ms; "
                 + "\(Int(nacks)) NACKs, \(Int(requests)) keyframe requests")
 
-        for run in [a, c] { run.signal(SIGINT) }
-        for run in [a, c] {
-            let status = await run.waitForExit(within: 15)
-            #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)")
-        }
-        server.stop()
-        for run in [a, c] { run.stop() }
-        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+        await endCleanly([a, c], server: server)
     }
+}
+
+/// Interrupts each of `runs` (SIGINT), expects each to exit 0 within 15 s, then stops the
+/// server and expects nothing of it left behind.
+private func endCleanly(
+    _ runs: [JoinRun], server: JanusServer, sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    for run in runs { run.signal(SIGINT) }
+    for run in runs {
+        let status = await run.waitForExit(within: 15)
+        #expect(status == 0, "\(run.name)'s exit:\n\(run.summary)", sourceLocation: sourceLocation)
+    }
+    server.stop()
+    for run in runs { run.stop() }
+    #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())", sourceLocation: sourceLocation)
 }
 
 /// "3 × 640x360, 2 × 320x180": the runs of equal values in order.
