@@ -155,7 +155,7 @@ struct JoinCommand: ParsableCommand {
         // low frame i is high frame i × lowLayerPictureStep.
         var lowFrames: [EncodedFrame] = []
         if dualStream {
-            if !encodeVideo {
+            if !encodeVideo && publish != nil {
                 guard variant == 0 else {
                     throw ValidationError(
                         "--dual-stream with pre-encoded video needs --variant 0 (only the samples' own pictures "
@@ -256,7 +256,7 @@ struct JoinCommand: ParsableCommand {
                     let timestamp = Int64(videoIndex) * videoPeriodMicroseconds
                     engine.pushEncodedFrame(media.vp8Frames[position].restamped(timestamp))
                     let step = sampleMedia.lowLayerPictureStep
-                    if !lowFrames.isEmpty && position % step == 0 && position / step < lowFrames.count {
+                    if !lowFrames.isEmpty && position % step == 0 {
                         engine.pushEncodedFrame(lowFrames[position / step].restamped(timestamp), layer: .low)
                     }
                 }

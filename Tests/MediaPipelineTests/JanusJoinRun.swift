@@ -228,7 +228,7 @@ enum Reference {
 
     /// The MD5s of the samples' low layer (``SampleMedia/lowVP8Frames()``: what a publisher of
     /// the pre-encoded samples sends as its low stream with `--dual-stream`).
-    static func lowLayerMD5s() throws -> Set<String> { try md5s(key: -1) { try $0.lowVP8Frames() } }
+    static func lowLayerMD5s() throws -> Set<String> { try md5s(key: Int.min) { try $0.lowVP8Frames() } }
 
     /// The MD5s of `frames(sampleMedia)` as vpxdec decodes them, cached under `key`.
     private static func md5s(key: Int, _ frames: (SampleMedia) throws -> [EncodedFrame]) throws -> Set<String> {

@@ -167,7 +167,8 @@ struct JanusSimulcastTests {
         let server = try JanusServer()
         defer { server.stop() }
         // A: the samples' pre-encoded pictures in both layers, keyframes on the same pictures
-        // every 2 s. It cannot make a keyframe on request, so a switch waits for the next one:
+        // 30 pictures apart in the 45-picture loop (gaps of 2 s and 1 s). It cannot make a
+        // keyframe on request, so a switch waits for the next one:
         // what each picture may be is known exactly.
         let a = try JoinRun(
             "A", on: server, ["--uid", "11", "--publish", "channel-1", "--dual-stream", "--duration", "90"])
@@ -232,7 +233,7 @@ struct JanusSimulcastTests {
                 == ["320x180", "640x360", "320x180"],
             "C's sizes of 11 from the first low picture: \(runLengths(sizes))")
         // Each new layer by its first keyframe after the request: the next keyframe (within 2 s:
-        // keyframes come every 2 s and A cannot make one sooner) and its repair, round trips of
+        // keyframes are at most 2 s apart and A cannot make one sooner) and its repair, round trips of
         // milliseconds on loopback, and the render delay.
         let firstHigh = seen.first { size($0) == "640x360" && $0.ms > highAt }
         let firstLowAgain = seen.first { size($0) == "320x180" && $0.ms > lowAgainAt }

@@ -21,11 +21,11 @@ enum Fixtures {
 
     /// The pipebench that tests running engines in real time beside each other start: the
     /// release build, whose media work keeps its time on a loaded machine where a debug build's
-    /// falls behind; but a sanitized test build (scripts/tsan.sh, `.build-tsan`) runs its own
-    /// sanitized pipebench, so that a race in the child fails the test.
+    /// falls behind; but the ThreadSanitizer test build (scripts/tsan.sh, `.build-tsan`) runs
+    /// its own sanitized pipebench, so that a race in the child fails the test.
     static func realTimePipebench() throws -> String {
         let beside = pipebench
-        return beside.hasPrefix(packageRoot + "/.build/") ? try releasePipebench() : beside
+        return beside.contains("/.build-tsan/") ? beside : try releasePipebench()
     }
 
     /// The release build of pipebench, for the tests that measure optimised code (allocation

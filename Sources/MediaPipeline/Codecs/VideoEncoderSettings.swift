@@ -5,7 +5,7 @@
 public struct VideoEncoderSettings: Sendable, Equatable {
     /// The codec the engine packetizes and negotiates.
     public var codec: VideoCodec
-    /// Picture width and height in pixels.
+    /// Picture width in pixels.
     public var width: Int
     /// Picture height in pixels.
     public var height: Int
@@ -17,9 +17,10 @@ public struct VideoEncoderSettings: Sendable, Equatable {
     public var bitrateBitsPerSecond: Int
     /// The longest distance between keyframes, in frames; keyframe requests come in between.
     public var keyframeIntervalFrames: Int
-    /// How fast to encode, on libvpx's `cpu-used` scale (-16...16; negative: a fixed speed,
-    /// higher faster): ``EngineConfiguration/videoSpeed``. Other encoders map it to presets of
-    /// their own or ignore it.
+    /// How fast to encode, on libvpx's `cpu-used` scale: -16...16, the further from 0 the
+    /// faster and the plainer; negative values a fixed speed (WebRTC's -6), positive ones
+    /// adapted to the wall clock. ``EngineConfiguration/videoSpeed``. Other encoders map it to
+    /// presets of their own or ignore it.
     public var speed: Int
 
     /// Settings for `width` × `height` pictures of `codec`.

@@ -245,9 +245,11 @@ extension MediaEngine {
     /// that arrive encoded in two layers (a replayed recording of both, a camera that encodes
     /// a simulcast). `.high` is ``pushEncodedFrame(_:)``. `.low` frames go out as the low
     /// stream in dual stream mode (``enableDualStreamMode(_:low:)``; the low configuration's
-    /// size, rate and bitrate are the source's business then) and are dropped while the mode is
-    /// off, as are frames that are not video. Keyframe requests for either layer are counted
-    /// but cannot be honoured.
+    /// size, rate and bitrate are the source's business then, and its codec should be the high
+    /// frames'); they are dropped while the mode is off, and an audio frame given as `.low` is
+    /// dropped. One source feeds the low stream: pushed low frames and ``pushVideo(_:timestampMicroseconds:)``'s
+    /// own low layer are not to be mixed. Keyframe requests for either layer are counted but
+    /// cannot be honoured.
     public func pushEncodedFrame(_ frame: EncodedFrame, layer: VideoStreamType) {
         guard layer == .low else { return pushEncodedFrame(frame) }
         local.withLock { publisher in
