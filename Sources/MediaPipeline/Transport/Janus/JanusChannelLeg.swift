@@ -301,6 +301,12 @@ final class JanusSubscription: Sendable {
     let toldLayer = LockedValue<VideoStreamType?>(nil)
     /// The layer Janus last said it switched the subscription to (its `substream` event).
     let janusLayer = LockedValue<VideoStreamType?>(nil)
+    /// When the low wish is told again, after the subscription was moved to the high substream
+    /// because its low one went silent (``JanusLegControl/reviveSilentLowLayers(leg:)``).
+    let lowLayerRetellAt = LockedValue<ContinuousClock.Instant?>(nil)
+    /// When a low wish Janus has not acted on was last asked for again, and the wait before the
+    /// next time (``JanusLegControl/reviveSilentLowLayers(leg:)``).
+    let lowLayerReasked = LockedValue<(last: ContinuousClock.Instant, wait: Duration)?>(nil)
 
     init(handle: JanusHandle, connection: WebRTCConnection, mapper: ReceivedPacketMapper, mids: [MediaKind: String]) {
         self.handle = handle

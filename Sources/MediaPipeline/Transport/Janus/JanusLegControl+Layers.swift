@@ -61,13 +61,13 @@ extension JanusLegControl {
         let wanted = layer ?? layerChoices.withLock { $0.type(of: uid) }
         let told = subscription.toldLayer.withLock { $0 }
         guard JanusLayerChoices.needsTelling(told: told, wanted: wanted) else {
-            if layer == nil { lowLayerRetold[uid] = nil }
+            if layer == nil { subscription.lowLayerRetellAt.withLock { $0 = nil } }
             return
         }
         do {
             try await requestSubstream(wanted, mid: mid, on: subscription)
             subscription.toldLayer.withLock { $0 = wanted }
-            if layer == nil { lowLayerRetold[uid] = nil }
+            if layer == nil { subscription.lowLayerRetellAt.withLock { $0 = nil } }
             transport.logger.debug("asked Janus for the \(wanted) video of \(uid) in '\(channelId)'")
         } catch {
             transport.log("asking Janus for the \(wanted) video of \(uid) in '\(channelId)' failed: \(error)")
@@ -97,7 +97,7 @@ extension JanusLegControl {
         for (uid, subscription) in leg.subscriptions.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
             let wanted = layerChoices.withLock { $0.type(of: uid) }
             let told = subscription.toldLayer.withLock { $0 }
-            if let retell = lowLayerRetold[uid] {
+            if let retell = subscription.lowLayerRetellAt.withLock({ $0 }) {
                 if now >= retell { await tellLayer(uid, leg: leg) }  // clears the retell once told
                 continue
             }
@@ -110,7 +110,7 @@ extension JanusLegControl {
                 await reaskLow(uid, subscription, now: now)
                 continue
             }
-            lowLayerReasked[uid] = nil
+            subscription.lowLayerReasked.withLock { $0 = nil }
             let media = publishers[uid] ?? []
             let notWanted = unwanted.withLock { $0[uid] ?? [] }
             guard media.contains(.video), !notWanted.contains(.video),
@@ -122,7 +122,7 @@ extension JanusLegControl {
             transport.logger.debug(
                 "the low video of \(uid) in '\(channelId)' is silent for \(silent / 1000) ms: high asked for")
             await tellLayer(uid, leg: leg, as: .high)
-            lowLayerRetold[uid] = now + Self.lowLayerRetellDelay
+            subscription.lowLayerRetellAt.withLock { $0 = now + Self.lowLayerRetellDelay }
         }
     }
 
@@ -140,12 +140,12 @@ extension JanusLegControl {
     private func reaskLow(_ uid: UInt32, _ subscription: JanusSubscription, now: ContinuousClock.Instant) async {
         guard let mid = subscription.mids[.video] else { return }
         // The first tick that sees it only starts the wait: a wish just told is being acted on.
-        guard let (last, wait) = lowLayerReasked[uid] else {
-            lowLayerReasked[uid] = (now, Self.lowLayerReaskFirst)
+        guard let (last, wait) = subscription.lowLayerReasked.withLock({ $0 }) else {
+            subscription.lowLayerReasked.withLock { $0 = (now, Self.lowLayerReaskFirst) }
             return
         }
         guard now - last >= wait else { return }
-        lowLayerReasked[uid] = (now, min(wait * 2, Self.lowLayerReaskLongest))
+        subscription.lowLayerReasked.withLock { $0 = (now, min(wait * 2, Self.lowLayerReaskLongest)) }
         do {
             try await requestSubstream(.low, mid: mid, on: subscription)
             transport.logger.debug("asked Janus again for the low video of \(uid) in '\(channelId)'")

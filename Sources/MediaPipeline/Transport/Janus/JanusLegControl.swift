@@ -23,12 +23,6 @@ actor JanusLegControl {
     let unwanted = LockedValue<[UInt32: Set<MediaKind>]>([:])
     /// The video layer wanted of each publisher (any thread writes it; the loop tells Janus).
     let layerChoices = LockedValue(JanusLayerChoices())
-    /// Subscriptions moved to the high substream because their low one went silent, with when
-    /// the low wish is told again (``reviveSilentLowLayers(leg:)``).
-    var lowLayerRetold: [UInt32: ContinuousClock.Instant] = [:]
-    /// When a low wish Janus has not acted on was last asked for again, per publisher
-    /// (``reviveSilentLowLayers(leg:)``).
-    var lowLayerReasked: [UInt32: (last: ContinuousClock.Instant, wait: Duration)] = [:]
     var leaving = false
     /// Where timers put their inputs (the serving loop's stream), while it runs.
     var input: AsyncStream<Input>.Continuation?
