@@ -71,6 +71,11 @@ struct JoinCommand: ParsableCommand {
             "What remote video falls back to on a poor downlink (setRemoteSubscribeFallbackOption): disabled, "
                 + "video-low (the default) or audio-only.", valueName: "OPTION"))
     var fallback = "video-low"
+    @Option(
+        help: ArgumentHelp(
+            "Milliseconds between this engine's keyframe requests for one remote stream while it waits for a "
+                + "keyframe (keyframeRequestIntervalMs).", valueName: "MS"))
+    var keyframeRequestInterval = EngineConfiguration().keyframeRequestIntervalMs
     @Option(help: "Folder for the outputs (created if missing).") var output = "out/join"
     @Option(help: "Local address ICE uses (repeatable; default: every interface).") var localAddress: [String] = []
     @Option(help: "UDP ports the peer connections bind, FIRST-LAST (default: any).") var ports: String?
@@ -118,6 +123,10 @@ struct JoinCommand: ParsableCommand {
         guard let fallbackOption = fallbacks[fallback] else {
             throw ValidationError("--fallback '\(fallback)' is not disabled, video-low or audio-only")
         }
+        guard keyframeRequestInterval > 0 else {
+            throw ValidationError(
+                "--keyframe-request-interval \(keyframeRequestInterval) is not a positive number of ms")
+        }
         let samples = try SampleFolder.locate(samplesOption)
         let sampleMedia = try SampleMedia(
             speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
@@ -149,6 +158,7 @@ struct JoinCommand: ParsableCommand {
         defer { transport.close() }
         var engineSettings = EngineConfiguration()
         engineSettings.logger = logger
+        engineSettings.keyframeRequestIntervalMs = keyframeRequestInterval
         let engine = try MediaEngine(transport: transport, clock: WallClock(), configuration: engineSettings)
         defer { engine.destroy() }
         // The pre-encoded low layer is the samples' own pictures' (SampleMedia.lowVP8Frames):

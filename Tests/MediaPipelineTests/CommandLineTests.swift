@@ -518,6 +518,26 @@ struct SimulateCommandTests {
         }
     }
 
+    @Test("join refuses bad settings before it joins, in one line naming the option and value")
+    func joinBadSettings() throws {
+        let folder = TemporaryFolder()
+        // A server that is never reached: the settings are refused first.
+        let server = "http://127.0.0.1:9/janus"
+        for (arguments, named) in [
+            (["--fallback", "sometimes"], "--fallback 'sometimes'"),
+            (["--remote-video-type", "medium"], "--remote-video-type 'medium'"),
+            (["--keyframe-request-interval", "0"], "--keyframe-request-interval 0"),
+            (["--keyframe-request-interval", "soon"], "soon"),
+        ] {
+            let result = try pipebench(
+                ["join", server, "--subscribe", "c", "--samples", Fixtures.samples, "--output", folder.path]
+                    + arguments)
+            #expect(result.status != 0, "\(arguments)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains(named), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test("join refuses files it cannot publish before it joins, in one line naming the file")
     func joinSourceFiles() throws {
         let folder = TemporaryFolder()

@@ -176,13 +176,18 @@ struct JanusSimulcastTests {
         try #require(await a.waitFor(within: 40) { $0.joined("channel-1") }, "A joined:\n\(a.summary)")
         // C asks for A's low layer, for the high one at 12 s (its clock), for the low again at
         // 22 s. The switches it asks for are the subject: no fallback of the engine's own (at
-        // the default, 10 % loss holds C on the low layer whatever it asks).
+        // the default, 10 % loss holds C on the low layer whatever it asks). C asks for a
+        // keyframe at most every 2.5 s, longer than A's keyframes are apart: A cannot answer, so
+        // at the default 300 ms a packet lost for good (or a switch) would be asked about up to
+        // seven times while the next keyframe comes, and each request below stands for one
+        // wait.
         let (highAt, lowAgainAt) = (12_000, 22_000)
         let c = try JoinRun(
             "C", on: server,
             [
                 "--uid", "33", "--subscribe", "channel-1", "--remote-video-type", "low", "--at", "12:high-video:11",
-                "--at", "22:low-video:11", "--fallback", "disabled", "--duration", "90", "--md5",
+                "--at", "22:low-video:11", "--fallback", "disabled", "--keyframe-request-interval", "2500",
+                "--duration", "90", "--md5",
             ])
         defer { c.stop() }
         func pictures() -> [JoinLine] { c.pictures(in: "channel-1", uid: 11) }
