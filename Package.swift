@@ -17,8 +17,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `swift package generate-documentation`: the DocC catalog in Sources/MediaPipeline/MediaPipeline.docc.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // Janus signalling (HTTP long-poll): JanusTransport.
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // System libraries: module map + one shim header each (Debian's -dev packages).
@@ -28,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The Janus API's HTTP client (HTTP/1.1 with kept-alive connections, HTTPS through OpenSSL).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The WebRTC transport's C libraries: libnice (ICE), libsrtp2 (SRTP), OpenSSL's libssl (DTLS).
         .systemLibrary(name: "CNice", pkgConfig: "nice", providers: [.apt(["libnice-dev"])]),
         .systemLibrary(name: "CSrtp", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
@@ -39,9 +39,8 @@ let package = Package(
         .target(
             name: "MediaPipeline",
             dependencies: [
-                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", "CNetShim", "CWebRTC",
+                "COpus", "CVpx", "CSoxr", "CYuv", "CZlib", "CCrypto", "CCurl", "CNetShim", "CWebRTC",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .target(name: "MediaPipelineTesting", dependencies: ["MediaPipeline"]),

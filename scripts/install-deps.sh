@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages MediaPipeline needs, only those missing.
-#   scripts/install-deps.sh          the codec libraries and the WebRTC transport's libnice,
-#                                    libsrtp2 and OpenSSL (to build and run)
+#   scripts/install-deps.sh          the codec libraries, the WebRTC transport's libnice,
+#                                    libsrtp2 and OpenSSL, and libcurl for the Janus API (to
+#                                    build and run)
 #   scripts/install-deps.sh --test   also the reference tools the tests compare against (ffmpeg,
 #                                    opusdec/opusenc, vpxdec/vpxenc, mkvinfo/mkvmerge, GStreamer,
 #                                    and iproute2/iptables/libnetfilter-queue-dev for the tests'
 #                                    own network namespaces) and Janus, the SFU the WebRTC tests
 #                                    join
 set -euo pipefail
-packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev libssl-dev libnice-dev libsrtp2-dev)
+packages=(pkg-config libopus-dev libvpx-dev libsoxr-dev libyuv-dev zlib1g-dev libssl-dev libcurl4-openssl-dev libnice-dev libsrtp2-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg opus-tools vpx-tools mkvtoolnix gstreamer1.0-tools gstreamer1.0-plugins-base
     gstreamer1.0-plugins-good gcc libc6-dev iproute2 iptables libnetfilter-queue-dev janus socat)

@@ -15,7 +15,7 @@ enum FreedMemory {
     private typealias Trim = @convention(c) (Int) -> Int32
 
     /// `malloc_trim`, if the C library has it.
-    nonisolated(unsafe) private static let trim: Trim? = {
+    private static let trim: Trim? = {
         #if canImport(Glibc)
             guard let symbol = dlsym(nil, "malloc_trim") else { return nil }
             return unsafeBitCast(symbol, to: Trim.self)

@@ -181,7 +181,7 @@ enum JanusSessionEvent: Sendable, Equatable {
 /// ``plugin(code:message:)`` (VideoRoom: 426 no such room, 433 unauthorized or wrong pin, 436 id
 /// exists...).
 enum JanusError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Janus could not be reached (connection refused, no route, connect timeout).
+    /// Janus could not be reached (connection refused, no route, a failed exchange).
     case unreachable(String)
     /// No answer to `request` within the configured time.
     case timedOut(request: String)

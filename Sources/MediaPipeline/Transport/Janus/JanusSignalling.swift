@@ -1,7 +1,4 @@
-import AsyncHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
 
 /// A client of the Janus API over HTTP long-poll: one Janus session, its plugin handles, its
 /// event loop and its keepalives.
@@ -55,7 +52,7 @@ actor JanusSignalling {
     /// Session-level news: at most one event (timed out or lost), then the stream ends.
     nonisolated let sessionEvents: AsyncStream<JanusSessionEvent>
     private let sessionContinuation: AsyncStream<JanusSessionEvent>.Continuation
-    private let http: HTTPClient
+    private let http: JanusHTTP
 
     /// The session's id, once created.
     private(set) var sessionID: UInt64?
@@ -70,7 +67,6 @@ actor JanusSignalling {
     /// Set once the session is being destroyed on purpose: the long-poll's 404 that may come
     /// before the destroy's answer is that destroy, not a lost session.
     private var destroying = false
-    private var httpShutDown = false
     private var transactionSerial = 0
     private let transactionPrefix = String(UInt32.random(in: .min ... .max), radix: 36)
 
@@ -78,18 +74,7 @@ actor JanusSignalling {
     init(configuration: Configuration) {
         self.configuration = configuration
         (sessionEvents, sessionContinuation) = AsyncStream.makeStream(of: JanusSessionEvent.self)
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.timeout = .init(connect: Self.timeAmount(configuration.connectTimeout))
-        httpConfiguration.redirectConfiguration = .disallow
-        // The long-poll, keepalives, liveness probes and several channels' requests at once; an
-        // outage leaves connection attempts pending until the connect timeout, and requests
-        // behind a full pool would fail for want of a connection after the path is back.
-        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 32
-        http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: httpConfiguration)
-    }
-
-    deinit {
-        if !httpShutDown { http.shutdown().whenComplete { _ in } }
+        http = JanusHTTP(connectTimeout: configuration.connectTimeout)
     }
 
     // MARK: Session and handles
@@ -193,11 +178,11 @@ actor JanusSignalling {
             _ = try await post("/\(session)", ["janus": .string("destroy")], request: "destroy")
         } catch {
             end(with: .closed, notify: nil)
-            await shutDownHTTP()
+            http.shutDown()
             throw error
         }
         end(with: .closed, notify: nil)
-        await shutDownHTTP()
+        http.shutDown()
     }
 
     /// Ends everything: destroys the session if there is one (without waiting past a short
@@ -210,7 +195,7 @@ actor JanusSignalling {
                 "/\(sessionID)", ["janus": .string("destroy")], request: "destroy", timeout: .seconds(2))
         }
         end(with: .closed, notify: nil)
-        await shutDownHTTP()
+        http.shutDown()
     }
 
     // MARK: Event routing
@@ -282,12 +267,6 @@ actor JanusSignalling {
         sessionContinuation.finish()
     }
 
-    private func shutDownHTTP() async {
-        guard !httpShutDown else { return }
-        httpShutDown = true
-        try? await http.shutdown()
-    }
-
     private func pollLoop(session: UInt64) async {
         let clock = ContinuousClock()
         var lastAnswer = clock.now
@@ -302,8 +281,8 @@ actor JanusSignalling {
             }
             do {
                 // Janus holds a long-poll up to 30 s when it has nothing to say.
-                let (status, body) = try await perform(
-                    method: .GET, url: configuration.url + "/\(session)" + query, body: nil, request: "poll",
+                let (status, body) = try await http.perform(
+                    method: "GET", url: configuration.url + "/\(session)" + query, body: nil, request: "poll",
                     timeout: .seconds(40))
                 if status == 404 && destroying {
                     end(with: .closed, notify: nil)
@@ -374,8 +353,8 @@ actor JanusSignalling {
         members["transaction"] = .string(transaction ?? nextTransaction())
         if let token = configuration.token { members["token"] = .string(token) }
         if let secret = configuration.apiSecret { members["apisecret"] = .string(secret) }
-        let (status, body) = try await perform(
-            method: .POST, url: configuration.url + path, body: try JSONValue.object(members).encoded(),
+        let (status, body) = try await http.perform(
+            method: "POST", url: configuration.url + path, body: try JSONValue.object(members).encoded(),
             request: request, timeout: timeout ?? configuration.requestTimeout)
         if status == 404 && path.isEmpty == false && body.isEmpty {
             throw JanusError.sessionGone("HTTP 404 for \(request)")
@@ -391,37 +370,6 @@ actor JanusSignalling {
             throw JanusError.api(code: error.code, reason: error.reason)
         }
         return message
-    }
-
-    private nonisolated func perform(
-        method: HTTPMethod, url: String, body: Data?, request: String, timeout: Duration
-    ) async throws -> (status: Int, body: Data) {
-        var outgoing = HTTPClientRequest(url: url)
-        outgoing.method = method
-        if let body {
-            outgoing.headers.add(name: "Content-Type", value: "application/json")
-            outgoing.body = .bytes(ByteBuffer(bytes: body))
-        }
-        do {
-            let response = try await http.execute(outgoing, timeout: Self.timeAmount(timeout))
-            let buffer = try await response.body.collect(upTo: 8 << 20)
-            return (Int(response.status.code), Data(buffer.readableBytesView))
-        } catch let error as HTTPClientError {
-            switch error {
-            case .deadlineExceeded, .readTimeout, .writeTimeout: throw JanusError.timedOut(request: request)
-            case .alreadyShutdown, .cancelled: throw JanusError.closed
-            default: throw JanusError.unreachable("\(request): \(error)")
-            }
-        } catch is CancellationError {
-            throw JanusError.closed
-        } catch {
-            throw JanusError.unreachable("\(request): \(error)")
-        }
-    }
-
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
 
