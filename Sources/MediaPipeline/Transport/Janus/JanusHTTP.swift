@@ -86,12 +86,24 @@ struct HTTPRequest: Sendable {
 /// lock; and the multi handle, only to wake the thread (`curl_multi_wakeup` may be called from
 /// any thread; everything else on the handle is the transfer thread's).
 final class HTTPInbox: Sendable {
+    /// Where a request opened and not finished stands.
+    private enum Phase: Sendable {
+        /// Opened; not handed to the transfer thread yet.
+        case opened
+        /// Cancelled before it was handed over: ``add(_:)`` refuses it.
+        case cancelledBeforeAdd
+        /// Handed to the transfer thread, which ends it on cancellation.
+        case handed
+    }
+
     private struct State: Sendable {
         var closed = false
         var serial = 0
-        /// Requests opened and not finished.
-        var live: Set<Int> = []
+        /// Requests opened and not finished, by serial.
+        var live: [Int: Phase] = [:]
+        /// Handed over since the transfer thread last looked.
         var added: [HTTPRequest] = []
+        /// Handed-over requests cancelled since the transfer thread last looked.
         var cancelled: Set<Int> = []
     }
 
@@ -113,7 +125,7 @@ final class HTTPInbox: Sendable {
         state.withLock { state in
             guard !state.closed else { return nil }
             state.serial += 1
-            state.live.insert(state.serial)
+            state.live[state.serial] = .opened
             return state.serial
         }
     }
@@ -122,11 +134,11 @@ final class HTTPInbox: Sendable {
     /// or the client is closed.
     func add(_ request: HTTPRequest) {
         let refused = state.withLock { state -> Bool in
-            if state.closed || state.cancelled.contains(request.serial) {
-                state.cancelled.remove(request.serial)
-                state.live.remove(request.serial)
+            if state.closed || state.live[request.serial] == .cancelledBeforeAdd {
+                state.live[request.serial] = nil
                 return true
             }
+            state.live[request.serial] = .handed
             state.added.append(request)
             return false
         }
@@ -136,12 +148,19 @@ final class HTTPInbox: Sendable {
 
     /// Asks for request `serial` to end with ``JanusError/closed``, if it has not finished.
     func cancel(_ serial: Int) {
-        let live = state.withLock { state -> Bool in
-            guard state.live.contains(serial) else { return false }
-            state.cancelled.insert(serial)
-            return true
+        let handed = state.withLock { state -> Bool in
+            switch state.live[serial] {
+            case .opened:
+                state.live[serial] = .cancelledBeforeAdd
+                return false
+            case .handed:
+                state.cancelled.insert(serial)
+                return true
+            case .cancelledBeforeAdd, nil:
+                return false
+            }
         }
-        if live { wake() }
+        if handed { wake() }
     }
 
     func close() {
@@ -161,7 +180,7 @@ final class HTTPInbox: Sendable {
     }
 
     /// For the transfer thread: request `serial` has finished.
-    func finished(_ serial: Int) { state.withLock { _ = $0.live.remove(serial) } }
+    func finished(_ serial: Int) { state.withLock { $0.live[serial] = nil } }
 
     /// The multi handle, for the transfer thread only.
     var multiHandle: UnsafeMutableRawPointer? { multi.handle }
