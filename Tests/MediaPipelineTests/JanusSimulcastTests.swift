@@ -238,17 +238,31 @@ struct JanusSimulcastTests {
                 == ["320x180", "640x360", "320x180"],
             "C's sizes of 11 from the first low picture: \(runLengths(sizes))")
         // Each new layer by its first keyframe after the request: the next keyframe (within 2 s:
-        // keyframes are at most 2 s apart and A cannot make one sooner) and its repair, round trips of
-        // milliseconds on loopback, and the render delay.
+        // keyframes are at most 2 s apart and A cannot make one sooner), shown as late as C shows
+        // every picture (its jitter buffer holds frames for the retransmissions 10 % loss
+        // calls for; through Janus, which ignores a repeated NACK for 200 ms, 0.2-0.45 s here,
+        // and a CI run showed both switches some 0.8 s later than a fixed 2.6 s allowed), and
+        // 200 ms for the request's way to Janus, the round trips of milliseconds on loopback,
+        // decoding and a render tick.
+        let stats = c.events("remoteVideoStats", in: "channel-1", uid: 11)
+        func held(from start: Int, to end: Int) -> Int {
+            // The most C held pictures back (render and sync delay) from 2 s before the
+            // request (a report covers the 2 s before it) to the first new picture.
+            stats.filter { $0.ms >= start - 2_000 && $0.ms <= end + 2_000 }
+                .map { Int(($0.figure("renderDelayMs") ?? 0) + max(0, $0.figure("syncDelayMs") ?? 0)) }.max() ?? 0
+        }
         let firstHigh = seen.first { size($0) == "640x360" && $0.ms > highAt }
         let firstLowAgain = seen.first { size($0) == "320x180" && $0.ms > lowAgainAt }
         let highWait = (firstHigh?.ms ?? Int.max) - highAt
         let lowWait = (firstLowAgain?.ms ?? Int.max) - lowAgainAt
+        let highHeld = held(from: highAt, to: firstHigh?.ms ?? highAt)
+        let lowHeld = held(from: lowAgainAt, to: firstLowAgain?.ms ?? lowAgainAt)
         #expect(
-            highWait <= 2_600 && lowWait <= 2_600, "first high \(highWait) ms, first low \(lowWait) ms after asking")
+            highWait <= 2_200 + highHeld && lowWait <= 2_200 + lowHeld,
+            "first high \(highWait) ms (pictures held \(highHeld) ms), first low \(lowWait) ms (held \(lowHeld) ms) after asking"
+        )
         // Janus asks A for the keyframes of the switches; C asks for one itself only where it
         // gave up on a lost packet (the loss test's λ: a few tenths a run), at most one a switch.
-        let stats = c.events("remoteVideoStats", in: "channel-1", uid: 11)
         let requests = stats.last?.figure("keyframeRequestsSent") ?? -1
         let nacks = stats.last?.figure("nacksSent") ?? -1
         let unrepairedExpected = PortLoss.unrepairedVideoExpected(down: down, up: up, seconds: lossSeconds)
@@ -262,7 +276,8 @@ struct JanusSimulcastTests {
                 format:
                     "JanusSimulcast under loss: %.1f s; C's downlink dropped %d of %d (%.1f %%), uplink %d of %d (%.1f %%); ",
                 lossSeconds, down.dropped, down.offered, downShare * 100, up.dropped, up.offered, upShare * 100)
-                + "pictures \(runLengths(sizes)); first high \(highWait) ms after asking, first low \(lowWait) ms; "
+                + "pictures \(runLengths(sizes)); first high \(highWait) ms after asking (held \(highHeld) ms), "
+                + "first low \(lowWait) ms (held \(lowHeld) ms); "
                 + "\(Int(nacks)) NACKs, \(Int(requests)) keyframe requests")
 
         await endCleanly([a, c], server: server)
