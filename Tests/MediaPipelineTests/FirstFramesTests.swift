@@ -5,8 +5,8 @@ import Testing
 @testable import MediaPipeline
 
 /// The first `count` frames of the sample (vpxenc's VP8, 640x360): a keyframe of several
-/// packets, then delta frames; media times 33,333 us apart.
-private func sampleFrames(_ count: Int) throws -> [EncodedFrame] {
+/// packets, then delta frames; media times 33,333 us apart. (LossRecoveryTests uses it too.)
+func sampleFrames(_ count: Int) throws -> [EncodedFrame] {
     let reader = try IVFReader(path: Fixtures.motionIVF)
     var frames: [EncodedFrame] = []
     while frames.count < count, let frame = try reader.readFrame() {
@@ -19,7 +19,7 @@ private func sampleFrames(_ count: Int) throws -> [EncodedFrame] {
 }
 
 /// Each frame's RTP packets, numbered from just below the 16-bit wrap so it falls inside.
-private func packetized(_ frames: [EncodedFrame], ssrc: UInt32 = 0x5EED) throws -> [[RTPPacket]] {
+func packetized(_ frames: [EncodedFrame], ssrc: UInt32 = 0x5EED) throws -> [[RTPPacket]] {
     var packetizer = try RTPPacketizer(
         codec: .vp8, ssrc: ssrc, payloadType: RTPPayloadType.vp8, firstSequenceNumber: 65_533)
     return try frames.map { frame in

@@ -241,4 +241,62 @@ struct LossRecoveryTests {
         #expect(controller.audioExpectedLossPercent == 0)
         #expect(controller.audioRedundancyDistance == 0)
     }
+
+    @Test(
+        "a frame lost for good leaves the render delay alone: the frames held behind it until the give-up count from their completion, those dropped not at all; one repaired late raises it"
+    )
+    func renderDelayAfterGiveUp() throws {
+        // The sample's keyframe and 29 delta frames, then the keyframe again as frame 30 (the
+        // next keyframe after a loss) and 5 delta frames behind it: 33 ms apart, each arriving
+        // whole at its media time.
+        let sample = try sampleFrames(30)
+        let keyframe = sample[0]
+        var frames = sample
+        for index in 30..<36 {
+            let bytes = index == 30 ? keyframe.bytes : sample[index - 29].bytes
+            frames.append(
+                EncodedFrame(
+                    bytes: bytes, codec: .vp8, isKeyframe: index == 30,
+                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333))
+        }
+        let perFrame = try packetized(frames, ssrc: 0x10_5E)
+        /// Delivers every frame but `lost` at its media time (`lost` itself at `repairedAt`, if
+        /// given), polling every 5 ms; returns the render delay's target at the end and the
+        /// frames dropped before decoding.
+        func run(lost: Int, repairedAt: Int64?) -> (target: Int64, dropped: Int64, queued: Int) {
+            // Behind a server that ignores repeated NACKs for 200 ms: a 630 ms wait for a
+            // missing packet (3 rounds and 30 ms).
+            let receiver = VideoReceiver(
+                threads: 1, reorderWaitMicroseconds: 20_000, retransmission: true, feedbackSSRC: 0xFEED,
+                repeatedNackIgnoredMicroseconds: 200_000)
+            var now: Int64 = 0
+            for (index, packets) in perFrame.enumerated() {
+                let due = Int64(index) * 33_333
+                while now < due {
+                    if let repairedAt, now <= repairedAt && repairedAt < now + 5_000 {
+                        for packet in perFrame[lost] { _ = receiver.receive(packet, now: repairedAt) }
+                    }
+                    _ = receiver.poll(now: now)
+                    now += 5_000
+                }
+                guard index != lost else { continue }
+                for packet in packets { _ = receiver.receive(packet, now: due) }
+            }
+            _ = receiver.poll(now: now)
+            return receiver.inbox.withLock {
+                ($0.delays.targetDelayMicroseconds, $0.framesDroppedBeforeDecode, $0.queue.count)
+            }
+        }
+        // Frame 5 never comes: frames 6 to 24 wait 630 ms for it, then follow a gap and are dropped
+        // until the keyframe (frame 30), which and whose followers are shown at their time.
+        let givenUp = run(lost: 5, repairedAt: nil)
+        #expect(givenUp.dropped >= 20, "\(givenUp)")
+        #expect(givenUp.queued == 5 + 6, "\(givenUp)")
+        #expect(givenUp.target <= 10_000, "render delay \(givenUp.target) us after a loss for good")
+        // Frame 5 comes 400 ms late (a retransmission): every frame is shown, and the delay
+        // covers the wait of those held behind it.
+        let repaired = run(lost: 5, repairedAt: 5 * 33_333 + 400_000)
+        #expect(repaired.dropped == 0 && repaired.queued == 36, "\(repaired)")
+        #expect(repaired.target >= 300_000, "render delay \(repaired.target) us after a late repair")
+    }
 }

@@ -189,21 +189,29 @@ final class VideoReceiver: @unchecked Sendable {
         private mutating func collect(now: Int64) -> Int {
             let incompleteBefore = assembler.framesIncomplete
             var frames = 0
+            // Whether this batch has passed a packet given up on: the frames behind it waited
+            // out the whole retransmission wait for nothing.
+            var behindGiveUp = false
             while let assembled = assembler.next(now: now) {
                 frames += 1
+                behindGiveUp = behindGiveUp || assembled.followsGap
+                // Only frames that will be shown teach the render delay, and those a give-up let
+                // out count from their own completion: a delay covering a wait for a packet that
+                // never came would never give up. (Counted, one loss for good set every later
+                // picture up to 2 s late, and the forgetting kept it there some 20 s.) Frames
+                // dropped until the next keyframe count not at all.
+                guard enqueue(assembled) else { continue }
                 // The fastest path is timed by the frame's own completion, not by when an
                 // earlier frame let it out: under loss nearly every frame waits behind a
                 // retransmission, and the minimum would be lost from sight (the render delay
-                // swinging with it). The wait behind a missing frame still counts toward the
-                // render delay, which must cover it.
+                // swinging with it). The wait behind a missing packet that came in the end still
+                // counts toward the render delay, which must cover it.
+                let completedTransit = assembled.completedMicroseconds - assembled.frame.timestampMicroseconds
                 let restarted = delays.add(
-                    transitMicroseconds: now - assembled.frame.timestampMicroseconds,
-                    fastestPathTransitMicroseconds: assembled.completedMicroseconds
-                        - assembled.frame.timestampMicroseconds,
-                    now: now)
+                    transitMicroseconds: behindGiveUp ? completedTransit : now - assembled.frame.timestampMicroseconds,
+                    fastestPathTransitMicroseconds: completedTransit, now: now)
                 if restarted { startRenderDelayAfresh() }
                 updateRenderDelay(now: now)
-                enqueue(assembled)
             }
             framesDroppedBeforeDecode += assembler.framesIncomplete - incompleteBefore
             // Packets the assembler no longer waits for are not asked for any more.
@@ -211,9 +219,10 @@ final class VideoReceiver: @unchecked Sendable {
             return frames
         }
 
-        /// Queues an assembled frame. A frame that cannot be decoded without a keyframe first is
-        /// dropped and counted in ``droppedSinceRequest`` (the engine then asks for a keyframe).
-        private mutating func enqueue(_ assembled: AssembledFrame) {
+        /// Queues an assembled frame; returns whether it was queued. A frame that cannot be
+        /// decoded without a keyframe first is dropped and counted in ``droppedSinceRequest``
+        /// (the engine then asks for a keyframe).
+        private mutating func enqueue(_ assembled: AssembledFrame) -> Bool {
             let frame = assembled.frame
             if frame.isKeyframe {
                 awaitingKeyframe = false
@@ -223,11 +232,11 @@ final class VideoReceiver: @unchecked Sendable {
             if awaitingKeyframe {
                 droppedSinceRequest += 1
                 framesDroppedBeforeDecode += 1
-                return
+                return false
             }
             if needsKeyframe && !frame.isKeyframe && queue.isEmpty {
                 droppedSinceRequest += 1
-                return
+                return false
             }
             if queue.push(frame) != nil {
                 // Overflow: the oldest frame is gone, so later frames may not decode. Start over
@@ -235,7 +244,9 @@ final class VideoReceiver: @unchecked Sendable {
                 queue.removeAll()
                 needsKeyframe = true
                 droppedSinceRequest += 1
+                return false
             }
+            return true
         }
 
         /// Whether `frame` should be shown by clock time `now`: its media time plus the fastest
