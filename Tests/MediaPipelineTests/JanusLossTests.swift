@@ -64,6 +64,28 @@ struct PortLoss {
         }
     }
 
+    /// From now on, holds each datagram each way for `delayMilliseconds` ± `jitterMilliseconds`
+    /// (uniform; a wait at or below 0 is none), as ``LinkConditions`` does on `LocalHub`: an
+    /// `nfdelay` per direction in the namespace (queues 8 and 9; stopped with the server) and an
+    /// NFQUEUE rule after the drop rule, so what is dropped is not delayed. Packets of different
+    /// waits overtake each other, as jitter that wide makes them. Returns the delay lines, for
+    /// the caller to stop (`wait(upTo: 0)`) before it counts what is left behind.
+    func startDelaying(delayMilliseconds: Int, jitterMilliseconds: Int) throws -> [Process] {
+        try [(8, "INPUT"), (9, "OUTPUT")].map { queue, chain in
+            let line = try NamespaceLink.startDelayLine(
+                queue: queue, delayMilliseconds: delayMilliseconds, jitterMilliseconds: jitterMilliseconds,
+                reorderPercent: 0, seed: queue, output: server.folder + "/nfdelay-\(chain)"
+            ) { arguments, stdout, stderr in try server.start(arguments, stdout: stdout, stderr: stderr) }
+            do {
+                try iptables(["-A"] + match(chain) + ["-j", "NFQUEUE", "--queue-num", "\(queue)"])
+            } catch {
+                _ = line.wait(upTo: 0)
+                throw error
+            }
+            return line
+        }
+    }
+
     /// Datagrams offered to a chain (counted before the drop rule) and dropped by it.
     typealias Counts = (offered: Int, dropped: Int)
 

@@ -110,13 +110,32 @@ final class NamespaceLink {
     /// (overtaking those held), as netem's `delay D J reorder R` does. After ``dropFromA(lossPercent:)``
     /// when both are used: what is dropped is not delayed.
     func delayFromA(delayMilliseconds: Int, jitterMilliseconds: Int, reorderPercent: Int, seed: Int = 1) throws {
-        let tool = try Self.delayTool()
-        let errors = files.file("nfdelay.err")
+        delayLine = try Self.startDelayLine(
+            queue: 7, delayMilliseconds: delayMilliseconds, jitterMilliseconds: jitterMilliseconds,
+            reorderPercent: reorderPercent, seed: seed, output: files.file("nfdelay")
+        ) { arguments, stdout, stderr in try start(in: a, arguments, stdout: stdout, stderr: stderr) }
+        let rule = try runTool(
+            "/usr/sbin/ip",
+            [
+                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", deviceA, "-p", "udp", "-j", "NFQUEUE",
+                "--queue-num", "7",
+            ])
+        guard rule.status == 0 else { throw LinkError("iptables NFQUEUE in namespace \(a) failed: \(rule.stderr)") }
+    }
+
+    /// Starts `nfdelay` on NFQUEUE `queue` through `start` (which runs it in a namespace, its
+    /// standard output and error to `output`.out and .err) and waits up to 10 s for it to say
+    /// its queue is bound, so no packet meets a queue nobody reads. The caller adds the NFQUEUE
+    /// rule next; the process is the caller's to stop.
+    static func startDelayLine(
+        queue: Int, delayMilliseconds: Int, jitterMilliseconds: Int, reorderPercent: Int, seed: Int, output: String,
+        start: (_ arguments: [String], _ stdout: String, _ stderr: String) throws -> Process
+    ) throws -> Process {
+        let tool = try delayTool()
+        let errors = output + ".err"
         let line = try start(
-            in: a, [tool, "7", "\(delayMilliseconds)", "\(jitterMilliseconds)", "\(reorderPercent)", "\(seed)"],
-            stdout: files.file("nfdelay.out"), stderr: errors)
-        delayLine = line
-        // Its queue bound before packets go to it: it says so on standard error (up to 10 s).
+            [tool, "\(queue)", "\(delayMilliseconds)", "\(jitterMilliseconds)", "\(reorderPercent)", "\(seed)"],
+            output + ".out", errors)
         let deadline = Date().addingTimeInterval(10)
         func ready() -> Bool { ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("ready") }
         while !ready() && line.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
@@ -125,13 +144,7 @@ final class NamespaceLink {
                 "the delay line did not start (nfnetlink_queue is needed): \(String(describing: try? String(contentsOfFile: errors, encoding: .utf8)))"
             )
         }
-        let rule = try runTool(
-            "/usr/sbin/ip",
-            [
-                "netns", "exec", a, "iptables", "-A", "OUTPUT", "-o", deviceA, "-p", "udp", "-j", "NFQUEUE",
-                "--queue-num", "7",
-            ])
-        guard rule.status == 0 else { throw LinkError("iptables NFQUEUE in namespace \(a) failed: \(rule.stderr)") }
+        return line
     }
 
     /// `nfdelay`, built from `Tests/Tools/nfdelay.c` (gcc, libnetfilter-queue-dev) beside
