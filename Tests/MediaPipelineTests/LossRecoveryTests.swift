@@ -250,20 +250,23 @@ struct LossRecoveryTests {
         // next keyframe after a loss) and 5 delta frames behind it: 33 ms apart, each arriving
         // whole at its media time.
         let sample = try sampleFrames(30)
-        let keyframe = sample[0]
-        var frames = sample
-        for index in 30..<36 {
-            let bytes = index == 30 ? keyframe.bytes : sample[index - 29].bytes
-            frames.append(
-                EncodedFrame(
-                    bytes: bytes, codec: .vp8, isKeyframe: index == 30,
-                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333))
+        /// The 36 frames, with the sample's keyframe at 0 and at each of `keyframes`.
+        func stream(keyframes: Set<Int>) throws -> [[RTPPacket]] {
+            let frames = (0..<36).map { index in
+                let key = index == 0 || keyframes.contains(index)
+                return EncodedFrame(
+                    bytes: key ? sample[0].bytes : sample[1 + (index - 1) % 29].bytes, codec: .vp8, isKeyframe: key,
+                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333)
+            }
+            return try packetized(frames, ssrc: 0x10_5E)
         }
-        let perFrame = try packetized(frames, ssrc: 0x10_5E)
         /// Delivers every frame but `lost` at its media time (`lost` itself at `repairedAt`, if
         /// given), polling every 5 ms; returns the render delay's target at the end and the
         /// frames dropped before decoding.
-        func run(lost: Int, repairedAt: Int64?) -> (target: Int64, dropped: Int64, queued: Int) {
+        func run(lost: Int, repairedAt: Int64?, keyframes: Set<Int> = [30]) throws -> (
+            target: Int64, dropped: Int64, queued: Int
+        ) {
+            let perFrame = try stream(keyframes: keyframes)
             // Behind a server that ignores repeated NACKs for 200 ms: a 630 ms wait for a
             // missing packet (3 rounds and 30 ms).
             let receiver = VideoReceiver(
@@ -273,10 +276,12 @@ struct LossRecoveryTests {
             for (index, packets) in perFrame.enumerated() {
                 let due = Int64(index) * 33_333
                 while now < due {
+                    var pollAt = now  // the clock never goes back
                     if let repairedAt, now <= repairedAt && repairedAt < now + 5_000 {
                         for packet in perFrame[lost] { _ = receiver.receive(packet, now: repairedAt) }
+                        pollAt = repairedAt
                     }
-                    _ = receiver.poll(now: now)
+                    _ = receiver.poll(now: pollAt)
                     now += 5_000
                 }
                 guard index != lost else { continue }
@@ -289,14 +294,19 @@ struct LossRecoveryTests {
         }
         // Frame 5 never comes: frames 6 to 24 wait 630 ms for it, then follow a gap and are dropped
         // until the keyframe (frame 30), which and whose followers are shown at their time.
-        let givenUp = run(lost: 5, repairedAt: nil)
+        let givenUp = try run(lost: 5, repairedAt: nil)
         #expect(givenUp.dropped >= 20, "\(givenUp)")
         #expect(givenUp.queued == 5 + 6, "\(givenUp)")
         #expect(givenUp.target <= 10_000, "render delay \(givenUp.target) us after a loss for good")
         // Frame 5 comes 400 ms late (a retransmission): every frame is shown, and the delay
         // covers the wait of those held behind it.
-        let repaired = run(lost: 5, repairedAt: 5 * 33_333 + 400_000)
+        let repaired = try run(lost: 5, repairedAt: 5 * 33_333 + 400_000)
         #expect(repaired.dropped == 0 && repaired.queued == 36, "\(repaired)")
         #expect(repaired.target >= 300_000, "render delay \(repaired.target) us after a late repair")
+        // A keyframe (frame 15) among the frames held behind the loss for good: it and the 20
+        // behind it are shown, those let out by the give-up counted from their own completion.
+        let keyframeHeld = try run(lost: 5, repairedAt: nil, keyframes: [15])
+        #expect(keyframeHeld.queued == 5 + 21, "\(keyframeHeld)")
+        #expect(keyframeHeld.target <= 10_000, "render delay \(keyframeHeld.target) us after a keyframe held by a loss")
     }
 }

@@ -189,8 +189,8 @@ final class VideoReceiver: @unchecked Sendable {
         private mutating func collect(now: Int64) -> Int {
             let incompleteBefore = assembler.framesIncomplete
             var frames = 0
-            // Whether this batch has passed a packet given up on: the frames behind it waited
-            // out the whole retransmission wait for nothing.
+            // Whether this batch has passed a gap (mostly a packet given up on): the frames
+            // behind it waited out the whole retransmission wait for nothing.
             var behindGiveUp = false
             while let assembled = assembler.next(now: now) {
                 frames += 1
