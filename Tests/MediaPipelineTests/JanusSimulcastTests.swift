@@ -245,13 +245,13 @@ struct JanusSimulcastTests {
         // every picture (its jitter buffer holds frames for the retransmissions 10 % loss
         // calls for; through Janus, which ignores a repeated NACK for 200 ms, 0.3-0.8 s here
         // with the jitter, and a CI run showed both switches some 0.8 s later than a fixed
-        // 2.6 s allowed), and
-        // 200 ms for the request's way to Janus, the round trips of milliseconds on loopback,
-        // decoding and a render tick.
+        // 2.6 s allowed), and 200 ms for the request's way to Janus, the round trips of
+        // milliseconds on loopback, decoding and a render tick.
         let stats = c.events("remoteVideoStats", in: "channel-1", uid: 11)
         func held(from start: Int, to end: Int) -> Int {
-            // The most C held pictures back (render and sync delay) from 2 s before the
-            // request (a report covers the 2 s before it) to the first new picture.
+            // The most C held pictures back (render and sync delay, as each report has it at
+            // its time), from the report before the request to the one after the first new
+            // picture (they come every 2 s).
             stats.filter { $0.ms >= start - 2_000 && $0.ms <= end + 2_000 }
                 .map { Int(($0.figure("renderDelayMs") ?? 0) + max(0, $0.figure("syncDelayMs") ?? 0)) }.max() ?? 0
         }

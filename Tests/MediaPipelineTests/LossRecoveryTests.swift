@@ -246,9 +246,9 @@ struct LossRecoveryTests {
         "a frame lost for good leaves the render delay alone: the frames held behind it until the give-up count from their completion, those dropped not at all; one repaired late raises it"
     )
     func renderDelayAfterGiveUp() throws {
-        // The sample's keyframe and 29 delta frames, then the keyframe again as frame 30 (the
-        // next keyframe after a loss) and 5 delta frames behind it: 33 ms apart, each arriving
-        // whole at its media time.
+        // The sample's keyframe and 29 delta frames, then (by default) the keyframe again as
+        // frame 30 (the next keyframe after a loss) and 5 delta frames behind it: 33 ms apart,
+        // each arriving whole at its media time.
         let sample = try sampleFrames(30)
         /// The 36 frames, with the sample's keyframe at 0 and at each of `keyframes`.
         func stream(keyframes: Set<Int>) throws -> [[RTPPacket]] {
@@ -261,8 +261,8 @@ struct LossRecoveryTests {
             return try packetized(frames, ssrc: 0x10_5E)
         }
         /// Delivers every frame but `lost` at its media time (`lost` itself at `repairedAt`, if
-        /// given), polling every 5 ms; returns the render delay's target at the end and the
-        /// frames dropped before decoding.
+        /// given), polling every 5 ms; returns the render delay's target at the end, the frames
+        /// dropped before decoding and the frames queued.
         func run(lost: Int, repairedAt: Int64?, keyframes: Set<Int> = [30]) throws -> (
             target: Int64, dropped: Int64, queued: Int
         ) {

@@ -191,10 +191,10 @@ final class VideoReceiver: @unchecked Sendable {
             var frames = 0
             // Whether this batch has passed a gap (mostly a packet given up on): the frames
             // behind it waited out the whole retransmission wait for nothing.
-            var behindGiveUp = false
+            var behindGap = false
             while let assembled = assembler.next(now: now) {
                 frames += 1
-                behindGiveUp = behindGiveUp || assembled.followsGap
+                behindGap = behindGap || assembled.followsGap
                 // Only frames that will be shown teach the render delay, and those a give-up let
                 // out count from their own completion: a delay covering a wait for a packet that
                 // never came would never give up. (Counted, one loss for good set every later
@@ -208,7 +208,7 @@ final class VideoReceiver: @unchecked Sendable {
                 // counts toward the render delay, which must cover it.
                 let completedTransit = assembled.completedMicroseconds - assembled.frame.timestampMicroseconds
                 let restarted = delays.add(
-                    transitMicroseconds: behindGiveUp ? completedTransit : now - assembled.frame.timestampMicroseconds,
+                    transitMicroseconds: behindGap ? completedTransit : now - assembled.frame.timestampMicroseconds,
                     fastestPathTransitMicroseconds: completedTransit, now: now)
                 if restarted { startRenderDelayAfresh() }
                 updateRenderDelay(now: now)
