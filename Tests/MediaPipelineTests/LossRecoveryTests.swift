@@ -243,7 +243,7 @@ struct LossRecoveryTests {
     }
 
     @Test(
-        "a frame lost for good leaves the render delay alone: the frames held behind it until the give-up count from their completion, those dropped not at all; one repaired late raises it"
+        "a frame lost for good leaves the render delay alone: the frames held behind it until the give-up count from their completion, those dropped not at all; one repaired late raises it; a keyframe held behind it goes on at its time"
     )
     func renderDelayAfterGiveUp() throws {
         // The sample's keyframe and 29 delta frames, then (by default) the keyframe again as
@@ -261,10 +261,12 @@ struct LossRecoveryTests {
             return try packetized(frames, ssrc: 0x10_5E)
         }
         /// Delivers every frame but `lost` at its media time (`lost` itself at `repairedAt`, if
-        /// given), polling every 5 ms; returns the render delay's target at the end, the frames
-        /// dropped before decoding and the frames queued.
-        func run(lost: Int, repairedAt: Int64?, keyframes: Set<Int> = [30]) throws -> (
-            target: Int64, dropped: Int64, queued: Int
+        /// given), polling every 5 ms, with pictures held at least `syncFloor` microseconds (as
+        /// lip sync may hold them); returns the render delay's target at the end, the frames
+        /// dropped before decoding, the frames queued, and when the first frame after `lost`
+        /// was queued (clock microseconds).
+        func run(lost: Int, repairedAt: Int64?, keyframes: Set<Int> = [30], syncFloor: Int64 = 0) throws -> (
+            target: Int64, dropped: Int64, queued: Int, resumedAt: Int64?
         ) {
             let perFrame = try stream(keyframes: keyframes)
             // Behind a server that ignores repeated NACKs for 200 ms: a 630 ms wait for a
@@ -272,7 +274,13 @@ struct LossRecoveryTests {
             let receiver = VideoReceiver(
                 threads: 1, reorderWaitMicroseconds: 20_000, retransmission: true, feedbackSSRC: 0xFEED,
                 repeatedNackIgnoredMicroseconds: 200_000)
+            receiver.inbox.withLock { $0.syncFloorMicroseconds = syncFloor }
             var now: Int64 = 0
+            var resumedAt: Int64?
+            /// Notes the first time more than the `lost` frames before the loss are queued.
+            func noteResumption(at time: Int64) {
+                if resumedAt == nil && receiver.inbox.withLock({ $0.queue.count }) > lost { resumedAt = time }
+            }
             for (index, packets) in perFrame.enumerated() {
                 let due = Int64(index) * 33_333
                 while now < due {
@@ -282,14 +290,16 @@ struct LossRecoveryTests {
                         pollAt = repairedAt
                     }
                     _ = receiver.poll(now: pollAt)
+                    noteResumption(at: pollAt)
                     now += 5_000
                 }
                 guard index != lost else { continue }
                 for packet in packets { _ = receiver.receive(packet, now: due) }
+                noteResumption(at: due)
             }
             _ = receiver.poll(now: now)
             return receiver.inbox.withLock {
-                ($0.delays.targetDelayMicroseconds, $0.framesDroppedBeforeDecode, $0.queue.count)
+                ($0.delays.targetDelayMicroseconds, $0.framesDroppedBeforeDecode, $0.queue.count, resumedAt)
             }
         }
         // Frame 5 never comes: frames 6 to 24 wait 630 ms for it, then follow a gap and are dropped
@@ -298,15 +308,27 @@ struct LossRecoveryTests {
         #expect(givenUp.dropped >= 20, "\(givenUp)")
         #expect(givenUp.queued == 5 + 6, "\(givenUp)")
         #expect(givenUp.target <= 10_000, "render delay \(givenUp.target) us after a loss for good")
+        let keyframeArrival = Int64(30) * 33_333
+        #expect(givenUp.resumedAt == keyframeArrival, "keyframe queued at \(String(describing: givenUp.resumedAt))")
         // Frame 5 comes 400 ms late (a retransmission): every frame is shown, and the delay
         // covers the wait of those held behind it.
         let repaired = try run(lost: 5, repairedAt: 5 * 33_333 + 400_000)
         #expect(repaired.dropped == 0 && repaired.queued == 36, "\(repaired)")
         #expect(repaired.target >= 300_000, "render delay \(repaired.target) us after a late repair")
-        // A keyframe (frame 15) among the frames held behind the loss for good: it and the 20
-        // behind it are shown, those let out by the give-up counted from their own completion.
-        let keyframeHeld = try run(lost: 5, repairedAt: nil, keyframes: [15])
-        #expect(keyframeHeld.queued == 5 + 21, "\(keyframeHeld)")
-        #expect(keyframeHeld.target <= 10_000, "render delay \(keyframeHeld.target) us after a keyframe held by a loss")
+        // A keyframe (frame 15, 500 ms) among the frames held behind the loss for good: it and
+        // the 20 behind it are shown. It goes on when it is due, not at the give-up (some 830
+        // ms): on arrival, or 200 ms later with pictures held 200 ms; those it lets out count
+        // from their own completion.
+        let keyframeTime = Int64(15) * 33_333
+        for floor: Int64 in [0, 200_000] {
+            let keyframeHeld = try run(lost: 5, repairedAt: nil, keyframes: [15], syncFloor: floor)
+            #expect(keyframeHeld.queued == 5 + 21, "\(keyframeHeld)")
+            let resumed = try #require(keyframeHeld.resumedAt)
+            #expect(
+                resumed >= keyframeTime + floor - 1_000 && resumed <= keyframeTime + floor + 5_000,
+                "keyframe queued at \(resumed) us, due at \(keyframeTime + floor)")
+            #expect(
+                keyframeHeld.target <= 10_000, "render delay \(keyframeHeld.target) us after a keyframe held by a loss")
+        }
     }
 }

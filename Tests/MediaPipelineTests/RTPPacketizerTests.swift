@@ -197,6 +197,65 @@ struct RTPPacketizerTests {
         #expect(restarted.first?.followsGap == true && restarted.first?.frame.bytes == frames[1].bytes)
     }
 
+    @Test(
+        "a whole keyframe behind a missing packet is handed out once it is due, the frames before it given up on; before then, and for a delta frame there, the gap wait holds"
+    )
+    func wholeKeyframeSkipsTheWaitWhenDue() throws {
+        let sample = try RealFrames.vp8()
+        try #require(sample.count >= 4 && sample[0].isKeyframe && !sample[1].isKeyframe)
+        /// Frames 0 to 3 of the sample, then the sample's keyframe again (or, with
+        /// `deltaFifth`, its frame 1) and frame 2 again, 33 ms apart; the first packet of frame
+        /// 2 never comes. Every packet is in at 5 ms; the assembler is asked at 10 ms with
+        /// keyframes due by `dueBy`, then at 2 s with none. Returns what came out each time.
+        func run(dueBy: Int64?, deltaFifth: Bool = false) throws -> (
+            early: [AssembledFrame], late: [AssembledFrame], lost: Int64, dropped: Int64
+        ) {
+            var frames = Array(sample[0..<4])
+            for bytes in [deltaFifth ? sample[1].bytes : sample[0].bytes, sample[2].bytes] {
+                frames.append(
+                    EncodedFrame(
+                        bytes: bytes, codec: .vp8, isKeyframe: bytes == sample[0].bytes,
+                        timestampMicroseconds: Int64(frames.count) * 33_333, durationMicroseconds: 33_333))
+            }
+            var packetizer = try RTPPacketizer(codec: .vp8, ssrc: 1, payloadType: 96, firstSequenceNumber: 65_530)
+            var perFrame = try packetize(frames, &packetizer)
+            perFrame[2].removeFirst()
+            var assembler = RTPFrameAssembler(codec: .vp8, gapWaitMicroseconds: 1_000_000)
+            var early: [AssembledFrame] = []
+            for packet in perFrame.joined() { assembler.insert(packet, now: 5_000) { early.append($0) } }
+            while let frame = assembler.next(now: 10_000, keyframesDueBy: dueBy) { early.append(frame) }
+            var late: [AssembledFrame] = []
+            assembler.poll(now: 2_000_000) { late.append($0) }
+            return (early, late, assembler.packetsLost, assembler.framesIncomplete)
+        }
+        /// Which of the sample's first four frames each is (by its bytes), -1 for none.
+        func indices(_ frames: [AssembledFrame]) -> [Int] {
+            frames.map { frame in sample[0..<4].firstIndex { $0.bytes == frame.frame.bytes } ?? -1 }
+        }
+        // Due (by the keyframe's media time, or any time): frames 0 and 1, then at once the
+        // keyframe (after a gap) and the frame behind it; frames 2 and 3 given up on, the one
+        // packet lost.
+        let anyTime = try run(dueBy: .max)
+        let keyframeTime = try #require(anyTime.early.dropFirst(2).first).frame.timestampMicroseconds
+        let skipped = try run(dueBy: keyframeTime)
+        #expect(indices(anyTime.early) == indices(skipped.early))
+        #expect(indices(skipped.early) == [0, 1, 0, 2])
+        #expect(skipped.early.map(\.followsGap) == [false, false, true, false])
+        #expect(skipped.early[2].frame.isKeyframe && skipped.late.isEmpty)
+        #expect(skipped.lost == 1 && skipped.dropped == 2)
+        // Not yet due (1 us short), or no due time: nothing past frame 1 until the gap wait is
+        // over; then frame 3 (after the gap) and the two behind it. Likewise a delta frame
+        // fifth, however late it may be.
+        for (dueBy, deltaFifth) in [(keyframeTime - 1, false), (nil, false), (Int64.max, true)] {
+            let waited = try run(dueBy: dueBy, deltaFifth: deltaFifth)
+            let label = "due by \(dueBy.map(String.init) ?? "none"), delta fifth \(deltaFifth)"
+            #expect(indices(waited.early) == [0, 1], "\(label)")
+            #expect(indices(waited.late) == [3, deltaFifth ? 1 : 0, 2], "\(label)")
+            #expect(waited.late.first?.followsGap == true, "\(label)")
+            #expect(waited.lost == 1 && waited.dropped == 1, "\(label): \(waited.lost) lost, \(waited.dropped) dropped")
+        }
+    }
+
     @Test("audio packets are frames as they come; holes in the sequence are counted as lost")
     func audioLoss() throws {
         let frames = try RealFrames.opus(count: 20)

@@ -58,6 +58,9 @@ struct RTPFrameAssembler {
     private var highest: Int64 = .min
     /// When a missing packet first held a later one back (clock microseconds).
     private var blockedSince: Int64?
+    /// The first packet of the newest keyframe seen (video): once that keyframe is whole, a
+    /// missing packet before it need not hold it back past its time.
+    private var newestKeyframeStart: Int64?
     private var gapPending = false
     /// True until a frame is handed out or anything is given up: packets older than ``next``
     /// still move the start back.
@@ -174,10 +177,11 @@ struct RTPFrameAssembler {
             packetsLate += 1
             return
         }
-        guard let (dataOffset, starts) = describe(packet) else {
+        guard let (dataOffset, starts, startsKeyframe) = describe(packet) else {
             packetsMalformed += 1
             return
         }
+        if startsKeyframe { newestKeyframeStart = max(newestKeyframeStart ?? sequence, sequence) }
         if let next, sequence < next { self.next = sequence }  // the start moves back (checked above)
         slots[index] = packet
         slotSequence[index] = sequence
@@ -190,13 +194,20 @@ struct RTPFrameAssembler {
     }
 
     /// The next frame ready at clock time `now`, if any: a complete frame at the head, or the
-    /// first one after missing packets whose wait is over.
-    mutating func next(now: Int64) -> AssembledFrame? {
+    /// first one after missing packets whose wait is over, or a whole keyframe behind missing
+    /// packets whose media time is at or before `keyframesDueBy` (microseconds, as the frames'
+    /// ``EncodedFrame/timestampMicroseconds``; nil: keyframes wait like any frame).
+    ///
+    /// A keyframe needs no frame before it: once it is due to be shown, waiting on for an
+    /// earlier frame's packets would only make it late. libwebrtc's frame buffer likewise
+    /// decodes the next decodable frame when its render time comes, dropping the incomplete
+    /// ones before it.
+    mutating func next(now: Int64, keyframesDueBy: Int64? = nil) -> AssembledFrame? {
         if codec == .opus {
             defer { readyAudio = nil }
             return readyAudio
         }
-        return advance(now: now)
+        return advance(now: now, keyframesDueBy: keyframesDueBy)
     }
 
     // MARK: - Audio
@@ -289,20 +300,28 @@ struct RTPFrameAssembler {
         return min(max(scaled, -MediaTime.limitMicroseconds), MediaTime.limitMicroseconds)
     }
 
-    /// Where frame data starts in `packet` and whether it starts a frame; nil for a payload
-    /// whose descriptor cannot be read.
-    private func describe(_ packet: RTPPacket) -> (Int, Bool)? {
-        packet.withUnsafePayload { payload -> (Int, Bool)? in
+    /// Where frame data starts in `packet`, whether it starts a frame and whether that frame is
+    /// a keyframe (told as ``assemble(_:)`` tells it); nil for a payload whose descriptor
+    /// cannot be read.
+    private func describe(_ packet: RTPPacket) -> (dataOffset: Int, startsFrame: Bool, startsKeyframe: Bool)? {
+        packet.withUnsafePayload { payload -> (Int, Bool, Bool)? in
             switch codec {
             case .vp8:
                 guard let descriptor = try? VP8PayloadDescriptor(parsing: payload) else { return nil }
-                return (descriptor.byteCount, descriptor.startsFrame)
+                let starts = descriptor.startsFrame
+                let data = UnsafeRawBufferPointer(rebasing: payload[descriptor.byteCount...])
+                return (descriptor.byteCount, starts, starts && VP8PayloadDescriptor.isKeyframe(frameStart: data))
             case .vp9:
                 guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return nil }
                 let baseLayer = descriptor.layer.map { $0.spatialId == 0 } ?? true
-                return (descriptor.byteCount, descriptor.startOfFrame && baseLayer)
+                let starts = descriptor.startOfFrame && baseLayer
+                let firstByte = descriptor.byteCount < payload.count ? payload[descriptor.byteCount] : nil
+                let keyframe =
+                    starts && !descriptor.interPicturePredicted
+                    && VideoBitstream.isKeyframe(firstByte: firstByte, codec: .vp9)
+                return (descriptor.byteCount, starts, keyframe)
             case .opus:
-                return (0, true)
+                return (0, true, true)
             }
         }
     }
@@ -320,11 +339,13 @@ struct RTPFrameAssembler {
         }
     }
 
-    /// The complete frame at the head, if any; gives up on a hole whose wait is over.
-    private mutating func advance(now: Int64) -> AssembledFrame? {
+    /// The complete frame at the head, if any; gives up on a hole whose wait is over, or skips
+    /// to a whole keyframe due by `keyframesDueBy`.
+    private mutating func advance(now: Int64, keyframesDueBy: Int64?) -> AssembledFrame? {
         while let start = next, start <= highest {
             guard let first = slot(start) else {
                 // A hole at the head, with later packets waiting behind it.
+                if let keyframesDueBy, skipToWholeKeyframe(from: start, dueBy: keyframesDueBy) { continue }
                 guard waitIsOver(from: start, now: now) else { return nil }
                 skipHole(from: start)
                 continue
@@ -369,6 +390,7 @@ struct RTPFrameAssembler {
                     continue
                 }
                 // Waiting for a packet of this frame.
+                if let keyframesDueBy, skipToWholeKeyframe(from: start, dueBy: keyframesDueBy) { continue }
                 guard end <= highest, waitIsOver(from: start, now: now) else { return nil }
                 skipHole(from: start)
                 continue
@@ -381,6 +403,45 @@ struct RTPFrameAssembler {
             return frame
         }
         return nil
+    }
+
+    /// Whether `start` begins a whole frame: every packet from it to its marker is here.
+    private func frameIsWhole(from start: Int64) -> Bool {
+        guard let first = slot(start), slotStartsFrame[first] else { return false }
+        let timestamp = slotTimestamp[first]
+        var sequence = start
+        while let index = slot(sequence) {
+            if sequence > start && (slotStartsFrame[index] || slotTimestamp[index] != timestamp) { return false }
+            if slots[index]!.header.marker { return true }
+            sequence += 1
+        }
+        return false
+    }
+
+    /// When the newest keyframe, after the missing packet the head waits for, is whole and its
+    /// media time is at or before `dueBy`: gives up on everything from `start` up to it at
+    /// once, as when a wait is over, so that it is handed out next, following a gap. Not while
+    /// the stream's start is still open. Returns whether it skipped.
+    private mutating func skipToWholeKeyframe(from start: Int64, dueBy: Int64) -> Bool {
+        guard !startIsOpen, let keyframe = newestKeyframeStart, keyframe > start, keyframe <= highest,
+            let index = slot(keyframe), microseconds(slotTimestamp[index]) <= dueBy, frameIsWhole(from: keyframe)
+        else { return false }
+        // The frames dropped: each frame start skipped, and the frame the head belongs to when
+        // its start is missing.
+        var frames = slot(start).map { slotStartsFrame[$0] } == true ? 0 : 1
+        for sequence in start..<keyframe {
+            if let index = slot(sequence) {
+                if slotStartsFrame[index] { frames += 1 }
+                clear(sequence)
+            } else {
+                packetsLost += 1
+            }
+        }
+        framesIncomplete += Int64(frames)
+        next = keyframe
+        gapPending = true
+        blockedSince = nil
+        return true
     }
 
     /// Whether a missing packet at or after `start` has held later ones back for `wait`

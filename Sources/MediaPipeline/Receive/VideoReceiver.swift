@@ -192,7 +192,7 @@ final class VideoReceiver: @unchecked Sendable {
             // Whether this batch has passed a gap (mostly a packet given up on): the frames
             // behind it waited out the whole retransmission wait for nothing.
             var behindGap = false
-            while let assembled = assembler.next(now: now) {
+            while let assembled = assembler.next(now: now, keyframesDueBy: keyframesDueBy(now: now)) {
                 frames += 1
                 behindGap = behindGap || assembled.followsGap
                 // Only frames that will be shown teach the render delay, and those a give-up let
@@ -217,6 +217,16 @@ final class VideoReceiver: @unchecked Sendable {
             // Packets the assembler no longer waits for are not asked for any more.
             if let pending = assembler.firstPending { nack.forget(before: pending) }
             return frames
+        }
+
+        /// The latest media time (microseconds) a keyframe behind missing packets may have to
+        /// be handed on at clock time `now` without waiting for them: that of the frames due to
+        /// be shown by now (``isDue(_:now:)``), every keyframe while only a keyframe can be
+        /// shown, and none before the stream's timing is known.
+        private func keyframesDueBy(now: Int64) -> Int64? {
+            if awaitingKeyframe || (needsKeyframe && queue.isEmpty) { return .max }
+            guard let minimum = delays.minimumTransitMicroseconds else { return nil }
+            return now - minimum - max(renderDelayMicroseconds, syncFloorMicroseconds)
         }
 
         /// Queues an assembled frame; returns whether it was queued. A frame that cannot be
