@@ -331,4 +331,52 @@ struct LossRecoveryTests {
                 keyframeHeld.target <= 10_000, "render delay \(keyframeHeld.target) us after a keyframe held by a loss")
         }
     }
+
+    @Test(
+        "a new stream (another SSRC) learns its render timing afresh: its pictures are shown on time however short the stream before it"
+    )
+    func newStreamRenderTiming() throws {
+        // The stream changes at 1 s; a frame is taken by the first 5 ms step at or after it is due.
+        // Stream A: 30 frames 33 ms apart (the sample's first second), from clock 0; then
+        // stream B: the same second three times over on its own time line (media time from 0
+        // again), from clock 1 s. Each frame arrives whole at its stream's start plus its media
+        // time, so B's transit is 1 s more than A's. (With A's sliding minimum kept, which
+        // covers 1 to 2 s, B's frames looked 1 s late, the render delay took 1 s, and once the
+        // window turned B was shown 1 s late.) A's pictures are held 100 ms (a sync floor), so
+        // A's last frames are still queued when B starts: on A's time line, they are not due
+        // for another second by B's timing, and must not hold B back.
+        // Nothing is decoded: each frame ends in a byte naming its stream.
+        let sample = try sampleFrames(30)
+        func stream(seconds: Int, ssrc: UInt32, startingAt start: Int64) throws -> [(arrival: Int64, packets: [RTPPacket])] {
+            let frames = (0..<(30 * seconds)).map { index in
+                EncodedFrame(
+                    bytes: sample[index % 30].bytes + [UInt8(ssrc)], codec: .vp8, isKeyframe: sample[index % 30].isKeyframe,
+                    timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333)
+            }
+            return try packetized(frames, ssrc: ssrc).enumerated().map { (start + Int64($0.offset) * 33_333, $0.element) }
+        }
+        let arrivals = try stream(seconds: 1, ssrc: 0xA, startingAt: 0) + stream(seconds: 3, ssrc: 0xB, startingAt: 1_000_000)
+        let receiver = VideoReceiver(
+            threads: 1, reorderWaitMicroseconds: 20_000, retransmission: true, feedbackSSRC: 0xFEED)
+        var next = 0
+        var takenFromB = 0
+        var latestB: Int64 = 0  // the most a frame of B was taken after its arrival (microseconds)
+        for now in stride(from: Int64(0), to: 4_100_000, by: 5_000) {
+            receiver.inbox.withLock { $0.syncFloorMicroseconds = now < 1_000_000 ? 100_000 : 0 }
+            while next < arrivals.count && arrivals[next].arrival <= now {
+                for packet in arrivals[next].packets { _ = receiver.receive(packet, now: arrivals[next].arrival) }
+                next += 1
+            }
+            _ = receiver.poll(now: now)
+            while let (frame, _, _) = receiver.inbox.withLock({ $0.nextDue(now: now) }) {
+                guard frame.bytes.last == 0xB else { continue }
+                takenFromB += 1
+                latestB = max(latestB, now - (1_000_000 + frame.timestampMicroseconds))
+            }
+        }
+        #expect(takenFromB == 90, "\(takenFromB) of B's 90 frames taken")
+        #expect(latestB <= 10_000, "a frame of B taken \(latestB) us after its arrival")
+        let target = receiver.inbox.withLock { $0.delays.targetDelayMicroseconds }
+        #expect(target <= 10_000, "render delay target \(target) us")
+    }
 }

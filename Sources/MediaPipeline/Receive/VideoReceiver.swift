@@ -143,6 +143,11 @@ final class VideoReceiver: @unchecked Sendable {
                     startWaitMicroseconds: reorderWaitMicroseconds)
                 nack.reset()
                 senderClock.reset()
+                // Its own time line: the old stream's fastest transit and delays say nothing of
+                // it, and the old stream's frames still queued would be due by neither.
+                delays.reset()
+                framesDroppedBeforeDecode += Int64(queue.count)
+                queue.removeAll()
                 startRenderDelayAfresh()
                 if remoteSSRC != 0 { awaitingKeyframe = true }
                 remoteSSRC = packet.header.ssrc
