@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--audio", required=True, help="WAV for the fake microphone")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--poll", type=float, default=0.2)
+    parser.add_argument("--simulcast", action="store_true", help="send the camera as two encodings (h, l)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -100,7 +101,9 @@ def main():
     try:
         driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         emit(started, "browser")
-        query = urllib.parse.urlencode({"janus": args.janus, "room": args.room, "id": args.id, "feed": args.feed})
+        query = urllib.parse.urlencode(
+            {"janus": args.janus, "room": args.room, "id": args.id, "feed": args.feed,
+             "simulcast": "1" if args.simulcast else "0"})
         driver.get("http://127.0.0.1:%d/room.html?%s" % (port, query))
         emit(started, "page")
         while time.monotonic() - started < args.seconds:

@@ -308,19 +308,20 @@ struct JanusBrowserTests {
     static let height = 360
     static let frameRate = 15
 
-    @Test(
-        "browser and engine see and hear each other: recorded pictures match the camera's, the page decodes ours",
-        .timeLimit(.minutes(3)))
-    func browserAndEngine() async throws {
+    /// Requires Chromium, its driver, janus.js and Selenium.
+    static func requireBrowser() throws {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/share/javascript/janus-gateway/janus.js"] {
             try #require(
                 FileManager.default.fileExists(atPath: tool), "\(tool) missing: scripts/install-deps.sh --test")
         }
         let hasSelenium = try runTool("/usr/bin/python3", ["-c", "import selenium"]).status == 0
         try #require(hasSelenium, "python3-selenium missing: scripts/install-deps.sh --test")
+    }
 
-        let media = TemporaryFolder()
-        let camera = media.file("camera.y4m")
+    /// Writes the camera's pictures (``width`` x ``height``, 10 s at ``frameRate``) as a Y4M in
+    /// `folder`; returns its path.
+    static func makeCamera(in folder: TemporaryFolder) throws -> String {
+        let camera = folder.file("camera.y4m")
         try reference(
             "ffmpeg",
             [
@@ -328,6 +329,16 @@ struct JanusBrowserTests {
                 "testsrc2=size=\(Self.width)x\(Self.height):rate=\(Self.frameRate):duration=10", "-pix_fmt", "yuv420p",
                 "-f", "yuv4mpegpipe", camera,
             ])
+        return camera
+    }
+
+    @Test(
+        "browser and engine see and hear each other: recorded pictures match the camera's, the page decodes ours",
+        .timeLimit(.minutes(3)))
+    func browserAndEngine() async throws {
+        try Self.requireBrowser()
+        let media = TemporaryFolder()
+        let camera = try Self.makeCamera(in: media)
         let microphone = Fixtures.speechWAV
 
         let server = try JanusServer()
@@ -512,6 +523,106 @@ struct JanusBrowserTests {
         engine.stop()
         driver.stop()
         #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+        #expect(stillAlive(inside).isEmpty, "processes of the namespace left: \(stillAlive(inside))")
+    }
+
+    @Test(
+        "a browser's own simulcast: the engine asking for the low stream gets the browser's half-size encoding, and its full-size one within 2 s of asking for high",
+        .timeLimit(.minutes(3)))
+    func browserSimulcast() async throws {
+        try Self.requireBrowser()
+        let media = TemporaryFolder()
+        let camera = try Self.makeCamera(in: media)
+        let server = try JanusServer()
+        defer { server.stop() }
+        let outputs = TemporaryFolder()
+        // The browser publishes its camera as two encodings (rid h at 640x360, rid l at
+        // 320x180), as janus.js sends simulcast; it subscribes to nobody (uid 1 never comes).
+        let driver = try LineProcess(
+            "driver", on: server, in: outputs,
+            [
+                "/usr/bin/python3", Self.browserFolder + "/drive.py", "--janus", server.insideURL, "--room",
+                "channel-1", "--id", "\(Self.browserUID)", "--feed", "1", "--video", camera, "--audio",
+                Fixtures.speechWAV, "--seconds", "150", "--simulcast",
+            ])
+        defer { driver.stop() }
+        let sending = await driver.waitFor(within: 60) {
+            guard driver.driverLines.allSatisfy({ $0.phase != "failed" }), let page = driver.page else {
+                return driver.driverLines.contains { $0.phase == "failed" }
+            }
+            return page.published && (page.publish["video:l"]?.framesEncoded ?? 0) >= 30
+                && (page.publish["video:h"]?.framesEncoded ?? 0) >= 30
+        }
+        let failure = driver.driverLines.first { $0.phase == "failed" }
+        #expect(failure == nil, "the driver failed: \(failure?.error ?? "")\n\(driver.summary())")
+        try #require(sending, "the browser sends both encodings:\n\(driver.summary())")
+
+        // The engine subscribes asking for the low stream of every publisher, and 8 s after it
+        // started for the browser's high stream.
+        let switchAtMs = 8_000
+        let c = try JoinRun(
+            "C", on: server,
+            [
+                "--uid", "33", "--subscribe", "channel-1", "--remote-video-type", "low", "--at",
+                "\(switchAtMs / 1000):high-video:\(Self.browserUID)", "--duration", "60", "--md5",
+            ])
+        defer { c.stop() }
+        func sizes() -> [String] {
+            c.pictures(in: "channel-1", uid: Self.browserUID).map { "\($0.width ?? 0)x\($0.height ?? 0)" }
+        }
+        // Janus relays the first keyframe of either encoding, before the low wish applies: a
+        // run of low pictures, then (after the switch C asked for) high ones.
+        let switched = await c.waitFor(within: 40) { _ in
+            let seen = sizes()
+            guard let firstLow = seen.firstIndex(of: "320x180") else { return false }
+            return seen[firstLow...].filter { $0 == "320x180" }.count >= 15
+                && seen[firstLow...].filter { $0 == "640x360" }.count >= 30
+        }
+        let page = driver.page
+        let encodings = ["video:h", "video:l"].map { rid in
+            let sent = page?.publish[rid]
+            return "\(rid) \(sent?.frameWidth ?? 0)x\(sent?.frameHeight ?? 0) framesEncoded \(sent?.framesEncoded ?? 0)"
+                + " targetBitrate \(Int(sent?.targetBitrate ?? 0)) limited by \(sent?.qualityLimitationReason ?? "-")"
+        }
+        let seen = sizes()
+        print("JanusBrowser simulcast: the browser sends \(encodings.joined(separator: "; ")); C's pictures in order: \(runLengths(seen))")
+        #expect(switched, "C's sizes of \(Self.browserUID): \(runLengths(seen))\n\(c.summary)\n\(driver.summary())")
+
+        // At most the first keyframe's few pictures high before the low ones; low until the
+        // switch C asked for, high after it: one change.
+        let pictures = c.pictures(in: "channel-1", uid: Self.browserUID)
+        let firstLow = try #require(pictures.firstIndex { $0.width == 320 })
+        #expect(firstLow <= 3 && pictures[..<firstLow].allSatisfy { $0.width == 640 }, "\(runLengths(seen))")
+        #expect(pictures[firstLow].ms < switchAtMs, "first low picture at \(pictures[firstLow].ms) ms")
+        let firstHigh = try #require(pictures[firstLow...].firstIndex { $0.width == 640 })
+        #expect(pictures[firstLow..<firstHigh].allSatisfy { $0.width == 320 && $0.height == 180 }, "\(runLengths(seen))")
+        #expect(pictures[firstHigh...].allSatisfy { $0.width == 640 && $0.height == 360 }, "\(runLengths(seen))")
+        // The switch: Janus asks the browser for a keyframe of its high encoding, which comes
+        // within a round trip on loopback and an encode.
+        let wait = pictures[firstHigh].ms - switchAtMs
+        #expect(wait >= 0 && wait <= 2_000, "first high picture \(wait) ms after asking")
+        let stats = c.events("remoteVideoStats", in: "channel-1", uid: Self.browserUID)
+        let lowStats = stats.firstIndex { $0.text.contains("rxStreamType: low") }
+        let highStats = stats.lastIndex { $0.text.contains("rxStreamType: high") }
+        #expect(lowStats != nil && highStats != nil && lowStats! < highStats!, "rxStreamType: \(stats.map(\.text))")
+        #expect(c.events("error").isEmpty, "C's errors: \(c.events("error").map(\.text))")
+        let requests = stats.last?.figure("keyframeRequestsSent") ?? -1
+        print("JanusBrowser simulcast: first high picture \(wait) ms after asking; C sent \(Int(requests)) keyframe requests")
+
+        // The browser leaves as a page closing does (the driver quits Chromium), then C.
+        let inside = namespacePIDs(server.namespace)
+        let driverStatus = await driver.end(with: SIGTERM, within: 20)
+        #expect(driverStatus == 0, "the driver's exit:\n\(driver.summary())")
+        c.signal(SIGINT)
+        let cStatus = await c.waitForExit(within: 20)
+        #expect(cStatus == 0, "C's exit:\n\(c.summary)")
+        server.stop()
+        c.stop()
+        driver.stop()
+        #expect(server.leftovers().isEmpty, "left behind: \(server.leftovers())")
+        // Chromium's helpers, orphaned when it quits, are reaped by init: give it up to 10 s.
+        let deadline = Date().addingTimeInterval(10)
+        while !stillAlive(inside).isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(100)) }
         #expect(stillAlive(inside).isEmpty, "processes of the namespace left: \(stillAlive(inside))")
     }
 }

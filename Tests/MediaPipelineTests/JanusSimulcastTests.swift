@@ -310,7 +310,7 @@ private func endCleanly(
 }
 
 /// "3 × 640x360, 2 × 320x180": the runs of equal values in order.
-private func runLengths(_ values: [String]) -> String {
+func runLengths(_ values: [String]) -> String {
     var runs: [String] = []
     var index = values.startIndex
     while index < values.endIndex {
