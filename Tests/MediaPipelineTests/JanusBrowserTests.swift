@@ -585,7 +585,9 @@ struct JanusBrowserTests {
                 + " targetBitrate \(Int(sent?.targetBitrate ?? 0)) limited by \(sent?.qualityLimitationReason ?? "-")"
         }
         let seen = sizes()
-        print("JanusBrowser simulcast: the browser sends \(encodings.joined(separator: "; ")); C's pictures in order: \(runLengths(seen))")
+        print(
+            "JanusBrowser simulcast: the browser sends \(encodings.joined(separator: "; ")); C's pictures in order: \(runLengths(seen))"
+        )
         #expect(switched, "C's sizes of \(Self.browserUID): \(runLengths(seen))\n\(c.summary)\n\(driver.summary())")
 
         // At most the first keyframe's few pictures high before the low ones; low until the
@@ -595,7 +597,8 @@ struct JanusBrowserTests {
         #expect(firstLow <= 3 && pictures[..<firstLow].allSatisfy { $0.width == 640 }, "\(runLengths(seen))")
         #expect(pictures[firstLow].ms < switchAtMs, "first low picture at \(pictures[firstLow].ms) ms")
         let firstHigh = try #require(pictures[firstLow...].firstIndex { $0.width == 640 })
-        #expect(pictures[firstLow..<firstHigh].allSatisfy { $0.width == 320 && $0.height == 180 }, "\(runLengths(seen))")
+        #expect(
+            pictures[firstLow..<firstHigh].allSatisfy { $0.width == 320 && $0.height == 180 }, "\(runLengths(seen))")
         #expect(pictures[firstHigh...].allSatisfy { $0.width == 640 && $0.height == 360 }, "\(runLengths(seen))")
         // The switch: Janus asks the browser for a keyframe of its high encoding, which comes
         // within a round trip on loopback and an encode.
@@ -607,7 +610,9 @@ struct JanusBrowserTests {
         #expect(lowStats != nil && highStats != nil && lowStats! < highStats!, "rxStreamType: \(stats.map(\.text))")
         #expect(c.events("error").isEmpty, "C's errors: \(c.events("error").map(\.text))")
         let requests = stats.last?.figure("keyframeRequestsSent") ?? -1
-        print("JanusBrowser simulcast: first high picture \(wait) ms after asking; C sent \(Int(requests)) keyframe requests")
+        print(
+            "JanusBrowser simulcast: first high picture \(wait) ms after asking; C sent \(Int(requests)) keyframe requests"
+        )
 
         // The browser leaves as a page closing does (the driver quits Chromium), then C.
         let inside = namespacePIDs(server.namespace)

@@ -336,7 +336,6 @@ struct LossRecoveryTests {
         "a new stream (another SSRC) learns its render timing afresh: its pictures are shown on time however short the stream before it"
     )
     func newStreamRenderTiming() throws {
-        // The stream changes at 1 s; a frame is taken by the first 5 ms step at or after it is due.
         // Stream A: 30 frames 33 ms apart (the sample's first second), from clock 0; then
         // stream B: the same second three times over on its own time line (media time from 0
         // again), from clock 1 s. Each frame arrives whole at its stream's start plus its media
@@ -345,17 +344,24 @@ struct LossRecoveryTests {
         // window turned B was shown 1 s late.) A's pictures are held 100 ms (a sync floor), so
         // A's last frames are still queued when B starts: on A's time line, they are not due
         // for another second by B's timing, and must not hold B back.
-        // Nothing is decoded: each frame ends in a byte naming its stream.
+        // Nothing is decoded: each frame ends in a byte naming its stream. The clock steps 5 ms
+        // at a time, and each step takes every frame then due.
         let sample = try sampleFrames(30)
-        func stream(seconds: Int, ssrc: UInt32, startingAt start: Int64) throws -> [(arrival: Int64, packets: [RTPPacket])] {
+        func stream(seconds: Int, ssrc: UInt32, startingAt start: Int64) throws -> [(
+            arrival: Int64, packets: [RTPPacket]
+        )] {
             let frames = (0..<(30 * seconds)).map { index in
                 EncodedFrame(
-                    bytes: sample[index % 30].bytes + [UInt8(ssrc)], codec: .vp8, isKeyframe: sample[index % 30].isKeyframe,
+                    bytes: sample[index % 30].bytes + [UInt8(ssrc)], codec: .vp8,
+                    isKeyframe: sample[index % 30].isKeyframe,
                     timestampMicroseconds: Int64(index) * 33_333, durationMicroseconds: 33_333)
             }
-            return try packetized(frames, ssrc: ssrc).enumerated().map { (start + Int64($0.offset) * 33_333, $0.element) }
+            return try packetized(frames, ssrc: ssrc).enumerated().map {
+                (start + Int64($0.offset) * 33_333, $0.element)
+            }
         }
-        let arrivals = try stream(seconds: 1, ssrc: 0xA, startingAt: 0) + stream(seconds: 3, ssrc: 0xB, startingAt: 1_000_000)
+        let arrivals =
+            try stream(seconds: 1, ssrc: 0xA, startingAt: 0) + stream(seconds: 3, ssrc: 0xB, startingAt: 1_000_000)
         let receiver = VideoReceiver(
             threads: 1, reorderWaitMicroseconds: 20_000, retransmission: true, feedbackSSRC: 0xFEED)
         var next = 0
