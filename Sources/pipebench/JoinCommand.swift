@@ -267,7 +267,7 @@ struct JoinCommand: ParsableCommand {
                     engine.pushEncodedFrame(media.vp8Frames[position].restamped(timestamp))
                     let step = sampleMedia.lowLayerPictureStep
                     if !lowFrames.isEmpty && position % step == 0 {
-                        engine.pushEncodedFrame(lowFrames[position / step].restamped(timestamp), layer: .low)
+                        try engine.pushEncodedFrame(lowFrames[position / step].restamped(timestamp), layer: .low)
                     }
                 }
                 videoIndex += 1

@@ -350,7 +350,7 @@ struct DualStreamTests {
     }
 
     @Test(
-        "pre-encoded layers: pushEncodedFrame(_:layer: .low) is the low stream in dual stream mode, dropped without it"
+        "pre-encoded layers: pushEncodedFrame(_:layer: .low) is the low stream in dual stream mode, not sent without it; audio or an empty frame as low is refused"
     )
     func preEncodedLayers() throws {
         for dualStream in [true, false] {
@@ -373,7 +373,7 @@ struct DualStreamTests {
                         try highEncoder.encode(
                             try s.observer.source(frame, width: Self.width, height: Self.height),
                             timestampMicroseconds: at, forceKeyframe: keyframe))
-                    s.host.engine.pushEncodedFrame(
+                    try s.host.engine.pushEncodedFrame(
                         try lowEncoder.encode(
                             try s.observer.source(frame, width: low.width, height: low.height),
                             timestampMicroseconds: at, forceKeyframe: keyframe),
@@ -396,6 +396,21 @@ struct DualStreamTests {
                 "dual stream \(dualStream): sizes \(sizes)")
             #expect(s.channel.remoteVideoStats(1)?.rxStreamType == (dualStream ? .low : .high))
             Self.expectRightPictures(pictures)
+            // Not a low video frame: an error naming what is wrong, nothing sent.
+            let opus = EncodedFrame(
+                bytes: [0xFC, 0xFF, 0xFE], codec: .opus, isKeyframe: true, timestampMicroseconds: 5_000_000,
+                durationMicroseconds: 20_000)
+            let before = s.host.engine.statistics
+            #expect(throws: MediaError.self) { try s.host.engine.pushEncodedFrame(opus, layer: .low) }
+            let empty = EncodedFrame(
+                bytes: [], codec: .vp8, isKeyframe: true, timestampMicroseconds: 5_000_000, durationMicroseconds: 0)
+            do {
+                try s.host.engine.pushEncodedFrame(empty, layer: .low)
+                Issue.record("an empty low frame was taken")
+            } catch let error as MediaError {
+                #expect(error.code == .invalidArgument && "\(error)".contains("5000000 us is empty"), "\(error)")
+            }
+            #expect(s.host.engine.statistics == before)
         }
     }
 

@@ -246,14 +246,21 @@ extension MediaEngine {
     /// a simulcast). `.high` is ``pushEncodedFrame(_:)``. `.low` frames go out as the low
     /// stream in dual stream mode (``enableDualStreamMode(_:low:)``; the low configuration's
     /// size, rate and bitrate are the source's business then, and its codec should be the high
-    /// frames'); they are dropped while the mode is off, and an audio frame given as `.low` is
-    /// dropped. One source feeds the low stream: pushed low frames and ``pushVideo(_:timestampMicroseconds:)``'s
-    /// own low layer are not to be mixed. Keyframe requests for either layer are counted but
-    /// cannot be honoured.
-    public func pushEncodedFrame(_ frame: EncodedFrame, layer: VideoStreamType) {
+    /// frames'); they are not sent while the mode is off, as Agora sends no low stream then.
+    /// One source feeds the low stream: pushed low frames and
+    /// ``pushVideo(_:timestampMicroseconds:)``'s own low layer are not to be mixed. Keyframe
+    /// requests for either layer are counted but cannot be honoured.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for a `.low` frame that is audio or empty.
+    public func pushEncodedFrame(_ frame: EncodedFrame, layer: VideoStreamType) throws {
         guard layer == .low else { return pushEncodedFrame(frame) }
+        guard frame.codec.kind == .video else {
+            throw MediaError.invalidArgument("a \(frame.codec) frame cannot be the low video stream")
+        }
+        guard !frame.bytes.isEmpty else {
+            throw MediaError.invalidArgument("the low video frame at \(frame.timestampMicroseconds) us is empty")
+        }
         local.withLock { publisher in
-            guard frame.codec.kind == .video, publisher.lowLayer != nil else { return }
+            guard publisher.lowLayer != nil else { return }
             collectTargets(.video, publisher)
             guard !publisher.targets.isEmpty else { return }
             sendLow(frame, publisher)
