@@ -489,6 +489,8 @@ struct RTPFrameAssembler {
             if highest >= next || missing > 0 { framesIncomplete += 1 }
         }
         next = sequence
+        // A sender that started its sequence again may number a new frame as an old keyframe was.
+        newestKeyframeStart = nil
         gapPending = true
         blockedSince = nil
         startIsOpen = false
