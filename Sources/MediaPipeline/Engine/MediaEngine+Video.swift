@@ -14,14 +14,8 @@ extension MediaEngine {
         let key = StreamKey(channelId: canvas.channelId, uid: canvas.uid)
         return try input { plane in
             guard !plane.destroyed else { throw EngineError(.notReady, "the engine is destroyed") }
-            let buffer: CanvasBuffer
-            if let existing = plane.canvases[key] {
-                try existing.reconfigure(canvas)
-                buffer = existing
-            } else {
-                buffer = try CanvasBuffer(canvas)
-                plane.canvases[key] = buffer
-            }
+            // Bound under the control lock, so the size the decisions see is the bound one's.
+            let buffer = try canvasStore.bind(canvas, to: key)
             plane.canvasChanged(key, size: (canvas.width, canvas.height))
             return buffer
         }
@@ -31,21 +25,19 @@ extension MediaEngine {
     public func removeRemoteVideo(channelId: String, uid: UInt32) {
         input { plane in
             let key = StreamKey(channelId: channelId, uid: uid)
-            plane.canvases.removeValue(forKey: key)
+            canvasStore.unbind(key)
             plane.canvasChanged(key, size: nil)
         }
     }
 
     /// The canvas bound to (channel, uid), if any.
     public func canvas(channelId: String, uid: UInt32) -> CanvasBuffer? {
-        control.withLock { $0.canvases[StreamKey(channelId: channelId, uid: uid)] }
+        canvasStore.canvas(StreamKey(channelId: channelId, uid: uid))
     }
 
     /// The canvases bound in `channelId`, ordered by uid.
     public func canvases(inChannel channelId: String) -> [CanvasBuffer] {
-        control.withLock {
-            $0.canvases.filter { $0.key.channelId == channelId }.sorted { $0.key.uid < $1.key.uid }.map(\.value)
-        }
+        canvasStore.canvases(inChannel: channelId)
     }
 
     /// Renders the canvases of the remote broadcasters present in `channelId` now, in the order
@@ -53,11 +45,11 @@ extension MediaEngine {
     /// remote users. Users who left drop out of the grid; users without a canvas are skipped.
     /// With `labels`, each cell carries its user's uid.
     public func renderGrid(channelId: String, into target: I420Buffer, labels: Bool = false) {
-        let present: [CanvasBuffer] = control.withLock { plane in
+        let keys: [StreamKey] = control.withLock { plane in
             guard let c = plane.joinedIndex(channelId) else { return [] }
-            return plane.channels[c].users.compactMap { plane.canvases[$0.key] }
+            return plane.channels[c].users.map(\.key)
         }
-        GridRenderer.render(present, into: target, labels: labels)
+        GridRenderer.render(canvasStore.canvases(keys), into: target, labels: labels)
     }
 
     // MARK: - Decoding
@@ -88,7 +80,7 @@ extension MediaEngine {
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
-                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, plane.canvases[key], key)) }
+                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, canvasStore.canvas(key), key)) }
                     }
                 }
             }

@@ -50,6 +50,8 @@ public final class MediaEngine: Sendable {
     let playout: LockedValue<PlayoutRound>
     /// The render round's state: render rounds take turns on it.
     let render = LockedValue(RenderRound())
+    /// The canvases the app bound, which render rounds draw into. A leaf lock.
+    let canvasStore = CanvasStore()
     /// The local video's packet history and what answering NACKs needs. A leaf lock: nothing
     /// is called while it is held.
     let retransmitter = LockedValue(Retransmitter())
@@ -165,7 +167,7 @@ public final class MediaEngine: Sendable {
         }
         control.withLock {
             $0.destroyed = true
-            $0.canvases.removeAll()
+            canvasStore.removeAll()
             $0.observer = nil
             $0.videoObserver = nil
         }

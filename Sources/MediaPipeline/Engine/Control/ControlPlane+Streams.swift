@@ -86,10 +86,10 @@ extension ControlPlane {
         let uid = channels[c].users[u].uid
         reportRecordingFailure(c, u, .video)
         channels[c].users[u].reception.videoDecoded(
-            decodedNow, rendered: canvases[channels[c].users[u].key] != nil, now: now)
+            decodedNow, rendered: canvasSizes[channels[c].users[u].key] != nil, now: now)
         if decodedNow > 0 {
             channels[c].stats.videoFramesDecoded += Int64(decodedNow)
-            channels[c].stats.videoFramesRendered += canvases[channels[c].users[u].key] == nil ? 0 : 1
+            channels[c].stats.videoFramesRendered += canvasSizes[channels[c].users[u].key] == nil ? 0 : 1
             channels[c].users[u].lastDecodedAt = now
             if !awaitingKeyframe { reportDecoding(c, u, .video) }
             let (width, height) = (receiver.width, receiver.height)

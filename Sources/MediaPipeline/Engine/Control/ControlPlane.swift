@@ -20,8 +20,9 @@ struct ControlPlane: Sendable {
     let keyframeRequestIntervalMicroseconds: Int64
     private var nextSerial = 0
     var destroyed = false
-    var canvases: [StreamKey: CanvasBuffer] = [:]
-    /// The size of each bound canvas, for the video layer it calls for (adaptive stream).
+    /// The size of each bound canvas (the canvases themselves are the media side's
+    /// ``CanvasStore``), for the video layer it calls for (adaptive stream) and whether a
+    /// stream's pictures are rendered.
     var canvasSizes: [StreamKey: (width: Int, height: Int)] = [:]
     /// Running recordings, by stream and kind (one recording of both kinds is under both);
     /// attached to the stream's receivers as they are made.
