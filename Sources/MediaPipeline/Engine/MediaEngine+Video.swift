@@ -80,7 +80,9 @@ extension MediaEngine {
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
-                        if progress.hasQueuedFrames { round.decode.jobs.append((receiver, canvasStore.canvas(key), key)) }
+                        if progress.hasQueuedFrames {
+                            round.decode.jobs.append((receiver, canvasStore.canvas(key), key))
+                        }
                     }
                 }
             }
