@@ -354,7 +354,7 @@ struct DualStreamTests {
     )
     func preEncodedLayers() throws {
         for dualStream in [true, false] {
-            var s = try Session(dualStream: dualStream)
+            let s = try Session(dualStream: dualStream)
             try s.channel.setRemoteDefaultVideoStreamType(.low)
             // The source's own two encodings: the low one of the picture scaled as the engine's
             // low layer scales it; keyframes on the same pictures, every 10 (it cannot make one
