@@ -396,11 +396,16 @@ struct DualStreamTests {
                 "dual stream \(dualStream): sizes \(sizes)")
             #expect(s.channel.remoteVideoStats(1)?.rxStreamType == (dualStream ? .low : .high))
             Self.expectRightPictures(pictures)
-            // Not a low video frame: an error naming what is wrong, nothing sent.
+            // Not a low video frame: an error naming what is wrong, no packet sent (the hub's
+            // deliveries do not move; a low frame taken does move them, with dual stream).
             let opus = EncodedFrame(
                 bytes: [0xFC, 0xFF, 0xFE], codec: .opus, isKeyframe: true, timestampMicroseconds: 5_000_000,
                 durationMicroseconds: 20_000)
-            let before = s.host.engine.statistics
+            func packetsSent() -> Int64 {
+                s.session.hub.deliverDue()
+                return s.session.hub.deliveries + Int64(s.session.hub.packetsInFlight)
+            }
+            let before = packetsSent()
             #expect(throws: MediaError.self) { try s.host.engine.pushEncodedFrame(opus, layer: .low) }
             let empty = EncodedFrame(
                 bytes: [], codec: .vp8, isKeyframe: true, timestampMicroseconds: 5_000_000, durationMicroseconds: 0)
@@ -410,7 +415,14 @@ struct DualStreamTests {
             } catch let error as MediaError {
                 #expect(error.code == .invalidArgument && "\(error)".contains("5000000 us is empty"), "\(error)")
             }
-            #expect(s.host.engine.statistics == before)
+            #expect(packetsSent() == before)
+            if dualStream {
+                let lowKeyframe = try lowEncoder.encode(
+                    try s.observer.source(0, width: low.width, height: low.height), timestampMicroseconds: 5_000_000,
+                    forceKeyframe: true)
+                try s.host.engine.pushEncodedFrame(lowKeyframe, layer: .low)
+                #expect(packetsSent() > before)
+            }
         }
     }
 

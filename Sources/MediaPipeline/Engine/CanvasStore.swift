@@ -2,7 +2,9 @@
 /// objects that render rounds draw into, owned by the media side. The control plane keeps only
 /// what its decisions need of them, their sizes (``ControlPlane/canvasSizes``).
 ///
-/// A leaf lock: nothing is called while it is held, so it may be taken under any engine lock.
+/// A leaf lock: nothing is called while it is held (a canvas is made or reconfigured outside
+/// it), so it may be taken under any engine lock. Binding and unbinding are serialised by the
+/// caller (the engine does them under its control lock).
 final class CanvasStore: Sendable {
     private let canvases = LockedValue<[StreamKey: CanvasBuffer]>([:])
 
@@ -10,17 +12,18 @@ final class CanvasStore: Sendable {
     func canvas(_ key: StreamKey) -> CanvasBuffer? { canvases.withLock { $0[key] } }
 
     /// Binds `canvas` to `key`: reconfigures the one bound there, or makes one. Returns it.
+    /// Calls for one key are serialised by the caller.
     /// - Throws: ``MediaError`` from ``CanvasBuffer`` for a canvas it cannot be.
     func bind(_ canvas: VideoCanvas, to key: StreamKey) throws -> CanvasBuffer {
-        try canvases.withLock { bound in
-            if let existing = bound[key] {
-                try existing.reconfigure(canvas)
-                return existing
-            }
-            let buffer = try CanvasBuffer(canvas)
-            bound[key] = buffer
-            return buffer
+        // Reconfiguring takes the canvas's own lock, which a render or the app's reader may
+        // hold: never under the store's.
+        if let existing = self.canvas(key) {
+            try existing.reconfigure(canvas)
+            return existing
         }
+        let buffer = try CanvasBuffer(canvas)
+        canvases.withLock { $0[key] = buffer }
+        return buffer
     }
 
     /// Unbinds the canvas of `key`.

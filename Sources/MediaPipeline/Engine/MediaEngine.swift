@@ -168,6 +168,7 @@ public final class MediaEngine: Sendable {
         control.withLock {
             $0.destroyed = true
             canvasStore.removeAll()
+            $0.canvasSizes.removeAll()
             $0.observer = nil
             $0.videoObserver = nil
         }

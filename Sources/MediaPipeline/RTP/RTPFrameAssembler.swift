@@ -75,7 +75,8 @@ struct RTPFrameAssembler {
     private(set) var packetsMalformed: Int64 = 0
     /// Sequence numbers never received (counted when given up; for audio, holes in the sequence).
     private(set) var packetsLost: Int64 = 0
-    /// Frames dropped because packets of theirs never came.
+    /// Frames dropped because packets of theirs never came, or because a keyframe behind a
+    /// missing packet went on without them.
     private(set) var framesIncomplete: Int64 = 0
 
     /// Where the stream starts as far as is known, while that may still move back (video): the

@@ -226,10 +226,13 @@ final class VideoReceiver: @unchecked Sendable {
 
         /// The latest media time (microseconds) a keyframe behind missing packets may have to
         /// be handed on at clock time `now` without waiting for them: that of the frames due to
-        /// be shown by now (``isDue(_:now:)``), every keyframe while only a keyframe can be
-        /// shown, and none before the stream's timing is known.
+        /// be shown by now (``isDue(_:now:)``); every keyframe while only a keyframe can be
+        /// shown, or while the queue is so full that every frame is due; none before the
+        /// stream's timing is known.
         private func keyframesDueBy(now: Int64) -> Int64? {
-            if awaitingKeyframe || (needsKeyframe && queue.isEmpty) { return .max }
+            if awaitingKeyframe || (needsKeyframe && queue.isEmpty) || queue.count >= Self.queueForcedCount {
+                return .max
+            }
             guard let minimum = delays.minimumTransitMicroseconds else { return nil }
             return now - minimum - max(renderDelayMicroseconds, syncFloorMicroseconds)
         }
