@@ -365,21 +365,7 @@ struct RTPFrameAssembler {
                 gapPending = true
                 continue
             }
-            // Walk to the frame's last packet.
-            let timestamp = slots[first]!.header.timestamp
-            var end = start
-            var complete = false
-            while let index = slot(end) {
-                let packet = slots[index]!
-                if end > start && (slotStartsFrame[index] || packet.header.timestamp != timestamp) {
-                    break  // the frame ended without its marker: a new one starts here
-                }
-                if packet.header.marker {
-                    complete = true
-                    break
-                }
-                end += 1
-            }
+            let (end, complete) = frameEnd(from: start)
             if !complete {
                 if slot(end) != nil {
                     // A frame cut short by the next one: drop it.
@@ -406,17 +392,28 @@ struct RTPFrameAssembler {
         return nil
     }
 
+    /// Walks the frame whose first packet is at `start` (kept) to its last: the marker's
+    /// sequence number and true when every packet to it is here; otherwise where the walk
+    /// stopped (a missing packet, or the next frame's start when this one ended without its
+    /// marker) and false.
+    private func frameEnd(from start: Int64) -> (end: Int64, complete: Bool) {
+        let timestamp = slots[slot(start)!]!.header.timestamp
+        var end = start
+        while let index = slot(end) {
+            let packet = slots[index]!
+            if end > start && (slotStartsFrame[index] || packet.header.timestamp != timestamp) {
+                return (end, false)  // the frame ended without its marker: a new one starts here
+            }
+            if packet.header.marker { return (end, true) }
+            end += 1
+        }
+        return (end, false)
+    }
+
     /// Whether `start` begins a whole frame: every packet from it to its marker is here.
     private func frameIsWhole(from start: Int64) -> Bool {
         guard let first = slot(start), slotStartsFrame[first] else { return false }
-        let timestamp = slotTimestamp[first]
-        var sequence = start
-        while let index = slot(sequence) {
-            if sequence > start && (slotStartsFrame[index] || slotTimestamp[index] != timestamp) { return false }
-            if slots[index]!.header.marker { return true }
-            sequence += 1
-        }
-        return false
+        return frameEnd(from: start).complete
     }
 
     /// When the newest keyframe, after the missing packet the head waits for, is whole and its

@@ -230,11 +230,8 @@ final class VideoReceiver: @unchecked Sendable {
         /// shown, or while the queue is so full that every frame is due; none before the
         /// stream's timing is known.
         private func keyframesDueBy(now: Int64) -> Int64? {
-            if awaitingKeyframe || (needsKeyframe && queue.isEmpty) || queue.count >= Self.queueForcedCount {
-                return .max
-            }
-            guard let minimum = delays.minimumTransitMicroseconds else { return nil }
-            return now - minimum - max(renderDelayMicroseconds, syncFloorMicroseconds)
+            if awaitingKeyframe || (needsKeyframe && queue.isEmpty) { return .max }
+            return latestDue(now: now)
         }
 
         /// Queues an assembled frame; returns whether it was queued. A frame that cannot be
@@ -271,10 +268,17 @@ final class VideoReceiver: @unchecked Sendable {
         /// transit plus the render delay (or the floor that keeps it in sync, if longer) has
         /// come (or the queue is filling up).
         func isDue(_ frame: EncodedFrame, now: Int64) -> Bool {
-            guard let minimum = delays.minimumTransitMicroseconds, queue.count < Self.queueForcedCount else {
-                return true
-            }
-            return frame.timestampMicroseconds + minimum + max(renderDelayMicroseconds, syncFloorMicroseconds) <= now
+            frame.timestampMicroseconds <= latestDue(now: now) ?? .max
+        }
+
+        /// The latest media time (microseconds) due to be shown by clock time `now` (the media
+        /// time plus the fastest transit plus the render delay, or the sync floor if longer, has
+        /// come); every one while the queue is filling up; nil before the stream's timing is
+        /// known (a frame is then shown at once).
+        private func latestDue(now: Int64) -> Int64? {
+            guard queue.count < Self.queueForcedCount else { return .max }
+            guard let minimum = delays.minimumTransitMicroseconds else { return nil }
+            return now - minimum - max(renderDelayMicroseconds, syncFloorMicroseconds)
         }
 
         /// For this long after a stream's first frame the render delay takes its target at
