@@ -379,7 +379,7 @@ struct EngineAPIGapTests {
     }
 
     @Test(
-        "enableChannelMix: the channel's mix holds its own users only; turned off, copies are refused while the channel still plays in the playout mix and reaches the observer"
+        "enableChannelMix: the channel's mix holds its own users only; turned off, copies are refused while the channel still plays in the playout mix and reaches the observer; left, it is silence"
     )
     func channelMixSwitch() throws {
         let session = TestSession()
@@ -438,6 +438,11 @@ struct EngineAPIGapTests {
         let again = try run(10, mixing: true)
         let mixAgain = (toneAmplitude(last(5, of: again.mix), hz: 400), toneAmplitude(last(5, of: again.mix), hz: 1000))
         #expect(mixAgain.0 > 4000 && mixAgain.1 < 40, "channel a's mix again: \(mixAgain)")
+
+        // Left: channel a's mix is silence from the next tick, not its last frame held.
+        try channelA.leave()
+        let left = try run(2, mixing: true)
+        #expect(last(1, of: left.mix).allSatisfy { $0 == 0 }, "channel a's mix after leaving")
         print("channel mix: on \(mixOn) (playout \(playoutOn)); off, playout \(playoutOff); on again \(mixAgain)")
     }
 

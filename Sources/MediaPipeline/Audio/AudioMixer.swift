@@ -69,14 +69,19 @@ public final class AudioMixer {
     /// - Precondition: every input and the output hold exactly one frame.
     /// - Complexity: O(total samples); allocates nothing while the set of sources is unchanged.
     public func mix(_ inputs: [MixerInput], into output: UnsafeMutableBufferPointer<Int16>) {
+        mix(inputs[...], into: output)
+    }
+
+    /// ``mix(_:into:)`` of a run of inputs (a channel's streams within a playout round's list).
+    func mix(_ inputs: ArraySlice<MixerInput>, into output: UnsafeMutableBufferPointer<Int16>) {
         let count = samplesPerChannel * channelCount
         precondition(output.count == count, "mixer output must hold one 10 ms frame")
         generation &+= 1
-        if inputs.count == 1, inputs[0].gain == 1, gains[inputs[0].key]?.gain == 1 {
+        if inputs.count == 1, let only = inputs.first, only.gain == 1, gains[only.key]?.gain == 1 {
             // One source at unity gain: no ramp, no limiter, exactly the input.
-            precondition(inputs[0].samples.count == count, "mixer input must hold one 10 ms frame")
-            _ = output.initialize(fromContentsOf: inputs[0].samples)
-            gains[inputs[0].key] = (1, generation)
+            precondition(only.samples.count == count, "mixer input must hold one 10 ms frame")
+            _ = output.initialize(fromContentsOf: only.samples)
+            gains[only.key] = (1, generation)
             forgetAbsentSources(present: 1)
             return
         }

@@ -1,5 +1,5 @@
-/// What one playout round owns: the final mixer, the round's decode jobs and scratch lists, the
-/// streams fading out, and the receiver reports written in it. Kept in a ``LockedValue``, so
+/// What one playout round owns: the final mixer and the channels' mixers, the round's decode
+/// jobs and scratch lists, the streams fading out, and the receiver reports written in it. Kept in a ``LockedValue``, so
 /// playout rounds run one at a time and nothing else touches these.
 struct PlayoutRound: Sendable {
     /// Not thread-safe (one mixer per mixing thread): owned by the round's lock.
@@ -7,7 +7,10 @@ struct PlayoutRound: Sendable {
     let decode = AudioDecodeRound()
     /// Inputs point into the receivers' frames, valid during the round only: owned by its lock.
     var mixInputs = LockOwned<[MixerInput]>([])
-    var channelMixInputs = LockOwned<[MixerInput]>([])
+    /// The channels that keep a mix, mixed from `mixInputs` after the control lock is released.
+    let channelMixes: ChannelMixRound
+    /// The channel recordings running, taken with the round's streams.
+    var channelRecorders: [ChannelRecorder] = []
     /// This round's streams: where they were (for finding them again) and their receivers.
     var streams: [StreamSlot<AudioReceiver>] = []
     /// Streams that stopped, playing one last frame at gain 0.

@@ -45,16 +45,17 @@ extension MediaEngine {
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
             round.decode.receivers.removeAll(keepingCapacity: true)
             round.mixInputs.value.removeAll(keepingCapacity: true)
+            round.channelMixes.reset()
             let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
             observed?.reset()
             // ... then, as one input, report and gather the mix in channel and join order.
-            let decided: Bool = withControl { plane in
+            var decided: Bool = withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.audioFreezeMs) * 1000
                 var index = 0
                 for c in plane.channels.indices where plane.channels[c].joined {
                     let ref = plane.channels[c].ref
-                    round.channelMixInputs.value.removeAll(keepingCapacity: true)
+                    let channelStart = round.mixInputs.value.count
                     // Streams of channels left meanwhile play nothing more.
                     while index < round.streams.count, round.streams[index].ref != ref,
                         !plane.isJoined(round.streams[index].ref)
@@ -73,33 +74,41 @@ extension MediaEngine {
                         let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
                         observed?.append(samples, stream: key, rtpTimestamp: slot.receiver.frameRTPTimestamp)
-                        let input = MixerInput(key: key, samples: samples, gain: volume)
-                        round.mixInputs.value.append(input)
-                        if plane.channels[c].mixer != nil { round.channelMixInputs.value.append(input) }
+                        round.mixInputs.value.append(MixerInput(key: key, samples: samples, gain: volume))
                     }
-                    plane.mixChannel(c, round.channelMixInputs.value)
-                }
-                // Channel composites get this tick's channel mix (silence while not joined).
-                for recorder in plane.channelRecordings {
-                    if let c = plane.joinedIndex(recorder.channelId),
-                        plane.channels[c].mix.count == recorder.mixFrame.count
-                    {
-                        _ = recorder.mixFrame.update(fromContentsOf: plane.channels[c].mix)
-                    } else {
-                        recorder.mixFrame.update(repeating: 0)
+                    if plane.channels[c].keepsMix {
+                        round.channelMixes.add(
+                            ref, hint: c, inputs: channelStart..<round.mixInputs.value.count,
+                            measuresPeaks: plane.channels[c].volumeIntervalMs > 0)
                     }
                 }
+                // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
+                round.channelRecorders = plane.destroyed ? [] : plane.channelRecordings
                 plane.stats.playoutFrames += 1
                 queueReceiverReports(&plane, &round)
                 plane.reportStatisticsIfDue()
                 return plane.decisions != before
             }
             sendQueuedReports(&round)
-            // Encoded here, with the playout round held (rounds run one at a time), not the control lock.
-            // After destroy() they take nothing more (they are still stopped, and written, by the app).
-            let recorders = control.withLock { $0.destroyed ? [] : $0.channelRecordings }
-            for recorder in recorders { recorder.addMix() }
-            let failedRecording = reportRecordingFailures(recorders)
+            // Channel mixes, with the playout round held (rounds run one at a time), not the
+            // control lock: each channel that keeps one, for the app's copies, the channel's
+            // composite recording (silence while it is not joined) and its volume indication.
+            round.channelMixes.mix(
+                round.mixInputs.value, publishingTo: channelMixFrames, recorders: round.channelRecorders)
+            if round.channelMixes.measuresPeaks {
+                decided =
+                    withControl { plane in
+                        let before = plane.decisions
+                        for job in round.channelMixes.jobs {
+                            plane.measuredChannelMix(job, round.mixInputs.value, peaks: round.channelMixes.inputPeaks)
+                        }
+                        return plane.decisions != before
+                    } || decided
+            }
+            // Composites are encoded here too.
+            for recorder in round.channelRecorders { recorder.addMix() }
+            let failedRecording = reportRecordingFailures(round.channelRecorders)
+            round.channelRecorders = []
             round.streams.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
             let now = round.decode.now

@@ -54,7 +54,10 @@ extension MediaEngine {
     }
 
     func copyChannelMix(_ ref: ChannelRef, into output: UnsafeMutableBufferPointer<Int16>) throws {
-        try control.withLock { try $0.copyChannelMix(ref, into: output) }
+        let serial = try control.withLock {
+            try $0.channelMixToCopy(ref, outputSamples: output.count, frameSamples: playoutFrameSampleCount)
+        }
+        channelMixFrames.copy(serial, into: output)
     }
 
     /// A read of channel `ref`'s state (a default when it is gone), with what the packet path

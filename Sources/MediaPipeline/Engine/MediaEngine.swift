@@ -52,6 +52,8 @@ public final class MediaEngine: Sendable {
     let render = LockedValue(RenderRound())
     /// The canvases the app bound, which render rounds draw into. A leaf lock.
     let canvasStore = CanvasStore()
+    /// The channels' own mixes, which playout rounds write and the app copies. A leaf lock.
+    let channelMixFrames = ChannelMixFrames()
     /// The local video's packet history and what answering NACKs needs. A leaf lock: nothing
     /// is called while it is held.
     let retransmitter = LockedValue(Retransmitter())
@@ -80,7 +82,10 @@ public final class MediaEngine: Sendable {
         ntpOriginMicroseconds = clock.originUnixMicroseconds + NTPTime.unixEpochMicroseconds
         let mixer = try AudioMixer(
             sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-        playout = LockedValue(PlayoutRound(mixer: LockOwned(mixer)))
+        let channelMixes = ChannelMixRound(
+            sampleRate: mixer.sampleRate, channelCount: mixer.channelCount,
+            samples: mixer.samplesPerChannel * mixer.channelCount)
+        playout = LockedValue(PlayoutRound(mixer: LockOwned(mixer), channelMixes: channelMixes))
         playoutSamplesPerChannel = mixer.samplesPerChannel
         rtp = RTPIdentity(seed: configuration.randomSeed)
         control = LockedValue(
@@ -168,6 +173,7 @@ public final class MediaEngine: Sendable {
         control.withLock {
             $0.destroyed = true
             canvasStore.removeAll()
+            channelMixFrames.removeAll()
             $0.canvasSizes.removeAll()
             $0.observer = nil
             $0.videoObserver = nil

@@ -168,10 +168,7 @@ struct ChannelState: Sendable {
     var volumeIntervalMs = 0
     var volumeElapsedMs = 0
     var mixEnabled = false
-    /// The channel's own mix (while enabled, or while volume indication runs) and its last frame.
-    /// Not thread-safe: used by playout rounds holding the control lock, so owned by it.
-    var mixer: LockOwned<AudioMixer>?
-    var mix: [Int16] = []
+    /// The mix's peak over the current volume indication interval.
     var mixPeak: Int16 = 0
 
     init(ref: ChannelRef) { self.ref = ref }
@@ -191,6 +188,10 @@ struct ChannelState: Sendable {
         }
         return media
     }
+
+    /// Whether playout rounds mix this channel's streams on their own (its mix is enabled, or
+    /// its volume indication runs); the mix itself is the media side's (``ChannelMixRound``).
+    var keepsMix: Bool { mixEnabled || volumeIntervalMs > 0 }
 
     func elapsedMs(_ now: Int64) -> Int64 { (now - joinedAt) / 1000 }
 

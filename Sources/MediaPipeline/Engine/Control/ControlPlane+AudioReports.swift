@@ -11,64 +11,44 @@ extension ControlPlane {
             channels[c].volumeIntervalMs = (intervalMs + 5) / 10 * 10
         }
         channels[c].volumeElapsedMs = 0
-        try prepareChannelMixer(c)
     }
 
     mutating func enableChannelMix(_ ref: ChannelRef, _ enabled: Bool) throws {
         let c = try usable(ref)
         channels[c].mixEnabled = enabled
-        try prepareChannelMixer(c)
     }
 
-    private mutating func prepareChannelMixer(_ c: Int) throws {
-        guard channels[c].mixEnabled || channels[c].volumeIntervalMs > 0 else {
-            channels[c].mixer = nil
-            return
-        }
-        guard channels[c].mixer == nil else { return }
-        let mixer = try AudioMixer(
-            sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount)
-        channels[c].mixer = LockOwned(mixer)
-        channels[c].mix = [Int16](repeating: 0, count: mixer.samplesPerChannel * mixer.channelCount)
-    }
-
-    func copyChannelMix(_ ref: ChannelRef, into output: UnsafeMutableBufferPointer<Int16>) throws {
+    /// The serial of channel `ref`'s mix, for a copy into `output` of `samples` samples
+    /// (the mix itself is the media side's, ``ChannelMixFrames``).
+    func channelMixToCopy(_ ref: ChannelRef, outputSamples: Int, frameSamples: Int) throws -> Int {
         let c = try usable(ref)
         guard channels[c].mixEnabled else {
             throw EngineError(.notReady, "channel '\(ref.id)' keeps no mix: call enableChannelMix(true) first")
         }
-        guard output.count == channels[c].mix.count else {
+        guard outputSamples == frameSamples else {
             throw EngineError(
-                .invalidArgument, "channel mix output holds \(output.count) samples; \(channels[c].mix.count) needed")
+                .invalidArgument, "channel mix output holds \(outputSamples) samples; \(frameSamples) needed")
         }
-        _ = output.update(fromContentsOf: channels[c].mix)
+        return ref.serial
     }
 
-    /// Mixes `inputs` (channel `c`'s streams of this tick) into its mix and advances its volume
-    /// indication; nothing when the channel keeps no mix.
-    mutating func mixChannel(_ c: Int, _ inputs: [MixerInput]) {
-        guard let mixer = channels[c].mixer else { return }
-        channels[c].mix.withUnsafeMutableBufferPointer { mixer.value.mix(inputs, into: $0) }
-        guard channels[c].volumeIntervalMs > 0 else { return }
-        for input in inputs {
-            if let u = userIndex(c, input.key.uid) {
-                channels[c].users[u].peakLevel = max(channels[c].users[u].peakLevel, Self.peak(input.samples))
+    /// Takes what a playout round measured of channel `job`'s mix (its streams' peaks, in
+    /// `peaks` beside `inputs`) into its volume indication, and advances it by 10 ms.
+    mutating func measuredChannelMix(_ job: ChannelMixRound.Job, _ inputs: [MixerInput], peaks: [Int16]) {
+        guard job.measuresPeaks, let c = index(job.ref, hint: job.hint), channels[c].joined,
+            channels[c].volumeIntervalMs > 0
+        else { return }
+        for i in job.inputs {
+            if let u = userIndex(c, inputs[i].key.uid) {
+                channels[c].users[u].peakLevel = max(channels[c].users[u].peakLevel, peaks[i])
             }
         }
+        channels[c].mixPeak = max(channels[c].mixPeak, job.mixPeak)
         advanceVolumeIndication(c)
-    }
-
-    /// The largest magnitude in `samples`.
-    static func peak(_ samples: UnsafeBufferPointer<Int16>) -> Int16 {
-        var peak: Int16 = 0
-        for sample in samples { peak = max(peak, sample == .min ? .max : abs(sample)) }
-        return peak
     }
 
     /// Counts 10 ms towards channel `c`'s volume indication and reports when the interval is full.
     private mutating func advanceVolumeIndication(_ c: Int) {
-        let mixPeak = channels[c].mix.withUnsafeBufferPointer { Self.peak($0) }
-        channels[c].mixPeak = max(channels[c].mixPeak, mixPeak)
         channels[c].volumeElapsedMs += 10
         guard channels[c].volumeElapsedMs >= channels[c].volumeIntervalMs else { return }
         var speakers: [AudioVolumeInfo] = []
