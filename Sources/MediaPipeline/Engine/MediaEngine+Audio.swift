@@ -82,14 +82,14 @@ extension MediaEngine {
                             measuresPeaks: plane.channels[c].volumeIntervalMs > 0)
                     }
                 }
-                // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
-                round.channelRecorders = plane.destroyed ? [] : plane.channelRecordings
                 plane.stats.playoutFrames += 1
                 queueReceiverReports(&plane, &round)
                 plane.reportStatisticsIfDue()
                 return plane.decisions != before
             }
             sendQueuedReports(&round)
+            // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
+            round.channelRecorders = recordings.channelRecorders
             // Channel mixes, with the playout round held (rounds run one at a time), not the
             // control lock: each channel that keeps one, for the app's copies, the channel's
             // composite recording (silence while it is not joined) and its volume indication.

@@ -47,7 +47,7 @@ extension MediaEngine {
                 throw EngineError(.notReady, "channel '\(channelId)' is not joined")
             }
             let slots = RecordingSlot.of(key, media)
-            if let taken = slots.first(where: { plane.recordings[$0] != nil }) {
+            if let taken = recordings.firstTaken(slots) {
                 throw EngineError(
                     .invalidArgument, "user \(uid)'s \(taken.kind.rawValue) in '\(channelId)' is already being recorded"
                 )
@@ -58,7 +58,7 @@ extension MediaEngine {
             } catch let error as MediaError {
                 throw EngineError(.invalidArgument, error.description)
             }
-            for slot in slots { plane.recordings[slot] = recorder }
+            recordings.start(recorder, at: slots)
             if let u = plane.userIndex(c, uid) {
                 if media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = recorder } }
                 if media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = recorder } }
@@ -79,11 +79,10 @@ extension MediaEngine {
         let key = recording.stream
         let recorder: StreamRecorder = try withControl { plane in
             let slots = RecordingSlot.of(key, recording.media)
-            guard let recorder = slots.first.flatMap({ plane.recordings[$0] }), recorder.path == recording.path else {
+            guard let recorder = recordings.stop(slots, path: recording.path) else {
                 throw EngineError(
                     .invalidArgument, "no recording of user \(key.uid) in '\(key.channelId)' to \(recording.path) runs")
             }
-            for slot in slots { plane.recordings[slot] = nil }
             if let c = plane.joinedIndex(key.channelId), let u = plane.userIndex(c, key.uid) {
                 if recording.media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = nil } }
                 if recording.media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = nil } }
@@ -140,7 +139,7 @@ extension MediaEngine {
             guard let c = plane.joinedIndex(channelId) else {
                 throw EngineError(.notReady, "channel '\(channelId)' is not joined")
             }
-            guard !plane.channelRecordings.contains(where: { $0.channelId == channelId }) else {
+            guard !recordings.recordsChannel(channelId) else {
                 throw EngineError(.invalidArgument, "channel '\(channelId)' is already being recorded")
             }
             let recorder: ChannelRecorder
@@ -153,7 +152,7 @@ extension MediaEngine {
                 throw EngineError(.invalidArgument, error.description)
             }
             try plane.enableChannelMix(plane.channels[c].ref, true)
-            plane.channelRecordings.append(recorder)
+            recordings.start(recorder)
             plane.emit(c, .recordingStarted(uid: 0, path: path))
         }
         flushActions()
@@ -168,10 +167,10 @@ extension MediaEngine {
     @discardableResult
     public func stopChannelRecording(_ recording: ChannelRecording) throws -> (pictures: Int64, audioPackets: Int64) {
         let recorder: ChannelRecorder = try withControl { plane in
-            guard let index = plane.channelRecordings.firstIndex(where: { $0.channelId == recording.channelId }) else {
+            guard let recorder = recordings.stopChannel(recording.channelId) else {
                 throw EngineError(.invalidArgument, "no recording of channel '\(recording.channelId)' runs")
             }
-            return plane.channelRecordings.remove(at: index)
+            return recorder
         }
         // Finished outside the control lock: the last Cluster and the Cues are written here.
         let written = try recorder.finish()

@@ -90,13 +90,14 @@ extension MediaEngine {
             videoWorkers.run(round.decode.jobs.count, on: round.decode)
             round.decode.jobs.removeAll(keepingCapacity: true)
             // As one input again: report what the decoders did.
+            let recorders = recordings.channelRecorders
             return withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
                 for slot in round.streams {
                     let decodedNow = slot.receiver.takeBatchCount()
                     if decodedNow > 0 {
-                        for recorder in plane.channelRecordings where recorder.channelId == slot.ref.id {
+                        for recorder in recorders where recorder.channelId == slot.ref.id {
                             recorder.canvasChanged(now: plane.now)
                         }
                     }
@@ -117,7 +118,8 @@ extension MediaEngine {
         }
         for request in requests { sendFeedback(request) }
         // Channel composites take a picture of their grid when one is due.
-        let (recorders, now) = control.withLock { ($0.destroyed ? [] : $0.channelRecordings, $0.now) }
+        let recorders = recordings.channelRecorders
+        let now = self.now
         for recorder in recorders {
             recorder.addPictureIfDue(now: now) {
                 renderGrid(channelId: recorder.channelId, into: $0, labels: recorder.labels)

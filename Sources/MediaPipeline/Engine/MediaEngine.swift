@@ -54,6 +54,8 @@ public final class MediaEngine: Sendable {
     let canvasStore = CanvasStore()
     /// The channels' own mixes, which playout rounds write and the app copies. A leaf lock.
     let channelMixFrames = ChannelMixFrames()
+    /// The recordings running, which the rounds feed. A leaf lock.
+    let recordings = RecordingStore()
     /// The local video's packet history and what answering NACKs needs. A leaf lock: nothing
     /// is called while it is held.
     let retransmitter = LockedValue(Retransmitter())
@@ -91,7 +93,7 @@ public final class MediaEngine: Sendable {
         control = LockedValue(
             ControlPlane(
                 configuration: configuration, feedbackSSRC: rtp.feedbackSSRC,
-                feedbackProfile: transport.feedbackProfile))
+                feedbackProfile: transport.feedbackProfile, recordings: recordings))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         rateControl = LockedValue(
             LossBasedRateController(
@@ -174,6 +176,7 @@ public final class MediaEngine: Sendable {
             $0.destroyed = true
             canvasStore.removeAll()
             channelMixFrames.removeAll()
+            recordings.close()
             $0.canvasSizes.removeAll()
             $0.observer = nil
             $0.videoObserver = nil

@@ -9,8 +9,7 @@ extension ControlPlane {
         for c in channels.indices where channels[c].joined {
             guard channels[c].users.contains(where: { $0.lipSync.isDue(now: now) }) else { continue }
             let channelId = channels[c].id
-            let group =
-                channelRecordings.contains { $0.channelId == channelId } ? slowestLatencyMicroseconds(c) : nil
+            let group = recordings.recordsChannel(channelId) ? slowestLatencyMicroseconds(c) : nil
             for u in channels[c].users.indices where channels[c].users[u].lipSync.isDue(now: now) {
                 let user = channels[c].users[u]
                 guard user.audio != nil || user.video != nil else { continue }

@@ -154,7 +154,7 @@ extension ControlPlane {
                 sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
                 retransmission: feedbackProfile.audioRetransmission, feedbackSSRC: feedbackSSRC,
                 codecs: configuration.codecs, tally: channels[c].users[u].tally)
-            let recording = recordings[RecordingSlot(channels[c].users[u].key, .audio)]
+            let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, .audio))
             channels[c].users[u].audio?.recorder.withLock { $0 = recording }
         } else {
             guard channels[c].users[u].video == nil else { return }
@@ -163,7 +163,7 @@ extension ControlPlane {
                 retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
                 repeatedNackIgnoredMicroseconds: feedbackProfile.repeatedNackIgnoredMicroseconds,
                 codecs: configuration.codecs)
-            let recording = recordings[RecordingSlot(channels[c].users[u].key, .video)]
+            let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, .video))
             channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()
             channels[c].users[u].lastKeyframeRequest = nil

@@ -185,7 +185,7 @@ extension ControlPlane {
 
     /// Reports, once, that the recording of user `u`'s `kind` failed writing.
     private mutating func reportRecordingFailure(_ c: Int, _ u: Int, _ kind: MediaKind) {
-        guard let recording = recordings[RecordingSlot(channels[c].users[u].key, kind)],
+        guard let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, kind)),
             let failure = recording.takeFailureToReport()
         else { return }
         emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: recording.path, message: failure))

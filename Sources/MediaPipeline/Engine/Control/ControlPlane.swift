@@ -24,11 +24,10 @@ struct ControlPlane: Sendable {
     /// ``CanvasStore``), for the video layer it calls for (adaptive stream) and whether a
     /// stream's pictures are rendered.
     var canvasSizes: [StreamKey: (width: Int, height: Int)] = [:]
-    /// Running recordings, by stream and kind (one recording of both kinds is under both);
-    /// attached to the stream's receivers as they are made.
-    var recordings: [RecordingSlot: StreamRecorder] = [:]
-    /// Running channel composites, fed by playout and render rounds.
-    var channelRecordings: [ChannelRecorder] = []
+    /// The recordings running: the media side's (the engine's), read here to attach a stream's
+    /// recorder to its receivers as they are made, and to align the users of a channel
+    /// recorded as a composite. Changed by the engine under this value's lock.
+    let recordings: RecordingStore
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
     /// Who sees every decoded remote picture (``MediaEngine/setVideoFrameObserver(_:)``).
@@ -68,9 +67,11 @@ struct ControlPlane: Sendable {
 
     init(
         configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0,
-        feedbackProfile: TransportFeedbackProfile = TransportFeedbackProfile()
+        feedbackProfile: TransportFeedbackProfile = TransportFeedbackProfile(),
+        recordings: RecordingStore = RecordingStore()
     ) {
         self.configuration = configuration
+        self.recordings = recordings
         self.feedbackSSRC = feedbackSSRC
         self.feedbackProfile = feedbackProfile
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
