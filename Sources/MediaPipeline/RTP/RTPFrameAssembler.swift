@@ -46,6 +46,8 @@ struct RTPFrameAssembler {
     /// Where each packet's frame data starts (after the payload descriptor).
     private var slotDataOffset: [Int]
     private var slotStartsFrame: [Bool]
+    /// Whether each packet starts a keyframe (read once, as it is stored).
+    private var slotStartsKeyframe: [Bool]
     /// Each packet's unwrapped RTP timestamp.
     private var slotTimestamp: [Int64]
     /// When each packet arrived (clock microseconds).
@@ -96,6 +98,7 @@ struct RTPFrameAssembler {
         slotSequence = Array(repeating: -1, count: count)
         slotDataOffset = Array(repeating: 0, count: count)
         slotStartsFrame = Array(repeating: false, count: count)
+        slotStartsKeyframe = Array(repeating: false, count: count)
         slotTimestamp = Array(repeating: 0, count: count)
         slotArrival = Array(repeating: 0, count: count)
         // More frames than a video receiver queues (48) plus the one being decoded; slots start
@@ -188,6 +191,7 @@ struct RTPFrameAssembler {
         slotSequence[index] = sequence
         slotDataOffset[index] = dataOffset
         slotStartsFrame[index] = starts
+        slotStartsKeyframe[index] = startsKeyframe
         slotTimestamp[index] = timestamp
         slotArrival[index] = now
         packetsReceived += 1
@@ -305,26 +309,9 @@ struct RTPFrameAssembler {
     /// a keyframe (told as ``assemble(_:)`` tells it); nil for a payload whose descriptor
     /// cannot be read.
     private func describe(_ packet: RTPPacket) -> (dataOffset: Int, startsFrame: Bool, startsKeyframe: Bool)? {
-        packet.withUnsafePayload { payload -> (Int, Bool, Bool)? in
-            switch codec {
-            case .vp8:
-                guard let descriptor = try? VP8PayloadDescriptor(parsing: payload) else { return nil }
-                let starts = descriptor.startsFrame
-                let data = UnsafeRawBufferPointer(rebasing: payload[descriptor.byteCount...])
-                return (descriptor.byteCount, starts, starts && VP8PayloadDescriptor.isKeyframe(frameStart: data))
-            case .vp9:
-                guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return nil }
-                let baseLayer = descriptor.layer.map { $0.spatialId == 0 } ?? true
-                let starts = descriptor.startOfFrame && baseLayer
-                let firstByte = descriptor.byteCount < payload.count ? payload[descriptor.byteCount] : nil
-                let keyframe =
-                    starts && !descriptor.interPicturePredicted
-                    && VideoBitstream.isKeyframe(firstByte: firstByte, codec: .vp9)
-                return (descriptor.byteCount, starts, keyframe)
-            case .opus:
-                return (0, true, true)
-            }
-        }
+        guard let format = codec.videoPayloadFormat else { return (0, true, true) }
+        guard let start = packet.withUnsafePayload({ format.describe($0) }) else { return nil }
+        return (start.dataOffset, start.startsFrame, start.startsKeyframe)
     }
 
     private func slot(_ sequence: Int64) -> Int? {
@@ -504,30 +491,15 @@ struct RTPFrameAssembler {
         }
         let firstIndex = slot(sequences.lowerBound)!
         let firstPacket = slots[firstIndex]!
-        var isKeyframe = false
+        // A frame's first packet starts it (``advance`` assembles no other), so what was read
+        // of that packet as it was stored says whether the frame is a keyframe.
+        let isKeyframe = slotStartsKeyframe[firstIndex]
         var width = 0
         var height = 0
-        firstPacket.withUnsafePayload { payload in
-            let data = UnsafeRawBufferPointer(rebasing: payload[slotDataOffset[firstIndex]...])
-            switch codec {
-            case .vp8:
-                isKeyframe = VP8PayloadDescriptor.isKeyframe(frameStart: data)
-                if isKeyframe, let size = VP8PayloadDescriptor.keyframeSize(frameStart: data) {
-                    (width, height) = size
-                }
-            case .vp9:
-                if let descriptor = try? VP9PayloadDescriptor(parsing: payload) {
-                    // A keyframe is not inter-picture predicted (RFC 9628 4.2: P clear) and is
-                    // one to the bitstream too (frame_type KEY_FRAME, VP9 6.2): ffmpeg's
-                    // packetizer (rtpenc_vp9.c) leaves P clear on every frame.
-                    isKeyframe =
-                        !descriptor.interPicturePredicted
-                        && VideoBitstream.isKeyframe(firstByte: data.first, codec: .vp9)
-                    if let size = descriptor.scalability?.sizes.first { (width, height) = size }
-                }
-            case .opus:
-                isKeyframe = true
-            }
+        if let format = codec.videoPayloadFormat {
+            let start = VideoPayloadStart(
+                dataOffset: slotDataOffset[firstIndex], startsFrame: true, startsKeyframe: isKeyframe)
+            if let size = firstPacket.withUnsafePayload({ format.pictureSize($0, start) }) { (width, height) = size }
         }
         // Moved out while the fill reads `self`.
         var recycler = ByteRecycler.vacant

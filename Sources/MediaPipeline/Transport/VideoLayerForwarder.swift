@@ -204,39 +204,16 @@ struct VideoLayerForwarder: Sendable {
 
     // MARK: - Reading the payload descriptor
 
-    /// Where a packet's PictureID and TL0PICIDX lie in its bytes (VP8: RFC 7741; VP9: RFC 9628).
-    private struct FieldPlaces {
-        var pictureId: Int?
-        var pictureIdIs15Bit = true
-        var layerZeroIndex: Int?
-    }
-
-    private static func fieldPlaces(_ packet: RTPPacket) -> FieldPlaces {
-        var places = FieldPlaces()
-        let start = packet.payloadRange.lowerBound
-        let end = packet.payloadRange.upperBound
-        let bytes = packet.bytes
-        guard start < end else { return places }
-        switch RTPPayloadType.codec(packet.header.payloadType) {
-        case .vp8:
-            guard bytes[start] & 0x80 != 0, start + 1 < end else { return places }
-            let extensions = bytes[start + 1]
-            var at = start + 2
-            if extensions & 0x80 != 0, at < end {
-                places.pictureId = at
-                places.pictureIdIs15Bit = bytes[at] & 0x80 != 0
-                at += places.pictureIdIs15Bit ? 2 : 1
-            }
-            if extensions & 0x40 != 0, at < end { places.layerZeroIndex = at }
-            if let id = places.pictureId, id + (places.pictureIdIs15Bit ? 1 : 0) >= end { places.pictureId = nil }
-        case .vp9:
-            guard bytes[start] & 0x80 != 0, start + 1 < end else { return places }
-            places.pictureId = start + 1
-            places.pictureIdIs15Bit = bytes[start + 1] & 0x80 != 0
-            if places.pictureIdIs15Bit && start + 2 >= end { places.pictureId = nil }
-        default:
-            break
+    /// Where `packet`'s PictureID and TL0PICIDX lie in its bytes (its codec's
+    /// ``VideoPayloadFormat/numberingPlaces(_:)``, moved to the packet's payload).
+    private static func fieldPlaces(_ packet: RTPPacket) -> VideoNumberingPlaces {
+        guard let format = RTPPayloadType.codec(packet.header.payloadType)?.videoPayloadFormat else {
+            return VideoNumberingPlaces()
         }
+        var places = packet.withUnsafePayload { format.numberingPlaces($0) }
+        let start = packet.payloadRange.lowerBound
+        places.pictureId = places.pictureId.map { $0 + start }
+        places.layerZeroIndex = places.layerZeroIndex.map { $0 + start }
         return places
     }
 
@@ -251,23 +228,11 @@ struct VideoLayerForwarder: Sendable {
         return (id, places.layerZeroIndex.map { bytes[$0] })
     }
 
-    /// Whether `packet` is the first packet of a keyframe (VP8: the start of partition 0 with
-    /// the frame tag's P bit clear; VP9: the start of a frame that is not inter-predicted).
+    /// Whether `packet` is the first packet of a keyframe, as its codec's payload format tells
+    /// it (``VideoPayloadFormat/describe(_:)``: the frame assembler's reading).
     static func startsKeyframe(_ packet: RTPPacket) -> Bool {
-        packet.withUnsafePayload { payload -> Bool in
-            switch RTPPayloadType.codec(packet.header.payloadType) {
-            case .vp8:
-                guard let descriptor = try? VP8PayloadDescriptor(parsing: payload), descriptor.startsFrame else {
-                    return false
-                }
-                return payload[descriptor.byteCount] & 0x01 == 0
-            case .vp9:
-                guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return false }
-                return descriptor.startOfFrame && !descriptor.interPicturePredicted
-            default:
-                return false
-            }
-        }
+        guard let format = RTPPayloadType.codec(packet.header.payloadType)?.videoPayloadFormat else { return false }
+        return packet.withUnsafePayload { format.describe($0)?.startsKeyframe ?? false }
     }
 }
 

@@ -1,0 +1,119 @@
+/// What the RTP side knows of one video codec's payload format: where a packet's frame data
+/// begins, whether it begins a frame and a keyframe, a frame's picture size, and where the
+/// picture numbering lies that a forwarder rewrites. One type per codec (``VP8PayloadFormat``,
+/// RFC 7741; ``VP9PayloadFormat``, RFC 9628), asked by the frame assembler and the layer
+/// forwarder instead of each switching on the codec, as libwebrtc has a depacketizer per codec.
+/// A new codec is a new conforming type and a case in ``MediaCodec/videoPayloadFormat``.
+protocol VideoPayloadFormat {
+    /// How the packet whose payload is `payload` starts; nil when its descriptor cannot be read.
+    static func describe(_ payload: UnsafeRawBufferPointer) -> VideoPayloadStart?
+
+    /// The picture size a frame carries, if it tells one: `payload` is the frame's first
+    /// packet's payload, `start` what ``describe(_:)`` said of it.
+    static func pictureSize(_ payload: UnsafeRawBufferPointer, _ start: VideoPayloadStart) -> (width: Int, height: Int)?
+
+    /// Where `payload`'s picture id and its temporal layer 0 index lie, as offsets into it.
+    static func numberingPlaces(_ payload: UnsafeRawBufferPointer) -> VideoNumberingPlaces
+}
+
+/// How a video packet starts (``VideoPayloadFormat/describe(_:)``).
+struct VideoPayloadStart: Equatable {
+    /// Where the frame data begins, after the payload descriptor.
+    var dataOffset: Int
+    /// Whether the packet begins a frame (of the base spatial layer).
+    var startsFrame: Bool
+    /// Whether that frame is a keyframe: false for a packet that begins none.
+    var startsKeyframe: Bool
+}
+
+/// Where a packet's picture numbering lies (``VideoPayloadFormat/numberingPlaces(_:)``): offsets
+/// into the payload, each nil when the packet does not carry it whole.
+struct VideoNumberingPlaces: Equatable {
+    var pictureId: Int?
+    /// Whether the picture id takes 15 bits (two bytes) or 7 (one).
+    var pictureIdIs15Bit = true
+    /// TL0PICIDX.
+    var layerZeroIndex: Int?
+}
+
+extension MediaCodec {
+    /// The payload format of a video codec; nil for audio.
+    var videoPayloadFormat: (any VideoPayloadFormat.Type)? {
+        switch self {
+        case .vp8: VP8PayloadFormat.self
+        case .vp9: VP9PayloadFormat.self
+        case .opus: nil
+        }
+    }
+}
+
+/// VP8 over RTP (RFC 7741).
+enum VP8PayloadFormat: VideoPayloadFormat {
+    /// A frame begins at the start of partition 0; it is a keyframe when the VP8 payload
+    /// header's P bit is clear (RFC 7741 section 4.3).
+    static func describe(_ payload: UnsafeRawBufferPointer) -> VideoPayloadStart? {
+        guard let descriptor = try? VP8PayloadDescriptor(parsing: payload) else { return nil }
+        let offset = descriptor.byteCount
+        let starts = descriptor.startsFrame
+        let keyframe = starts && offset < payload.count && payload[offset] & 0x01 == 0
+        return VideoPayloadStart(dataOffset: offset, startsFrame: starts, startsKeyframe: keyframe)
+    }
+
+    /// A keyframe's header holds its size (RFC 6386 section 9.1).
+    static func pictureSize(_ payload: UnsafeRawBufferPointer, _ start: VideoPayloadStart) -> (width: Int, height: Int)?
+    {
+        guard start.startsKeyframe, start.dataOffset <= payload.count else { return nil }
+        return VP8PayloadDescriptor.keyframeSize(
+            frameStart: UnsafeRawBufferPointer(rebasing: payload[start.dataOffset...]))
+    }
+
+    static func numberingPlaces(_ payload: UnsafeRawBufferPointer) -> VideoNumberingPlaces {
+        var places = VideoNumberingPlaces()
+        let end = payload.count
+        guard end > 1, payload[0] & 0x80 != 0 else { return places }
+        let extensions = payload[1]
+        var at = 2
+        if extensions & 0x80 != 0, at < end {
+            places.pictureIdIs15Bit = payload[at] & 0x80 != 0
+            if at + (places.pictureIdIs15Bit ? 1 : 0) < end { places.pictureId = at }
+            at += places.pictureIdIs15Bit ? 2 : 1
+        }
+        if extensions & 0x40 != 0, at < end { places.layerZeroIndex = at }
+        return places
+    }
+}
+
+/// VP9 over RTP (RFC 9628).
+enum VP9PayloadFormat: VideoPayloadFormat {
+    /// A frame begins at the start of a base-layer frame; it is a keyframe when it is not
+    /// inter-picture predicted (P clear, section 4.2) and the bitstream says so too (frame_type
+    /// KEY_FRAME, VP9 section 6.2): ffmpeg's packetizer (rtpenc_vp9.c) leaves P clear on every
+    /// frame.
+    static func describe(_ payload: UnsafeRawBufferPointer) -> VideoPayloadStart? {
+        guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return nil }
+        let offset = descriptor.byteCount
+        let baseLayer = descriptor.layer.map { $0.spatialId == 0 } ?? true
+        let starts = descriptor.startOfFrame && baseLayer
+        let firstByte = offset < payload.count ? payload[offset] : nil
+        let keyframe =
+            starts && !descriptor.interPicturePredicted && VideoBitstream.isKeyframe(firstByte: firstByte, codec: .vp9)
+        return VideoPayloadStart(dataOffset: offset, startsFrame: starts, startsKeyframe: keyframe)
+    }
+
+    /// The scalability structure holds the size (section 4.2.1; a sender includes it with a
+    /// keyframe at least).
+    static func pictureSize(_ payload: UnsafeRawBufferPointer, _ start: VideoPayloadStart) -> (width: Int, height: Int)?
+    {
+        guard let descriptor = try? VP9PayloadDescriptor(parsing: payload) else { return nil }
+        return descriptor.scalability?.sizes.first
+    }
+
+    /// The picture id follows the first byte when I is set; TL0PICIDX is not rewritten.
+    static func numberingPlaces(_ payload: UnsafeRawBufferPointer) -> VideoNumberingPlaces {
+        var places = VideoNumberingPlaces()
+        guard payload.count > 1, payload[0] & 0x80 != 0 else { return places }
+        places.pictureIdIs15Bit = payload[1] & 0x80 != 0
+        if !places.pictureIdIs15Bit || payload.count > 2 { places.pictureId = 1 }
+        return places
+    }
+}
