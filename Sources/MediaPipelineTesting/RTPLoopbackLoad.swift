@@ -56,11 +56,12 @@ public final class RTPLoopbackLoad {
     /// Publishes `frame` at the next 33 ms step; with a receiver, waits (up to a second) until
     /// every packet sent so far has been received, then lets the engine take the frames due.
     /// Returns false if packets went missing on the way.
+    /// - Throws: what ``MediaEngine/pushEncodedFrame(_:)`` throws.
     @discardableResult
-    public func push(_ frame: EncodedFrame) -> Bool {
+    public func push(_ frame: EncodedFrame) throws -> Bool {
         timestamp += 33_333
         framesPushed += 1
-        sender.engine.pushEncodedFrame(frame.restamped(timestamp))
+        try sender.engine.pushEncodedFrame(frame.restamped(timestamp))
         guard let receiver else { return true }
         let sent = sender.transport.packetsSent
         var spins = 0

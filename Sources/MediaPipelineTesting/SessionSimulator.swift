@@ -215,7 +215,7 @@ public final class SessionSimulator {
                     // steadily advancing clock like a live sender (the bytes are shared, not copied).
                     let packets = remote.media.opusPackets
                     let packet = packets[(tick / 2) % packets.count]
-                    remote.engine.pushEncodedFrame(packet.restamped(now))
+                    try remote.engine.pushEncodedFrame(packet.restamped(now))
                 }
             }
             try local.pushAudio(media.audioFrames[tick % media.audioFrames.count])
@@ -223,7 +223,7 @@ public final class SessionSimulator {
             if videoDue {
                 for remote in remotes {
                     let frames = remote.media.vp8Frames
-                    remote.engine.pushEncodedFrame(frames[videoIndex % frames.count].restamped(now))
+                    try remote.engine.pushEncodedFrame(frames[videoIndex % frames.count].restamped(now))
                 }
                 try local.pushVideo(media.pictures[videoIndex % media.pictures.count], timestampMicroseconds: now)
                 videoIndex += 1

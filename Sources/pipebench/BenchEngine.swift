@@ -59,10 +59,10 @@ struct BenchEngine {
         let iterations = max(50, 200_000 / subscribers)
         // The subscribers' ticks take in what arrived every 16 packets, untimed: the fan-out
         // path hands each of them a reference, and their own threads do the buffering.
-        let (seconds, allocations) = BenchMeasure.perIteration(
+        let (seconds, allocations) = try BenchMeasure.perIteration(
             repeats: repeats, iterations: iterations, batch: 16, between: load.playOut
         ) { index in
-            publisher.pushEncodedFrame(packet.restamped(Int64(index) * 20_000))
+            try publisher.pushEncodedFrame(packet.restamped(Int64(index) * 20_000))
         }
         let delivered = hub.deliveries - before
         let pushed = Int64(iterations * (repeats + 1))

@@ -250,7 +250,7 @@ struct JoinCommand: ParsableCommand {
             if publish != nil && encodeAudioLive {
                 try engine.pushAudio(source.audioFrames[tick % source.audioFrames.count])
             } else if publish != nil && tick % 2 == 0 {
-                engine.pushEncodedFrame(
+                try engine.pushEncodedFrame(
                     media.opusPackets[(tick / 2) % media.opusPackets.count].restamped(Int64(tick / 2) * 20_000))
             }
             let videoDue =
@@ -264,7 +264,7 @@ struct JoinCommand: ParsableCommand {
                 } else if publish != nil {
                     let position = videoIndex % media.vp8Frames.count
                     let timestamp = Int64(videoIndex) * videoPeriodMicroseconds
-                    engine.pushEncodedFrame(media.vp8Frames[position].restamped(timestamp))
+                    try engine.pushEncodedFrame(media.vp8Frames[position].restamped(timestamp))
                     let step = sampleMedia.lowLayerPictureStep
                     if !lowFrames.isEmpty && position % step == 0 {
                         try engine.pushEncodedFrame(lowFrames[position / step].restamped(timestamp), layer: .low)

@@ -350,7 +350,7 @@ struct DualStreamTests {
     }
 
     @Test(
-        "pre-encoded layers: pushEncodedFrame(_:layer: .low) is the low stream in dual stream mode, not sent without it; audio or an empty frame as low is refused"
+        "pre-encoded layers: pushEncodedFrame(_:layer: .low) is the low stream in dual stream mode, not sent without it; audio as low, or an empty frame of either layer, is refused"
     )
     func preEncodedLayers() throws {
         for dualStream in [true, false] {
@@ -369,7 +369,7 @@ struct DualStreamTests {
                     let frame = tick / Self.frameTicks
                     let at = Int64(tick) * 10_000
                     let keyframe = frame % 10 == 0
-                    s.host.engine.pushEncodedFrame(
+                    try s.host.engine.pushEncodedFrame(
                         try highEncoder.encode(
                             try s.observer.source(frame, width: Self.width, height: Self.height),
                             timestampMicroseconds: at, forceKeyframe: keyframe))
@@ -414,6 +414,20 @@ struct DualStreamTests {
                 Issue.record("an empty low frame was taken")
             } catch let error as MediaError {
                 #expect(error.code == .invalidArgument && "\(error)".contains("5000000 us is empty"), "\(error)")
+            }
+            // An empty high frame is refused as well, by either call.
+            for push in [
+                { try s.host.engine.pushEncodedFrame(empty) },
+                { try s.host.engine.pushEncodedFrame(empty, layer: .high) },
+            ] {
+                do {
+                    try push()
+                    Issue.record("an empty high frame was taken")
+                } catch let error as MediaError {
+                    #expect(
+                        error.code == .invalidArgument && "\(error)".contains("VP8 frame at 5000000 us is empty"),
+                        "\(error)")
+                }
             }
             #expect(packetsSent() == before)
             if dualStream {

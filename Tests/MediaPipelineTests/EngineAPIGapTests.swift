@@ -688,7 +688,7 @@ struct EngineAPIGapTests {
             session.clock.advance(byMicroseconds: 10_000)
             session.hub.deliverDue()
         }
-        me.engine.pushEncodedFrame(
+        try me.engine.pushEncodedFrame(
             EncodedFrame(
                 bytes: [0xFC, 0xFF, 0xFE], codec: .opus, isKeyframe: true, timestampMicroseconds: 0,
                 durationMicroseconds: 20_000))

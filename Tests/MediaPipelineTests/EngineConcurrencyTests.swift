@@ -154,8 +154,10 @@ struct EngineConcurrencyTests {
                 var playout = [Int16](repeating: 0, count: local.playoutFrameSampleCount)
                 for index in 0..<ticks {
                     if index % 2 == 0 {
-                        sender.pushEncodedFrame(
-                            media.opus[(index / 2) % media.opus.count].restamped(Int64(index) * 10_000))
+                        #expect(throws: Never.self) {
+                            try sender.pushEncodedFrame(
+                                media.opus[(index / 2) % media.opus.count].restamped(Int64(index) * 10_000))
+                        }
                     }
                     playout.withUnsafeMutableBufferPointer { local.pullPlayout(into: $0) }
                     clock.advance(byMicroseconds: 10_000)
@@ -242,11 +244,15 @@ struct EngineConcurrencyTests {
                     clock.advance(byMicroseconds: 10_000)
                 case 4:  // packets arriving from remote users
                     for (offset, remote) in remoteEngines.enumerated() {
-                        remote.pushEncodedFrame(
-                            media.opus[(index + offset) % media.opus.count].restamped(Int64(index) * 20_000))
+                        #expect(throws: Never.self) {
+                            try remote.pushEncodedFrame(
+                                media.opus[(index + offset) % media.opus.count].restamped(Int64(index) * 20_000))
+                        }
                         if index % 5 == 0 {
-                            remote.pushEncodedFrame(
-                                media.vp8[(index / 5) % media.vp8.count].restamped(Int64(index) * 20_000))
+                            #expect(throws: Never.self) {
+                                try remote.pushEncodedFrame(
+                                    media.vp8[(index / 5) % media.vp8.count].restamped(Int64(index) * 20_000))
+                            }
                         }
                     }
                 default:  // rendering, and reading a canvas
@@ -280,8 +286,10 @@ struct EngineConcurrencyTests {
         for index in 0..<50 {
             let time = Int64(50_000_000 + index * 20_000)
             for remote in remoteEngines {
-                remote.pushEncodedFrame(media.opus[index % media.opus.count].restamped(time))
-                if index % 3 == 0 { remote.pushEncodedFrame(media.vp8[index / 3 % media.vp8.count].restamped(time)) }
+                try remote.pushEncodedFrame(media.opus[index % media.opus.count].restamped(time))
+                if index % 3 == 0 {
+                    try remote.pushEncodedFrame(media.vp8[index / 3 % media.vp8.count].restamped(time))
+                }
             }
             for _ in 0..<2 {
                 playout.withUnsafeMutableBufferPointer { local.pullPlayout(into: $0) }
@@ -312,7 +320,7 @@ struct ReceiveRouterTests {
         let (local, sender, channel) = try subscriberOfOneUser(session)
         let media = try remoteMedia()
         // The first packets settle the stream (STARTING, SUBSCRIBED: decisions of the control plane).
-        for index in 0..<5 { sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
+        for index in 0..<5 { try sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
         let before = channel.statistics.rxPackets
         #expect(before == 5)
         let held = DispatchSemaphore(value: 0)
@@ -328,7 +336,7 @@ struct ReceiveRouterTests {
         }
         holder.start()
         held.wait()
-        for index in 5..<25 { sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
+        for index in 5..<25 { try sender.pushEncodedFrame(media.opus[index].restamped(Int64(index) * 20_000)) }
         delivered.signal()
         // The holder lets go once it saw the pushes through (or timed out); then the lock is free.
         let stats = channel.statistics

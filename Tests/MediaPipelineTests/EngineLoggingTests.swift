@@ -38,7 +38,7 @@ struct EngineLoggingTests {
         try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
         try session.run(ticks: 30, video: true, publishers: [host])
         // Undecodable audio: the warning names the codec's complaint.
-        host.engine.pushEncodedFrame(
+        try host.engine.pushEncodedFrame(
             EncodedFrame(
                 bytes: [0xFF, 0xFF, 0xFF, 0xFF], codec: .opus, isKeyframe: true,
                 timestampMicroseconds: session.clock.nowMicroseconds, durationMicroseconds: 20_000))

@@ -256,11 +256,11 @@ struct EngineFailureTests {
         let session = TestSession()
         let (host, viewer) = try session.hostAndViewer()
         // A publisher whose "encoder" emits garbage: an invalid Opus packet and an invalid VP8 keyframe.
-        host.engine.pushEncodedFrame(
+        try host.engine.pushEncodedFrame(
             EncodedFrame(
                 bytes: [0xFF, 0xFF, 0xFF, 0xFF], codec: .opus, isKeyframe: true, timestampMicroseconds: 0,
                 durationMicroseconds: 20_000))
-        host.engine.pushEncodedFrame(
+        try host.engine.pushEncodedFrame(
             EncodedFrame(
                 bytes: [UInt8](repeating: 0x5A, count: 64), codec: .vp8, isKeyframe: true, timestampMicroseconds: 0,
                 durationMicroseconds: 66_000))

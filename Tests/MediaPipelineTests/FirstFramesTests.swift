@@ -195,7 +195,7 @@ struct FirstFramesTests {
         let held = HeldFirstVideoPacket()
         scripted.scriptPackets { packet, _, _ in held.fate(of: packet) }
         for (index, frame) in frames.enumerated() {
-            host.engine.pushEncodedFrame(
+            try host.engine.pushEncodedFrame(
                 EncodedFrame(
                     bytes: frame.bytes, codec: .vp8, isKeyframe: frame.isKeyframe,
                     timestampMicroseconds: session.clock.nowMicroseconds, durationMicroseconds: 30_000))

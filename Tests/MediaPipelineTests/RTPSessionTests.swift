@@ -54,15 +54,19 @@ struct RTPSessionTests {
             for index in 0..<150 {
                 let time = Int64(index) * 20_000
                 if index % 2 == 0, index / 2 < encoded.count {
-                    sender.engine.pushEncodedFrame(
-                        EncodedFrame(
-                            bytes: encoded[index / 2], codec: .vp8, isKeyframe: index == 0,
-                            timestampMicroseconds: Int64(index / 2) * 33_333, durationMicroseconds: 33_333))
+                    #expect(throws: Never.self) {
+                        try sender.engine.pushEncodedFrame(
+                            EncodedFrame(
+                                bytes: encoded[index / 2], codec: .vp8, isKeyframe: index == 0,
+                                timestampMicroseconds: Int64(index / 2) * 33_333, durationMicroseconds: 33_333))
+                    }
                 }
-                sender.engine.pushEncodedFrame(
-                    EncodedFrame(
-                        bytes: packets[index], codec: .opus, isKeyframe: true, timestampMicroseconds: time,
-                        durationMicroseconds: 20_000))
+                #expect(throws: Never.self) {
+                    try sender.engine.pushEncodedFrame(
+                        EncodedFrame(
+                            bytes: packets[index], codec: .opus, isKeyframe: true, timestampMicroseconds: time,
+                            durationMicroseconds: 20_000))
+                }
                 let due = start.addingTimeInterval(Double(time + 20_000) / 1e6)
                 Thread.sleep(forTimeInterval: max(0, due.timeIntervalSinceNow))
             }
@@ -328,7 +332,7 @@ struct RTPSessionTests {
             // may take longer than the pacing under ThreadSanitizer).
             let frame = EncodedFrame(
                 bytes: keyframe, codec: .vp8, isKeyframe: true, timestampMicroseconds: 0, durationMicroseconds: 0)
-            Thread { engine.pushEncodedFrame(frame) }.start()
+            Thread { #expect(throws: Never.self) { try engine.pushEncodedFrame(frame) } }.start()
             let clock = WallClock()
             var arrivals: [Int64] = []
             let start = clock.nowMicroseconds

@@ -61,7 +61,7 @@ let benchmarks: @Sendable () -> Void = {
         Benchmark("fan-out to \(subscribers)") { benchmark in
             for _ in benchmark.scaledIterations {
                 time.value += 20_000
-                load.publisher.pushEncodedFrame(packet.restamped(time.value))
+                try! load.publisher.pushEncodedFrame(packet.restamped(time.value))
             }
         }
     }
@@ -72,7 +72,7 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("fan-out to 10 over lossy links") { benchmark in
         for _ in benchmark.scaledIterations {
             lossyTime.value += 20_000
-            lossy.publisher.pushEncodedFrame(Fixtures.media.opusPackets[0].restamped(lossyTime.value))
+            try! lossy.publisher.pushEncodedFrame(Fixtures.media.opusPackets[0].restamped(lossyTime.value))
         }
     }
 
@@ -99,18 +99,18 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("RTP UDP send VP8 360p frame") { benchmark in
         for _ in benchmark.scaledIterations {
             sendIndex.value = (sendIndex.value + 1) % vp8Frames.count
-            sendOnly.value.push(vp8Frames[sendIndex.value])
+            _ = try! sendOnly.value.push(vp8Frames[sendIndex.value])
         }
     }
     let loopback = Box(try! RTPLoopbackLoad(receiving: true))
     let loopIndex = Box(0)
     // Past start-up: the receiver's stream and its recycled storage exist.
-    for index in 0..<300 { loopback.value.push(vp8Frames[index % vp8Frames.count]) }
+    for index in 0..<300 { _ = try! loopback.value.push(vp8Frames[index % vp8Frames.count]) }
     print("RTP over loopback: \(loopback.value.packetsPerFrame) packets per VP8 360p frame")
     Benchmark("RTP UDP send and receive VP8 360p frame") { benchmark in
         for _ in benchmark.scaledIterations {
             loopIndex.value = (loopIndex.value + 1) % vp8Frames.count
-            guard loopback.value.push(vp8Frames[loopIndex.value]) else { fatalError("packets lost on loopback") }
+            guard try! loopback.value.push(vp8Frames[loopIndex.value]) else { fatalError("packets lost on loopback") }
         }
     }
 

@@ -232,8 +232,13 @@ extension MediaEngine {
 
     /// Publishes an already encoded frame (Opus, VP8 or VP9) as the local stream, for sources
     /// that arrive encoded (a file being replayed, a camera that encodes). Keyframe requests
-    /// are counted but cannot be honoured.
-    public func pushEncodedFrame(_ frame: EncodedFrame) {
+    /// are counted but cannot be honoured. Nothing is sent while no channel publishes the
+    /// frame's kind.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for an empty frame.
+    public func pushEncodedFrame(_ frame: EncodedFrame) throws {
+        guard !frame.bytes.isEmpty else {
+            throw MediaError.invalidArgument("the \(frame.codec) frame at \(frame.timestampMicroseconds) us is empty")
+        }
         local.withLock { publisher in
             collectTargets(frame.codec.kind, publisher)
             send(frame, encodedHere: false, publisher)
@@ -250,9 +255,10 @@ extension MediaEngine {
     /// One source feeds the low stream: pushed low frames and
     /// ``pushVideo(_:timestampMicroseconds:)``'s own low layer are not to be mixed. Keyframe
     /// requests for either layer are counted but cannot be honoured.
-    /// - Throws: ``MediaError/Code/invalidArgument`` for a `.low` frame that is audio or empty.
+    /// - Throws: ``MediaError/Code/invalidArgument`` for an empty frame, or a `.low` frame that
+    ///   is audio.
     public func pushEncodedFrame(_ frame: EncodedFrame, layer: VideoStreamType) throws {
-        guard layer == .low else { return pushEncodedFrame(frame) }
+        guard layer == .low else { return try pushEncodedFrame(frame) }
         guard frame.codec.kind == .video else {
             throw MediaError.invalidArgument("a \(frame.codec) frame cannot be the low video stream")
         }

@@ -113,7 +113,7 @@ public enum RTPFileSender {
             switch item.content {
             case .encoded(let frame):
                 kind = frame.codec.kind
-                session.engine.pushEncodedFrame(frame)
+                try session.engine.pushEncodedFrame(frame)
             case .picture(let picture):
                 kind = .video
                 try session.engine.pushVideo(picture, timestampMicroseconds: item.timeMicroseconds)
