@@ -76,35 +76,26 @@ public struct RTPPacketizer {
         }
         guard !frame.bytes.isEmpty else { throw MediaError.invalidArgument("an empty \(codec) frame cannot be sent") }
         let timestamp = rtpTimestamp(microseconds: frame.timestampMicroseconds)
-        switch codec {
-        case .opus:
+        guard let format = codec.videoPayloadFormat else {
             try frame.bytes.withUnsafeBytes { data in
                 try emit(
                     makePacket(marker: false, timestamp: timestamp, descriptor: nil as VP8PayloadDescriptor?, data))
             }
-        case .vp8:
-            var descriptor = VP8PayloadDescriptor()
-            descriptor.pictureId = nextPictureId
-            try Self.split(frame, room: maximumPayloadByteCount - descriptor.byteCount) { data, first, last in
-                descriptor.startOfPartition = first
-                return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
-            }
-            nextPictureId = (nextPictureId + 1) & 0x7FFF
-        case .vp9:
-            var descriptor = VP9PayloadDescriptor()
-            descriptor.pictureId = nextPictureId
-            descriptor.interPicturePredicted = !frame.isKeyframe
-            let structure =
-                frame.isKeyframe && frame.width > 0
-                ? VP9PayloadDescriptor.ScalabilityStructure(width: frame.width, height: frame.height) : nil
-            descriptor.scalability = structure
-            try Self.split(frame, room: maximumPayloadByteCount - descriptor.byteCount) { data, first, last in
-                descriptor.startOfFrame = first
-                descriptor.endOfFrame = last
-                descriptor.scalability = first ? structure : nil  // sent with the keyframe's first packet
-                return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
-            }
-            nextPictureId = (nextPictureId + 1) & 0x7FFF
+            return
+        }
+        try packetize(frame, timestamp: timestamp, as: format, emit)
+        nextPictureId = (nextPictureId + 1) & 0x7FFF
+    }
+
+    /// Packetizes the video `frame` in `format`: balanced pieces, each after its descriptor, the
+    /// marker bit on the last.
+    private mutating func packetize<Format: VideoPayloadFormat>(
+        _ frame: EncodedFrame, timestamp: UInt32, as format: Format.Type, _ emit: (RTPPacket) throws -> Void
+    ) throws {
+        var descriptor = Format.descriptor(of: frame, pictureId: nextPictureId)
+        try Self.split(frame, room: maximumPayloadByteCount - descriptor.byteCount) { data, first, last in
+            Format.mark(&descriptor, first: first, last: last)
+            return try emit(makePacket(marker: last, timestamp: timestamp, descriptor: descriptor, data))
         }
     }
 

@@ -1,10 +1,22 @@
-/// What the RTP side knows of one video codec's payload format: where a packet's frame data
-/// begins, whether it begins a frame and a keyframe, a frame's picture size, and where the
-/// picture numbering lies that a forwarder rewrites. One type per codec (``VP8PayloadFormat``,
-/// RFC 7741; ``VP9PayloadFormat``, RFC 9628), asked by the frame assembler and the layer
-/// forwarder instead of each switching on the codec, as libwebrtc has a depacketizer per codec.
-/// A new codec is a new conforming type and a case in ``MediaCodec/videoPayloadFormat``.
+/// What the RTP side knows of one video codec's payload format: the descriptor each packet of
+/// a frame carries; where a packet's frame data begins, whether it begins a frame and a
+/// keyframe, a frame's picture size, and where the picture numbering lies that a forwarder
+/// rewrites. One type per codec (``VP8PayloadFormat``, RFC 7741; ``VP9PayloadFormat``, RFC
+/// 9628), asked by the packetizer, the frame assembler and the layer forwarder instead of each
+/// switching on the codec, as libwebrtc has a packetizer and a depacketizer per codec. A new
+/// codec is a new conforming type and a case in ``MediaCodec/videoPayloadFormat``.
 protocol VideoPayloadFormat {
+    /// The payload descriptor the format puts before each packet's piece of a frame.
+    associatedtype Descriptor: PayloadDescriptorWriting
+
+    /// The descriptor of `frame`'s packets, numbered `pictureId` (15 bits), as its first packet
+    /// carries it: the largest of them, which sizes the pieces.
+    static func descriptor(of frame: EncodedFrame, pictureId: UInt16) -> Descriptor
+
+    /// Makes `descriptor` that of a packet holding the first piece of the frame, the last, both
+    /// or neither.
+    static func mark(_ descriptor: inout Descriptor, first: Bool, last: Bool)
+
     /// How the packet whose payload is `payload` starts; nil when its descriptor cannot be read.
     static func describe(_ payload: UnsafeRawBufferPointer) -> VideoPayloadStart?
 
@@ -49,6 +61,18 @@ extension MediaCodec {
 
 /// VP8 over RTP (RFC 7741).
 enum VP8PayloadFormat: VideoPayloadFormat {
+    /// X with a 15-bit PictureID: one partition-less frame split anywhere (section 4.2).
+    static func descriptor(of frame: EncodedFrame, pictureId: UInt16) -> VP8PayloadDescriptor {
+        var descriptor = VP8PayloadDescriptor()
+        descriptor.pictureId = pictureId
+        return descriptor
+    }
+
+    /// S marks the frame's first packet (the start of partition 0).
+    static func mark(_ descriptor: inout VP8PayloadDescriptor, first: Bool, last: Bool) {
+        descriptor.startOfPartition = first
+    }
+
     /// A frame begins at the start of partition 0; it is a keyframe when the VP8 payload
     /// header's P bit is clear (RFC 7741 section 4.3).
     static func describe(_ payload: UnsafeRawBufferPointer) -> VideoPayloadStart? {
@@ -85,6 +109,26 @@ enum VP8PayloadFormat: VideoPayloadFormat {
 
 /// VP9 over RTP (RFC 9628).
 enum VP9PayloadFormat: VideoPayloadFormat {
+    /// Flexible mode off, a 15-bit PictureID, P set on a delta frame; a keyframe of known size
+    /// carries its scalability structure (section 4.2.1) in its first packet.
+    static func descriptor(of frame: EncodedFrame, pictureId: UInt16) -> VP9PayloadDescriptor {
+        var descriptor = VP9PayloadDescriptor()
+        descriptor.pictureId = pictureId
+        descriptor.interPicturePredicted = !frame.isKeyframe
+        if frame.isKeyframe && frame.width > 0 {
+            descriptor.scalability = VP9PayloadDescriptor.ScalabilityStructure(width: frame.width, height: frame.height)
+        }
+        return descriptor
+    }
+
+    /// B and E mark the frame's first and last packets; the scalability structure goes with the
+    /// first only.
+    static func mark(_ descriptor: inout VP9PayloadDescriptor, first: Bool, last: Bool) {
+        descriptor.startOfFrame = first
+        descriptor.endOfFrame = last
+        if !first { descriptor.scalability = nil }
+    }
+
     /// A frame begins at the start of a base-layer frame; it is a keyframe when it is not
     /// inter-picture predicted (P clear, section 4.2) and the bitstream says so too (frame_type
     /// KEY_FRAME, VP9 section 6.2): ffmpeg's packetizer (rtpenc_vp9.c) leaves P clear on every
