@@ -83,6 +83,9 @@ struct JoinCommand: ParsableCommand {
         name: [.customLong("token"), .customLong("pin")],
         help: "The join's token (joinChannelByToken): a Janus room's pin.")
     var token: String?
+    @Option(
+        help: "PEM file of the authorities an https Janus's certificate is checked against (default: the system's).")
+    var trustedCertificates: String?
     @Option(help: "Seconds a channel may stay reconnecting before it fails.") var reconnectTimeout = 60.0
     @Option(help: "Janus's session_timeout in seconds (a session unreachable this long is joined anew).")
     var sessionTimeout = 60.0
@@ -145,6 +148,7 @@ struct JoinCommand: ParsableCommand {
         settings.localAddresses = localAddress
         settings.reconnectTimeoutSeconds = reconnectTimeout
         settings.sessionTimeoutSeconds = sessionTimeout
+        settings.trustedCertificatesPath = trustedCertificates
         if let ports {
             let bounds = ports.split(separator: "-").compactMap { Int($0) }
             guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1], bounds[1] <= 65535 else {

@@ -274,6 +274,45 @@ struct JanusChannelTests {
         expectNothingLeft(server)
     }
 
+    @Test(
+        "HTTPS: a Janus serving its API over TLS is joined when its authority is trusted; with the system's authorities alone the join fails in one line naming the certificate",
+        .timeLimit(.minutes(2)))
+    func https() async throws {
+        let server = try JanusServer(https: true)
+        defer { server.stop() }
+        let authority = try #require(server.authorityCertificatePath)
+        #expect(server.insideURL.hasPrefix("https://"))
+        let trusted = try JoinRun(
+            "trusted", on: server,
+            ["--uid", "61", "--publish", "channel-1", "--trusted-certificates", authority, "--duration", "3"])
+        defer { trusted.stop() }
+        let untrusted = try JoinRun(
+            "untrusted", on: server, ["--uid", "62", "--publish", "channel-1", "--duration", "30"])
+        defer { untrusted.stop() }
+        let missing = try JoinRun(
+            "missing file", on: server,
+            ["--publish", "channel-1", "--trusted-certificates", authority + ".absent", "--duration", "30"])
+        defer { missing.stop() }
+
+        let trustedStatus = await trusted.waitForExit(within: 20)
+        #expect(trustedStatus == 0, "trusted:\n\(trusted.summary)")
+        #expect(trusted.events("joinSuccess", in: "channel-1", uid: 61).count == 1, "trusted:\n\(trusted.summary)")
+        #expect(trusted.events("leave", in: "channel-1").count == 1, "trusted:\n\(trusted.summary)")
+        #expect(trusted.events("error").isEmpty, "trusted:\n\(trusted.summary)")
+
+        for (run, words) in [(untrusted, "certificate"), (missing, "trustedCertificatesPath")] {
+            let status = await run.waitForExit(within: 10)
+            #expect(status == 1, "\(run.name): exit \(String(describing: status)):\n\(run.summary)")
+            let final = run.stderr.split(separator: "\n").filter { $0.hasPrefix("pipebench: error:") }
+            #expect(final.count == 1 && final[0].contains(words), "\(run.name): \(run.stderr)")
+            #expect(run.events("joinSuccess").isEmpty, "\(run.name) joined")
+            print("JanusChannel: https \(run.name): \(final.first ?? "no error line")")
+        }
+        server.stop()
+        for run in [trusted, untrusted, missing] { run.stop() }
+        expectNothingLeft(server)
+    }
+
     @Test("faults: Janus not running, no such room, pins, a uid taken", .timeLimit(.minutes(2)))
     func faults() async throws {
         let server = try JanusServer()

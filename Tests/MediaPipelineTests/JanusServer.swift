@@ -32,7 +32,11 @@ final class JanusServer: @unchecked Sendable {
     /// The Janus API as the test process reaches it (root namespace, through the bridge).
     private(set) var url = ""
     /// The Janus API inside the namespace, for clients run there.
-    let insideURL = "http://127.0.0.1:\(JanusServer.port)/janus"
+    var insideURL: String { "\(scheme)://127.0.0.1:\(Self.port)/janus" }
+    /// With HTTPS: the PEM file of the authority that signed Janus's certificate (made for this
+    /// server, naming 127.0.0.1), which clients must trust.
+    private(set) var authorityCertificatePath: String?
+    private let scheme: String
 
     private var janus: Process?
     private var bridges: [Process] = []
@@ -43,13 +47,17 @@ final class JanusServer: @unchecked Sendable {
 
     /// Starts Janus with `sessionTimeout` (seconds) and the VideoRoom rooms "channel-1",
     /// "channel-2" (`notify_joining = true`) and "pinned" (pin "1234"), string ids; with
-    /// `stringIDs` false the rooms are 1001, 1002 and 1003 and ids are numbers.
-    init(sessionTimeout: Int = 60, stringIDs: Bool = true) throws {
+    /// `stringIDs` false the rooms are 1001, 1002 and 1003 and ids are numbers. With `https`
+    /// the API is served over HTTPS only, with a certificate for 127.0.0.1 signed by an
+    /// authority made for this server (``authorityCertificatePath``).
+    init(sessionTimeout: Int = 60, stringIDs: Bool = true, https: Bool = false) throws {
         Self.sweepStale()
         namespace = "\(Self.prefix)\(getpid())x\(Self.serial.wrappingAdd(1, ordering: .relaxed).oldValue)"
         folder = TemporaryFolder.root + "\(namespace)-" + UUID().uuidString.prefix(8)
+        scheme = https ? "https" : "http"
         do {
             try makeNamespace()
+            if https { try makeCertificates() }
             try writeConfiguration(sessionTimeout: sessionTimeout, stringIDs: stringIDs)
             try startJanus()
             try startBridge()
@@ -197,20 +205,34 @@ final class JanusServer: @unchecked Sendable {
             }
 
             """
-        let http = """
-            general: {
-                json = "plain"
-                base_path = "/janus"
+        let listen =
+            authorityCertificatePath == nil
+            ? """
                 http = true
                 port = \(Self.port)
                 ip = "127.0.0.1"
                 https = false
+            """
+            : """
+                http = false
+                https = true
+                secure_port = \(Self.port)
+                secure_ip = "127.0.0.1"
+            """
+        let http = """
+            general: {
+                json = "plain"
+                base_path = "/janus"
+            \(listen)
             }
             admin: {
                 admin_http = false
                 admin_https = false
             }
             cors: {
+            }
+            certificates: {
+            \(authorityCertificatePath == nil ? "" : "    cert_pem = \"\(folder)/server.pem\"\n    cert_key = \"\(folder)/server.key\"")
             }
 
             """
@@ -238,6 +260,32 @@ final class JanusServer: @unchecked Sendable {
         try core.write(toFile: folder + "/janus.jcfg", atomically: true, encoding: .utf8)
         try http.write(toFile: folder + "/janus.transport.http.jcfg", atomically: true, encoding: .utf8)
         try videoroom.write(toFile: folder + "/janus.plugin.videoroom.jcfg", atomically: true, encoding: .utf8)
+    }
+
+    /// An authority and a certificate it signs for 127.0.0.1 (P-256, valid one day), in the folder.
+    private func makeCertificates() throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "subjectAltName = IP:127.0.0.1\n".write(toFile: folder + "/server.ext", atomically: true, encoding: .utf8)
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        let steps: [[String]] = [
+            ["req", "-x509"] + key
+                + [
+                    "-keyout", folder + "/ca.key", "-out", folder + "/ca.pem", "-days", "1", "-subj",
+                    "/CN=Test authority",
+                ],
+            ["req"] + key + [
+                "-keyout", folder + "/server.key", "-out", folder + "/server.csr", "-subj", "/CN=127.0.0.1",
+            ],
+            [
+                "x509", "-req", "-in", folder + "/server.csr", "-CA", folder + "/ca.pem", "-CAkey", folder + "/ca.key",
+                "-CAcreateserial", "-out", folder + "/server.pem", "-days", "1", "-extfile", folder + "/server.ext",
+            ],
+        ]
+        for step in steps {
+            let result = try runTool("/usr/bin/openssl", step)
+            guard result.status == 0 else { throw LinkError("openssl \(step[0]) failed: \(result.stderr)") }
+        }
+        authorityCertificatePath = folder + "/ca.pem"
     }
 
     private func startJanus() throws {
@@ -279,7 +327,7 @@ final class JanusServer: @unchecked Sendable {
             port = found
             return true
         }
-        url = "http://127.0.0.1:\(port)/janus"
+        url = "\(scheme)://127.0.0.1:\(port)/janus"
     }
 
     // MARK: Processes

@@ -19,8 +19,10 @@ final class JanusHTTP: Sendable {
 
     /// A client that gives up connecting after `connectTimeout` and allows up to
     /// `connectionsPerHost` connections to the Janus server at once (the long-poll, keepalives,
-    /// liveness probes and several channels' requests).
-    init(connectTimeout: Duration, connectionsPerHost: Int = 32) {
+    /// liveness probes and several channels' requests). An `https` server's certificate must
+    /// chain to an authority in `trustedCertificatesPath` (PEM), or the system's when nil, and
+    /// name the URL's host.
+    init(connectTimeout: Duration, trustedCertificatesPath: String? = nil, connectionsPerHost: Int = 32) {
         _ = HTTPInbox.globalInit
         let multi = curl_multi_init()
         inbox = HTTPInbox(multi: multi)
@@ -30,7 +32,9 @@ final class JanusHTTP: Sendable {
         let connectMs = Self.milliseconds(connectTimeout)
         let thread = Thread {
             guard let multi = inbox.multiHandle else { return }
-            HTTPTransfers(inbox: inbox, multi: multi, connectMs: connectMs).run()
+            HTTPTransfers(
+                inbox: inbox, multi: multi, connectMs: connectMs, trustedCertificatesPath: trustedCertificatesPath
+            ).run()
         }
         thread.name = "janus-http"
         thread.start()
@@ -196,12 +200,14 @@ private final class HTTPTransfers {
     private let inbox: HTTPInbox
     private let multi: UnsafeMutableRawPointer
     private let connectMs: Int
+    private let trustedCertificatesPath: String?
     private var transfers: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
 
-    init(inbox: HTTPInbox, multi: UnsafeMutableRawPointer, connectMs: Int) {
+    init(inbox: HTTPInbox, multi: UnsafeMutableRawPointer, connectMs: Int, trustedCertificatesPath: String?) {
         self.inbox = inbox
         self.multi = multi
         self.connectMs = connectMs
+        self.trustedCertificatesPath = trustedCertificatesPath
     }
 
     /// Runs until the client is closed; then fails what is left and lets the handles go.
@@ -241,6 +247,8 @@ private final class HTTPTransfers {
         _ = mp_curl_set_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs)
         _ = mp_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(connectMs, request.timeoutMs))
         _ = mp_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        // Peer and host verification are libcurl's defaults (on); only the authorities change.
+        if let trustedCertificatesPath { _ = mp_curl_set_string(easy, CURLOPT_CAINFO, trustedCertificatesPath) }
         _ = mp_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, transfer.errorText)
         _ = mp_curl_set_write_function(easy, HTTPTransfer.receive)
         _ = mp_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)

@@ -30,6 +30,8 @@ actor JanusSignalling {
         var requestTimeout: Duration = .seconds(10)
         /// How long connecting may take (a refused connection fails at once).
         var connectTimeout: Duration = .seconds(3)
+        /// The certificate authorities an `https` server is checked against (PEM); nil: the system's.
+        var trustedCertificatesPath: String?
         /// How often the session is kept alive; nil sends no keepalives (Janus's default
         /// `session_timeout` is 60 s; long-polls do not count as activity).
         var keepaliveInterval: Duration? = .seconds(25)
@@ -74,7 +76,9 @@ actor JanusSignalling {
     init(configuration: Configuration) {
         self.configuration = configuration
         (sessionEvents, sessionContinuation) = AsyncStream.makeStream(of: JanusSessionEvent.self)
-        http = JanusHTTP(connectTimeout: configuration.connectTimeout)
+        http = JanusHTTP(
+            connectTimeout: configuration.connectTimeout, trustedCertificatesPath: configuration.trustedCertificatesPath
+        )
     }
 
     // MARK: Session and handles

@@ -1,10 +1,17 @@
 import Dispatch
+import Foundation
 import Logging
 
 /// Settings of a ``JanusTransport``.
 public struct JanusTransportConfiguration: Sendable {
-    /// The Janus API URL (HTTP long-poll), e.g. `http://127.0.0.1:8088/janus`.
+    /// The Janus API URL (HTTP long-poll), e.g. `http://127.0.0.1:8088/janus`, or an `https`
+    /// one, whose server certificate is checked against the system's trusted authorities (or
+    /// ``trustedCertificatesPath``) and must name the URL's host.
     public var url: String
+    /// A PEM file of the certificate authorities an `https` Janus's certificate is checked
+    /// against, instead of the system's (a deployment's own authority, or a self-signed
+    /// server's certificate itself); nil: the system's.
+    public var trustedCertificatesPath: String?
     /// Whether rooms and participant ids are numbers (a VideoRoom plugin without `string_ids`):
     /// channel ids must then be decimal numbers. By default they are strings: the channel id is
     /// the room's name and the uid, written in decimal, the participant's id.
@@ -78,10 +85,15 @@ public final class JanusTransport: MediaTransport, Sendable {
 
     /// A transport for the Janus at `configuration.url`. Nothing is sent until a channel is
     /// joined.
-    /// - Throws: ``MediaError`` when the DTLS certificate cannot be made.
+    /// - Throws: ``MediaError`` when ``JanusTransportConfiguration/trustedCertificatesPath``
+    ///   names no readable file, or the DTLS certificate cannot be made.
     public init(configuration: JanusTransportConfiguration, logger: Logger = Logger(label: "MediaPipeline.Janus"))
         throws
     {
+        if let path = configuration.trustedCertificatesPath, !FileManager.default.isReadableFile(atPath: path) {
+            throw MediaError.invalidArgument(
+                "\(path): no readable file of trusted certificates (trustedCertificatesPath)")
+        }
         self.configuration = configuration
         self.logger = logger
         client = LockedValue(Self.makeSignalling(configuration))
@@ -91,6 +103,7 @@ public final class JanusTransport: MediaTransport, Sendable {
 
     private static func makeSignalling(_ configuration: JanusTransportConfiguration) -> JanusSignalling {
         var settings = JanusSignalling.Configuration(url: configuration.url, token: configuration.token)
+        settings.trustedCertificatesPath = configuration.trustedCertificatesPath
         settings.requestTimeout = .milliseconds(Int64(configuration.requestTimeoutSeconds * 1000))
         settings.sessionTimeout = .milliseconds(Int64(configuration.sessionTimeoutSeconds * 1000))
         settings.keepaliveInterval = .milliseconds(Int64(max(1, configuration.sessionTimeoutSeconds / 3) * 1000))
