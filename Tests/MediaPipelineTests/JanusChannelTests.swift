@@ -300,7 +300,7 @@ struct JanusChannelTests {
         #expect(trusted.events("leave", in: "channel-1").count == 1, "trusted:\n\(trusted.summary)")
         #expect(trusted.events("error").isEmpty, "trusted:\n\(trusted.summary)")
 
-        for (run, words) in [(untrusted, "certificate"), (missing, "trustedCertificatesPath")] {
+        for (run, words) in [(untrusted, "SSL certificate problem"), (missing, "trustedCertificatesPath")] {
             let status = await run.waitForExit(within: 10)
             #expect(status == 1, "\(run.name): exit \(String(describing: status)):\n\(run.summary)")
             let final = run.stderr.split(separator: "\n").filter { $0.hasPrefix("pipebench: error:") }

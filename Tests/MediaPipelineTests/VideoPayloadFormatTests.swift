@@ -135,9 +135,13 @@ struct VideoPayloadFormatTests {
                 for later in packets.dropFirst() {
                     #expect(later.withUnsafePayload { format.describe($0)?.startsFrame } == false)
                 }
+                // VP8 reads the size from the keyframe's own header; VP9 from the scalability
+                // structure the packetizer writes from the frame's size, with keyframes only.
                 let pictureSize = first.withUnsafePayload { format.pictureSize($0, start) }
                 if frame.key {
                     #expect(pictureSize?.width == 640 && pictureSize?.height == 360, "\(codec) keyframe \(index)")
+                } else {
+                    #expect(pictureSize == nil, "\(codec) delta frame \(index) tells a size")
                 }
             }
         }

@@ -47,8 +47,10 @@ final class ChannelMixRound: @unchecked Sendable {
         let hint: Int
         /// Its streams' positions in the round's inputs.
         let inputs: Range<Int>
+        /// Whether the app copies its mix (``MediaChannel/enableChannelMix(_:)``): it is then published.
+        let publishes: Bool
         /// Whether its volume indication runs: the peaks are then measured.
-        let measuresPeaks: Bool
+        var measuresPeaks: Bool
         /// The mix's largest magnitude (when measured).
         var mixPeak: Int16 = 0
     }
@@ -60,8 +62,9 @@ final class ChannelMixRound: @unchecked Sendable {
     /// Each channel's mixer by serial: a mixer ramps and limits across frames, so it stays with
     /// its channel while the channel keeps a mix.
     private var mixers: [Int: AudioMixer] = [:]
-    /// The serials mixed last round, to forget those that stopped.
-    private var lastSerials: [Int] = []
+    /// The channels mixed last round and whether their mix was published, to forget the
+    /// mixers and the published mixes of those that stopped.
+    private var last: [(serial: Int, published: Bool)] = []
     private var frame: [Int16]
     private let sampleRate: Int, channelCount: Int
 
@@ -74,8 +77,8 @@ final class ChannelMixRound: @unchecked Sendable {
     func reset() { jobs.removeAll(keepingCapacity: true) }
 
     /// Adds channel `ref` (at position `hint`), whose streams are `inputs` of the round's inputs.
-    func add(_ ref: ChannelRef, hint: Int, inputs: Range<Int>, measuresPeaks: Bool) {
-        jobs.append(Job(ref: ref, hint: hint, inputs: inputs, measuresPeaks: measuresPeaks))
+    func add(_ ref: ChannelRef, hint: Int, inputs: Range<Int>, publishes: Bool, measuresPeaks: Bool) {
+        jobs.append(Job(ref: ref, hint: hint, inputs: inputs, publishes: publishes, measuresPeaks: measuresPeaks))
     }
 
     /// Whether a channel of this round measures peaks (its volume indication must advance).
@@ -95,15 +98,19 @@ final class ChannelMixRound: @unchecked Sendable {
             if let existing = mixers[serial] {
                 mixer = existing
             } else {
-                // The playout's own format, which the engine's final mixer was made with.
-                guard let made = try? AudioMixer(sampleRate: sampleRate, channelCount: channelCount) else { continue }
+                // The playout's own format, which the engine's final mixer was made with: this
+                // cannot fail. Were it to, the channel would have no mix and no peaks this round.
+                guard let made = try? AudioMixer(sampleRate: sampleRate, channelCount: channelCount) else {
+                    jobs[j].measuresPeaks = false
+                    continue
+                }
                 mixers[serial] = made
                 mixer = made
             }
             frame.withUnsafeMutableBufferPointer { frame in
                 mixer.mix(inputs[jobs[j].inputs], into: frame)
                 let mixed = UnsafeBufferPointer(frame)
-                frames.publish(serial, mixed)
+                if jobs[j].publishes { frames.publish(serial, mixed) }
                 for recorder in recorders where recorder.channelId == jobs[j].ref.id {
                     _ = recorder.mixFrame.update(fromContentsOf: mixed)
                 }
@@ -116,12 +123,21 @@ final class ChannelMixRound: @unchecked Sendable {
         for recorder in recorders where !jobs.contains(where: { $0.ref.id == recorder.channelId }) {
             recorder.mixFrame.update(repeating: 0)
         }
-        for serial in lastSerials where !jobs.contains(where: { $0.ref.serial == serial }) {
-            mixers[serial] = nil
-            frames.remove(serial)
+        for (serial, published) in last {
+            let job = jobs.first { $0.ref.serial == serial }
+            if published && job?.publishes != true { frames.remove(serial) }
+            if job == nil { mixers[serial] = nil }
         }
-        lastSerials.removeAll(keepingCapacity: true)
-        for job in jobs { lastSerials.append(job.ref.serial) }
+        last.removeAll(keepingCapacity: true)
+        for job in jobs { last.append((job.ref.serial, job.publishes)) }
+    }
+
+    /// Forgets every channel's mixer and the mixes published to `frames` (the engine is destroyed).
+    func forgetAll(publishedTo frames: ChannelMixFrames) {
+        mixers.removeAll()
+        last.removeAll()
+        jobs.removeAll()
+        frames.removeAll()
     }
 }
 

@@ -11,8 +11,8 @@ final class ChannelRecorder: @unchecked Sendable {
     /// Whether grid tiles carry their uid.
     let labels: Bool
     private let state: LockedValue<State>
-    /// The channel mix of one playout tick, copied under the engine's lock. Written and read by
-    /// the playout round only (one at a time).
+    /// The channel mix of one playout tick, copied there by the round's channel mixes
+    /// (``ChannelMixRound``). Written and read by the playout round only (one at a time).
     let mixFrame: UnsafeMutableBufferPointer<Int16>
 
     private struct State: @unchecked Sendable {

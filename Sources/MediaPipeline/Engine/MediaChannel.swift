@@ -236,7 +236,8 @@ public final class MediaChannel: Sendable {
     /// Keeps a mix of this channel's remote audio alone, next to the playout mix.
     public func enableChannelMix(_ enabled: Bool) throws { try engine.enableChannelMix(ref, enabled) }
 
-    /// Copies the channel mix of the last playout tick (one 10 ms frame) into `output`.
+    /// Copies the channel mix of the last playout tick (one 10 ms frame) into `output`: silence
+    /// before the first tick since the mix was enabled, and while the channel is not joined.
     /// - Throws: ``EngineError/Code/notReady`` unless ``enableChannelMix(_:)`` is on.
     public func copyChannelMix(into output: UnsafeMutableBufferPointer<Int16>) throws {
         try engine.copyChannelMix(ref, into: output)

@@ -79,6 +79,7 @@ extension MediaEngine {
                     if plane.channels[c].keepsMix {
                         round.channelMixes.add(
                             ref, hint: c, inputs: channelStart..<round.mixInputs.value.count,
+                            publishes: plane.channels[c].mixEnabled,
                             measuresPeaks: plane.channels[c].volumeIntervalMs > 0)
                     }
                 }
@@ -109,7 +110,6 @@ extension MediaEngine {
             for recorder in round.channelRecorders { recorder.addMix() }
             let failedRecording = reportRecordingFailures(round.channelRecorders)
             round.channelRecorders = []
-            round.streams.removeAll(keepingCapacity: true)
             // Streams that just stopped play one more frame, fading to silence.
             let now = round.decode.now
             for (key, receiver) in round.fading
@@ -119,6 +119,9 @@ extension MediaEngine {
             }
             round.mixer.value.mix(round.mixInputs.value, into: output)
             round.mixInputs.value.removeAll(keepingCapacity: true)
+            // The inputs pointed into these receivers' frames: a receiver released meanwhile
+            // (its user gone) lives until here.
+            round.streams.removeAll(keepingCapacity: true)
             for (_, receiver) in round.fading { receiver.release() }
             round.fading.removeAll(keepingCapacity: true)
             return (decided || failedRecording, observer, observed)

@@ -154,6 +154,7 @@ public final class MediaEngine: Sendable {
     /// Leaves and forgets channel `ref` (its leave events are delivered first).
     func destroyChannel(_ ref: ChannelRef) {
         withControl { $0.destroyChannel(ref) }
+        channelMixFrames.remove(ref.serial)  // its mixer goes at the next playout round
         flushActions()
         _ = handles.withLock { $0.removeValue(forKey: ref.serial) }
     }
@@ -175,13 +176,14 @@ public final class MediaEngine: Sendable {
         control.withLock {
             $0.destroyed = true
             canvasStore.removeAll()
-            channelMixFrames.removeAll()
             recordings.close()
             $0.canvasSizes.removeAll()
             $0.observer = nil
             $0.videoObserver = nil
         }
         local.withLock { $0 = Publisher(configuration: configuration, identity: rtp) }
+        // After a playout round under way (it may still publish a mix): no channel is left to mix.
+        playout.withLock { $0.channelMixes.forgetAll(publishedTo: channelMixFrames) }
         FreedMemory.release()
     }
 

@@ -226,7 +226,7 @@ extension MediaEngine {
                 }
             }
         } catch {
-            return  // an empty frame: nothing to send
+            return  // an encoder's empty frame (pushed ones are refused before): nothing to send
         }
     }
 
@@ -263,7 +263,8 @@ extension MediaEngine {
             throw MediaError.invalidArgument("a \(frame.codec) frame cannot be the low video stream")
         }
         guard !frame.bytes.isEmpty else {
-            throw MediaError.invalidArgument("the low video frame at \(frame.timestampMicroseconds) us is empty")
+            throw MediaError.invalidArgument(
+                "the low \(frame.codec) frame at \(frame.timestampMicroseconds) us is empty")
         }
         local.withLock { publisher in
             guard publisher.lowLayer != nil else { return }
@@ -301,7 +302,7 @@ extension MediaEngine {
                 }
             }
         } catch {
-            return  // an empty frame: nothing to send
+            return  // an encoder's empty frame (pushed ones are refused before): nothing to send
         }
         publisher.packetsSent[kind] += packets
         sendSenderReportIfDue(

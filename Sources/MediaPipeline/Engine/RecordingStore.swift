@@ -18,8 +18,11 @@ final class RecordingStore: Sendable {
     }
     private let running = LockedValue(Running())
 
-    /// The recorder of `slot`, if one runs.
-    func recorder(_ slot: RecordingSlot) -> StreamRecorder? { running.withLock { $0.streams[slot] } }
+    /// The recorder of `slot`, if one runs. Asked per stream on every playout and render
+    /// round: with nothing recorded, no key is hashed.
+    func recorder(_ slot: RecordingSlot) -> StreamRecorder? {
+        running.withLock { $0.streams.isEmpty ? nil : $0.streams[slot] }
+    }
 
     /// The first of `slots` already recorded, if any.
     func firstTaken(_ slots: [RecordingSlot]) -> RecordingSlot? {

@@ -79,7 +79,8 @@ enum VP8PayloadFormat: VideoPayloadFormat {
         guard let descriptor = try? VP8PayloadDescriptor(parsing: payload) else { return nil }
         let offset = descriptor.byteCount
         let starts = descriptor.startsFrame
-        let keyframe = starts && offset < payload.count && payload[offset] & 0x01 == 0
+        let keyframe =
+            starts && VP8PayloadDescriptor.isKeyframe(frameStart: UnsafeRawBufferPointer(rebasing: payload[offset...]))
         return VideoPayloadStart(dataOffset: offset, startsFrame: starts, startsKeyframe: keyframe)
     }
 

@@ -18,8 +18,9 @@ extension ControlPlane {
         channels[c].mixEnabled = enabled
     }
 
-    /// The serial of channel `ref`'s mix, for a copy into `output` of `samples` samples
-    /// (the mix itself is the media side's, ``ChannelMixFrames``).
+    /// The serial of channel `ref`'s mix, for a copy of it into an output of `outputSamples`
+    /// samples, which must be a mix's `frameSamples` (the mix itself is the media side's,
+    /// ``ChannelMixFrames``).
     func channelMixToCopy(_ ref: ChannelRef, outputSamples: Int, frameSamples: Int) throws -> Int {
         let c = try usable(ref)
         guard channels[c].mixEnabled else {

@@ -247,8 +247,12 @@ private final class HTTPTransfers {
         _ = mp_curl_set_long(easy, CURLOPT_TIMEOUT_MS, request.timeoutMs)
         _ = mp_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, min(connectMs, request.timeoutMs))
         _ = mp_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        // Peer and host verification are libcurl's defaults (on); only the authorities change.
-        if let trustedCertificatesPath { _ = mp_curl_set_string(easy, CURLOPT_CAINFO, trustedCertificatesPath) }
+        // Peer and host verification are libcurl's defaults (on); only the authorities change:
+        // the file's alone (the system's folder of authorities, CAPATH, is turned off too).
+        if let trustedCertificatesPath {
+            _ = mp_curl_set_string(easy, CURLOPT_CAINFO, trustedCertificatesPath)
+            _ = mp_curl_set_pointer(easy, CURLOPT_CAPATH, nil)
+        }
         _ = mp_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, transfer.errorText)
         _ = mp_curl_set_write_function(easy, HTTPTransfer.receive)
         _ = mp_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)

@@ -90,9 +90,14 @@ public final class JanusTransport: MediaTransport, Sendable {
     public init(configuration: JanusTransportConfiguration, logger: Logger = Logger(label: "MediaPipeline.Janus"))
         throws
     {
-        if let path = configuration.trustedCertificatesPath, !FileManager.default.isReadableFile(atPath: path) {
-            throw MediaError.invalidArgument(
-                "\(path): no readable file of trusted certificates (trustedCertificatesPath)")
+        if let path = configuration.trustedCertificatesPath {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue,
+                FileManager.default.isReadableFile(atPath: path)
+            else {
+                throw MediaError.invalidArgument(
+                    "\(path): no readable file of trusted certificates (trustedCertificatesPath)")
+            }
         }
         self.configuration = configuration
         self.logger = logger
