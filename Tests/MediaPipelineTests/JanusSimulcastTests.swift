@@ -68,8 +68,13 @@ struct JanusSimulcastTests {
                 #expect(delay <= 1_500, "the first high picture came \(delay) ms after the request")
             }
         }
-        // The engine learnt the layer it receives from Janus's switch events.
-        let cStats = c.events("remoteVideoStats", in: "channel-1").filter { $0.text.contains("uid: 11") }
+        // The engine learnt the layer it receives from Janus's switch events. Statistics come
+        // every 2 s: the first one after the switch may follow the 30th high picture.
+        func statsOf11(_ run: JoinRun) -> [JoinLine] {
+            run.events("remoteVideoStats", in: "channel-1").filter { $0.text.contains("uid: 11") }
+        }
+        _ = await c.waitFor(within: 5) { statsOf11($0).contains { $0.text.contains("rxStreamType: high") } }
+        let cStats = statsOf11(c)
         let lowStats = cStats.firstIndex { $0.text.contains("rxStreamType: low") }
         let highStats = cStats.lastIndex { $0.text.contains("rxStreamType: high") }
         #expect(
