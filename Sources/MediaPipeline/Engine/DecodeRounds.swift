@@ -1,6 +1,6 @@
 /// What one playout round owns: the final mixer and the channels' mixers, the round's decode
-/// jobs and scratch lists, the streams fading out, and the receiver reports written in it. Kept in a ``LockedValue``, so
-/// playout rounds run one at a time and nothing else touches these.
+/// jobs and scratch lists, the streams fading out, and the receiver reports written in it.
+/// Kept in a ``LockedValue``, so playout rounds run one at a time and nothing else touches these.
 struct PlayoutRound: Sendable {
     /// Not thread-safe (one mixer per mixing thread): owned by the round's lock.
     let mixer: LockOwned<AudioMixer>

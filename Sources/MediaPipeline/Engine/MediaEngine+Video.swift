@@ -61,6 +61,8 @@ extension MediaEngine {
     /// packet arrival go on meanwhile. Concurrent calls render one after the other.
     public func renderVideo() {
         var requests: [ControlPlane.FeedbackRequest] = []
+        // Channel composites learn of new pictures, and take one of their grid when due.
+        let recorders = recordings.channelRecorders
         let decided: Bool = render.withLock { round in
             // Under the control lock: give up on overdue packets and take the streams to decode.
             withControl { plane in
@@ -90,7 +92,6 @@ extension MediaEngine {
             videoWorkers.run(round.decode.jobs.count, on: round.decode)
             round.decode.jobs.removeAll(keepingCapacity: true)
             // As one input again: report what the decoders did.
-            let recorders = recordings.channelRecorders
             return withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
@@ -117,8 +118,6 @@ extension MediaEngine {
             }
         }
         for request in requests { sendFeedback(request) }
-        // Channel composites take a picture of their grid when one is due.
-        let recorders = recordings.channelRecorders
         let now = self.now
         for recorder in recorders {
             recorder.addPictureIfDue(now: now) {

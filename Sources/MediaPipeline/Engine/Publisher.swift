@@ -236,9 +236,7 @@ extension MediaEngine {
     /// frame's kind.
     /// - Throws: ``MediaError/Code/invalidArgument`` for an empty frame.
     public func pushEncodedFrame(_ frame: EncodedFrame) throws {
-        guard !frame.bytes.isEmpty else {
-            throw MediaError.invalidArgument("the \(frame.codec) frame at \(frame.timestampMicroseconds) us is empty")
-        }
+        try Self.refuseEmpty(frame, layer: "")
         local.withLock { publisher in
             collectTargets(frame.codec.kind, publisher)
             send(frame, encodedHere: false, publisher)
@@ -262,10 +260,7 @@ extension MediaEngine {
         guard frame.codec.kind == .video else {
             throw MediaError.invalidArgument("a \(frame.codec) frame cannot be the low video stream")
         }
-        guard !frame.bytes.isEmpty else {
-            throw MediaError.invalidArgument(
-                "the low \(frame.codec) frame at \(frame.timestampMicroseconds) us is empty")
-        }
+        try Self.refuseEmpty(frame, layer: "low ")
         local.withLock { publisher in
             guard publisher.lowLayer != nil else { return }
             collectTargets(.video, publisher)
@@ -273,6 +268,14 @@ extension MediaEngine {
             sendLow(frame, publisher)
         }
         flushActions()
+    }
+
+    /// Refuses an empty pushed frame before anything is taken or sent (the packetizer refuses
+    /// one too, but a send swallows that, as it must for an encoder's empty output).
+    private static func refuseEmpty(_ frame: EncodedFrame, layer: String) throws {
+        guard frame.bytes.isEmpty else { return }
+        throw MediaError.invalidArgument(
+            "the \(layer)\(frame.codec) frame at \(frame.timestampMicroseconds) us is empty")
     }
 
     /// Packetizes `frame` once and sends every packet to every target, counting it (and its

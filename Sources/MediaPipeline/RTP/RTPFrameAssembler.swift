@@ -181,17 +181,17 @@ struct RTPFrameAssembler {
             packetsLate += 1
             return
         }
-        guard let (dataOffset, starts, startsKeyframe) = describe(packet) else {
+        guard let start = describe(packet) else {
             packetsMalformed += 1
             return
         }
-        if startsKeyframe { newestKeyframeStart = max(newestKeyframeStart ?? sequence, sequence) }
+        if start.startsKeyframe { newestKeyframeStart = max(newestKeyframeStart ?? sequence, sequence) }
         if let next, sequence < next { self.next = sequence }  // the start moves back (checked above)
         slots[index] = packet
         slotSequence[index] = sequence
-        slotDataOffset[index] = dataOffset
-        slotStartsFrame[index] = starts
-        slotStartsKeyframe[index] = startsKeyframe
+        slotDataOffset[index] = start.dataOffset
+        slotStartsFrame[index] = start.startsFrame
+        slotStartsKeyframe[index] = start.startsKeyframe
         slotTimestamp[index] = timestamp
         slotArrival[index] = now
         packetsReceived += 1
@@ -308,10 +308,11 @@ struct RTPFrameAssembler {
     /// Where frame data starts in `packet`, whether it starts a frame and whether that frame is
     /// a keyframe (told as ``assemble(_:)`` tells it); nil for a payload whose descriptor
     /// cannot be read.
-    private func describe(_ packet: RTPPacket) -> (dataOffset: Int, startsFrame: Bool, startsKeyframe: Bool)? {
-        guard let format = codec.videoPayloadFormat else { return (0, true, true) }
-        guard let start = packet.withUnsafePayload({ format.describe($0) }) else { return nil }
-        return (start.dataOffset, start.startsFrame, start.startsKeyframe)
+    private func describe(_ packet: RTPPacket) -> VideoPayloadStart? {
+        guard let format = codec.videoPayloadFormat else {
+            return VideoPayloadStart(dataOffset: 0, startsFrame: true, startsKeyframe: true)
+        }
+        return packet.withUnsafePayload { format.describe($0) }
     }
 
     private func slot(_ sequence: Int64) -> Int? {
