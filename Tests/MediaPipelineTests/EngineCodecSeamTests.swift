@@ -79,4 +79,92 @@ struct EngineCodecSeamTests {
         #expect(viewer.logs["a"]!.remoteStates(1, .video).map(\.0) == [.starting, .failed])
         #expect(canvas.framesRendered == 0)
     }
+
+    @Test("the engine hands its audio settings, not a library's, to the encoder factory")
+    func audioSettingsReachFactory() throws {
+        let seen = LockedValue<[AudioEncoderSettings]>([])
+        var configuration = EngineConfiguration()
+        configuration.audio = AudioEncoderSettings(
+            sampleRate: 48_000, channelCount: 2, frameDurationMicroseconds: 10_000, bitrateBitsPerSecond: 24_000,
+            content: .speech)
+        configuration.codecs.makeAudioEncoder = { settings in
+            seen.withLock { $0.append(settings) }
+            return try CodecFactory.libraries.makeAudioEncoder(settings)
+        }
+        let session = TestSession()
+        let host = try session.user(configuration: configuration)
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try session.run(ticks: 30, publishers: [host])
+        #expect(seen.withLock { $0 } == [configuration.audio])
+        // 10 ms frames: one sent per push.
+        #expect(host.engine.statistics.audioFramesEncoded == 30)
+        // libopus gets them as the matching configuration.
+        let opus = OpusEncoderConfiguration(configuration.audio)
+        #expect(opus.application == .voip && opus.frameDurationMicroseconds == 10_000)
+        #expect(opus.bitrateBitsPerSecond == 24_000 && !opus.discontinuousTransmission)
+        try expectHears(viewer, [host], exact: true)
+    }
+
+    @Test("audio settings out of range are refused when the engine is made, naming the field")
+    func audioSettingsRefused() throws {
+        let session = TestSession()
+        for (settings, named) in [
+            (AudioEncoderSettings(channelCount: 3), "channel count 3"),
+            (AudioEncoderSettings(frameDurationMicroseconds: 15_000), "15.0 ms"),
+            (AudioEncoderSettings(bitrateBitsPerSecond: 100), "100 bit/s"),
+        ] {
+            var configuration = EngineConfiguration()
+            configuration.audio = settings
+            expectMediaError(naming: named) {
+                _ = try MediaEngine(transport: session.hub, clock: session.clock, configuration: configuration)
+            }
+        }
+    }
+
+    @Test("with DTX, silence goes out as a few packets and plays as comfort noise, not as loss")
+    func discontinuousTransmission() throws {
+        var configuration = EngineConfiguration()
+        configuration.audio.content = .speech
+        configuration.audio.discontinuousTransmission = true
+        let session = TestSession()
+        let host = try session.user(configuration: configuration)
+        let viewer = try session.user()
+        try host.join("a", uid: 1)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        func run(ticks: Int, amplitude: Double) throws {
+            for _ in 0..<ticks {
+                try host.pushAudio(amplitude: amplitude)
+                viewer.pull()
+                session.clock.advance(byMicroseconds: 10_000)
+                session.hub.deliverDue()
+            }
+        }
+        try run(ticks: 100, amplitude: 8000)
+        let talking = host.engine.statistics
+        #expect(talking.audioFramesSent == 50)
+        let silenceStart = viewer.heard.count
+        try run(ticks: 300, amplitude: 0)
+        let silent = host.engine.statistics
+        // After the tone's last packets have played out, what plays is near silence.
+        let quietPeak = viewer.heard[(silenceStart + 48_000)...].map { abs(Int($0)) }.max() ?? 0
+        #expect(quietPeak < 500, "peak \(quietPeak) in silence")
+        // 150 frames of silence were encoded; libopus leaves DTX for a comfort-noise update
+        // every 400 ms, and the first DTX frame after each goes out.
+        #expect(silent.audioFramesEncoded - talking.audioFramesEncoded == 150)
+        let sentInSilence = silent.audioFramesSent - talking.audioFramesSent
+        #expect(sentInSilence < 40, "\(sentInSilence) of 150 silent frames sent")
+        let heardBefore = viewer.heard.count
+        try run(ticks: 100, amplitude: 8000)
+        // Nothing was lost, and the audio never froze.
+        let totals = try #require(try viewer.channel("a").remoteStreamTotals(1))
+        #expect(totals.audioPacketsLost == 0)
+        #expect(!viewer.logs["a"]!.remoteStates(1, .audio).contains { $0.0 == .frozen || $0.0 == .failed })
+        // The tone is back at its level in the last half second.
+        let tail = viewer.heard.suffix(48_000)
+        let peak = tail.map { abs(Int($0)) }.max() ?? 0
+        #expect(peak > 6000 && peak < 10_000, "peak \(peak)")
+        #expect(viewer.heard.count == heardBefore + 100 * 960)
+    }
 }

@@ -32,7 +32,7 @@ extension TestUser {
     /// given) and a decoder make of everything this user pushed (48 kHz stereo, interleaved),
     /// decoded at `sampleRate` with `channelCount` channels (interleaved).
     func referenceDecode(
-        _ configuration: OpusEncoderConfiguration = EngineConfiguration().audio, sampleRate: Int = 48000,
+        _ configuration: OpusEncoderConfiguration = .init(EngineConfiguration().audio), sampleRate: Int = 48000,
         channelCount: Int = 2
     ) throws -> [Int16] {
         let encoder = try OpusEncoder(configuration: configuration)
@@ -67,7 +67,9 @@ extension TestUser {
         let rate = engine.configuration.playoutSampleRate
         let channels = engine.configuration.playoutChannelCount
         let perMs = rate / 1000
-        let references = try sources.map { try $0.referenceDecode(sampleRate: rate, channelCount: channels) }
+        let references = try sources.map {
+            try $0.referenceDecode(.init($0.engine.configuration.audio), sampleRate: rate, channelCount: channels)
+        }
         let frames = lastMilliseconds * perMs
         let end = heard.count / channels
         let first = end - frames

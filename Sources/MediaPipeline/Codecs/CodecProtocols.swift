@@ -77,8 +77,8 @@ extension VPXDecoder: VideoDecoding {}
 /// Makes the engine's encoders and decoders. ``libraries`` (the default) makes libopus and
 /// libvpx ones; tests and apps with codecs of their own supply other closures.
 public struct CodecFactory: Sendable {
-    /// An audio encoder for local audio in the given format.
-    public var makeAudioEncoder: @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding
+    /// An audio encoder for local audio of the given settings (Opus on the wire).
+    public var makeAudioEncoder: @Sendable (AudioEncoderSettings) throws -> AudioEncoding
     /// A video encoder for local pictures of the given settings' size.
     public var makeVideoEncoder: @Sendable (VideoEncoderSettings) throws -> VideoEncoding
     /// An audio decoder producing `sampleRate` Hz with `channelCount` channels.
@@ -88,7 +88,7 @@ public struct CodecFactory: Sendable {
 
     /// A factory of the given closures.
     public init(
-        makeAudioEncoder: @escaping @Sendable (OpusEncoderConfiguration) throws -> AudioEncoding,
+        makeAudioEncoder: @escaping @Sendable (AudioEncoderSettings) throws -> AudioEncoding,
         makeVideoEncoder: @escaping @Sendable (VideoEncoderSettings) throws -> VideoEncoding,
         makeAudioDecoder: @escaping @Sendable (_ sampleRate: Int, _ channelCount: Int) throws -> AudioDecoding,
         makeVideoDecoder: @escaping @Sendable (_ codec: VideoCodec, _ threads: Int) throws -> VideoDecoding
@@ -101,7 +101,7 @@ public struct CodecFactory: Sendable {
 
     /// libopus and libvpx.
     public static let libraries = CodecFactory(
-        makeAudioEncoder: { try OpusEncoder(configuration: $0) },
+        makeAudioEncoder: { try OpusEncoder(configuration: OpusEncoderConfiguration($0)) },
         makeVideoEncoder: { try VPXEncoder(configuration: VPXEncoderConfiguration($0)) },
         makeAudioDecoder: { try OpusDecoder(sampleRate: $0, channelCount: $1) },
         makeVideoDecoder: { try VPXDecoder(codec: $0, threads: $1) })

@@ -12,8 +12,9 @@ public struct EngineConfiguration: Sendable {
         logger.logLevel = .warning
         return logger
     }()
-    /// The local audio encoder. Local audio is pushed as 10 ms frames at this rate and channel count.
-    public var audio: OpusEncoderConfiguration
+    /// The local audio encoder's settings (``CodecFactory/makeAudioEncoder`` receives them).
+    /// Local audio is pushed at this rate and channel count, and playout runs at this rate.
+    public var audio = AudioEncoderSettings()
     /// Local video codec.
     public var videoCodec: VideoCodec = .vp8
     /// Local video bitrate in bits per second: where it starts, and the most it rises to.
@@ -68,10 +69,7 @@ public struct EngineConfiguration: Sendable {
     public var decodeThreads = 2
 
     /// The defaults: 48 kHz stereo Opus at 32 kbit/s, 20 ms; VP8 at 500 kbit/s, 15 fps.
-    public init() {
-        audio = OpusEncoderConfiguration()
-        audio.bitrateBitsPerSecond = 32000
-    }
+    public init() {}
 }
 
 /// Counters of an engine's work, for tests, benchmarks and reports.

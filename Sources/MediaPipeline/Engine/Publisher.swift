@@ -14,6 +14,8 @@ final class Publisher: @unchecked Sendable {
     var lastSenderReportAt = PerMedia<Int64>(.min / 2)
     var reportRecycler = ByteRecycler(slotCount: 16, capacity: 28)
     var audioEncoder: AudioEncoding?
+    /// Which encoded audio frames go out while the encoder is in DTX.
+    var audioDiscontinuity = DiscontinuousTransmission()
     /// Interleaved PCM waiting for a whole Opus frame.
     var pcm: [Int16]
     var pcmFill = 0
@@ -146,6 +148,10 @@ extension MediaEngine {
             try encoder.encode(pcm, timestampMicroseconds: publisher.audioPosition * 1_000_000 / rate)
         }
         publisher.audioPosition += Int64(encoder.samplesPerFrame)
+        guard publisher.audioDiscontinuity.shouldSend(frame) else {
+            withControl { $0.audioFrameWithheld() }
+            return
+        }
         let capturedNow = (publisher.audioPosition + Int64(framesPushedAfter)) * 1_000_000 / rate
         send(frame, encodedHere: true, mediaMicrosecondsNow: capturedNow, publisher)
     }
