@@ -56,7 +56,7 @@ final class ObservedAudio: @unchecked Sendable {
 /// What one render round owns: its decode jobs and the streams it reports on. Kept in a
 /// ``LockedValue``, so render rounds run one at a time.
 struct RenderRound: Sendable {
-    let decode = VideoDecodeRound()
+    let decode: VideoDecodeRound
     var streams: [StreamSlot<VideoReceiver>] = []
 }
 
@@ -70,35 +70,78 @@ struct StreamSlot<Receiver: AnyObject & Sendable>: Sendable {
     let receiver: Receiver
 }
 
-/// One playout tick's audio decoding: the next 10 ms of every subscribed stream, one job per
-/// stream, run on the engine's decode threads. Each job touches only its own receiver; the
-/// results are read afterwards from ``AudioReceiver/lastOutput``, in channel and join order.
+/// One playout tick's audio decoding: the NACK due and the next 10 ms of every subscribed
+/// stream, one job per stream, run on the engine's decode threads, without the control lock
+/// (the packets that arrived since the last tick are taken into the jitter buffer here too).
+/// Each job touches only its own receiver and its own slot of ``nacks``; the results are read
+/// afterwards from ``AudioReceiver/lastOutput`` and ``nacks``, in channel and join order.
 final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's receivers; reused between rounds so a tick allocates nothing.
     var receivers: [AudioReceiver] = []
+    /// Per receiver, the NACK it wrote this round (when ``takesNacks``).
+    var nacks: [[UInt8]?] = []
+    /// Whether the receivers' NACKs are taken (the transport's far end resends audio).
+    var takesNacks = false
     /// Gaps up to this long are concealed.
     var concealUpToMicroseconds: Int64 = 0
     /// The round's clock time.
     var now: Int64 = 0
 
+    /// Empties the round, keeping its storage.
+    func reset() {
+        receivers.removeAll(keepingCapacity: true)
+        nacks.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds a stream to decode.
+    func append(_ receiver: AudioReceiver) {
+        receivers.append(receiver)
+        nacks.append(nil)
+    }
+
     func runJob(_ index: Int) {
         let receiver = receivers[index]
+        if takesNacks { nacks[index] = receiver.takeNack(now: now) }
         receiver.lastOutput = receiver.produce(now: now, concealUpToMicroseconds: concealUpToMicroseconds)
     }
 }
 
-/// One render call's video decoding: every stream with queued frames decodes them and renders
-/// its newest picture into its canvas, one job per stream, run on the engine's decode threads.
+/// One render call's video work, one job per stream, run on the engine's decode threads without
+/// the control lock: the receiver gives up on packets whose wait is over and writes the NACK
+/// due (``VideoReceiver/poll(now:)``), then decodes its queued frames and renders the newest
+/// picture into its canvas. Each job touches only its own receiver and its own slot of
+/// ``progress``, read afterwards in channel and join order.
 final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
-    /// This round's streams, their canvases and keys; reused between rounds.
-    var jobs: [(receiver: VideoReceiver, canvas: CanvasBuffer?, key: StreamKey)] = []
+    /// This round's streams and their keys; reused between rounds.
+    var jobs: [(receiver: VideoReceiver, key: StreamKey)] = []
+    /// Per job, what its poll did.
+    var progress: [VideoReceiver.Progress] = []
     /// The round's clock time.
     var now: Int64 = 0
     /// Who sees every picture decoded this round.
     var observer: VideoFrameObserver?
+    /// Where the pictures go.
+    let canvases: CanvasStore
+
+    init(canvases: CanvasStore) { self.canvases = canvases }
+
+    /// Empties the round, keeping its storage.
+    func reset() {
+        jobs.removeAll(keepingCapacity: true)
+        progress.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds a stream.
+    func append(_ receiver: VideoReceiver, key: StreamKey) {
+        jobs.append((receiver, key))
+        progress.append(VideoReceiver.Progress())
+    }
 
     func runJob(_ index: Int) {
         let job = jobs[index]
-        job.receiver.decodeBatch(job.canvas, now: now, observer: observer, key: job.key)
+        let progress = job.receiver.poll(now: now)
+        self.progress[index] = progress
+        guard progress.hasQueuedFrames else { return }
+        job.receiver.decodeBatch(canvases.canvas(job.key), now: now, observer: observer, key: job.key)
     }
 }

@@ -17,20 +17,16 @@ extension MediaEngine {
             let conceal = Int64(configuration.audioConcealMs) * 1000
             // Under the control lock: take the streams to decode, and those fading out.
             let observer: AudioFrameObserver? = withControl { plane in
-                round.decode.receivers.removeAll(keepingCapacity: true)
+                round.decode.reset()
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.concealUpToMicroseconds = conceal
+                round.decode.takesNacks = plane.feedbackProfile.audioRetransmission
                 round.decode.now = plane.now
                 plane.synchronizeRemoteUsers()
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
-                        if plane.feedbackProfile.audioRetransmission,
-                            let request = plane.audioFeedback(c, u, nack: receiver.takeNack(now: plane.now))
-                        {
-                            requests.append(request)
-                        }
-                        round.decode.receivers.append(receiver)
+                        round.decode.append(receiver)
                         round.streams.append(
                             StreamSlot(
                                 ref: plane.channels[c].ref, uid: plane.channels[c].users[u].uid, hint: (c, u),
@@ -43,7 +39,6 @@ extension MediaEngine {
             }
             // Decode every stream's next 10 ms, independent streams in parallel ...
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
-            round.decode.receivers.removeAll(keepingCapacity: true)
             round.mixInputs.value.removeAll(keepingCapacity: true)
             round.channelMixes.reset()
             let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
@@ -64,13 +59,14 @@ extension MediaEngine {
                     }
                     // This channel's streams, in the order they were taken.
                     while index < round.streams.count, round.streams[index].ref == ref {
-                        let slot = round.streams[index]
+                        let (slot, nack) = (round.streams[index], round.decode.nacks[index])
                         index += 1
-                        // A stream released meanwhile plays nothing more.
+                        // A stream released meanwhile plays nothing more, and asks for nothing.
                         guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
-                            plane.channels[c].users[u].audio === slot.receiver,
-                            plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze)
+                            plane.channels[c].users[u].audio === slot.receiver
                         else { continue }
+                        if let nack, let request = plane.audioFeedback(c, u, nack: nack) { requests.append(request) }
+                        guard plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze) else { continue }
                         let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)
                         observed?.append(samples, stream: key, rtpTimestamp: slot.receiver.frameRTPTimestamp)
@@ -122,6 +118,7 @@ extension MediaEngine {
             // The inputs pointed into these receivers' frames: a receiver released meanwhile
             // (its user gone) lives until here.
             round.streams.removeAll(keepingCapacity: true)
+            round.decode.reset()
             for (_, receiver) in round.fading { receiver.release() }
             round.fading.removeAll(keepingCapacity: true)
             return (decided || failedRecording, observer, observed)

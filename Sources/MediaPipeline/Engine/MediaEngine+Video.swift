@@ -64,49 +64,50 @@ extension MediaEngine {
         // Channel composites learn of new pictures, and take one of their grid when due.
         let recorders = recordings.channelRecorders
         let decided: Bool = render.withLock { round in
-            // Under the control lock: give up on overdue packets and take the streams to decode.
+            // Under the control lock: only take the streams.
             withControl { plane in
-                round.decode.jobs.removeAll(keepingCapacity: true)
+                round.decode.reset()
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.now = plane.now
                 round.decode.observer = plane.videoObserver
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].video else { continue }
-                        let progress = receiver.poll(now: plane.now)
-                        plane.channels[c].stats.add(progress)
-                        plane.channels[c].users[u].reception.videoFramesDropped += progress.framesDropped
-                        if let nack = progress.nack, let request = plane.feedbackDue(c, u, nack: nack) {
-                            requests.append(request)
-                        }
                         let key = plane.channels[c].users[u].key
                         round.streams.append(
                             StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
-                        if progress.hasQueuedFrames {
-                            round.decode.jobs.append((receiver, canvasStore.canvas(key), key))
-                        }
+                        round.decode.append(receiver, key: key)
                     }
                 }
             }
-            // Independent streams decode in parallel; a stream's decoder is touched by one thread.
+            // Without it, independent streams in parallel (a stream's receiver is touched by one
+            // thread): overdue packets given up on, NACKs written, frames decoded and rendered.
             videoWorkers.run(round.decode.jobs.count, on: round.decode)
-            round.decode.jobs.removeAll(keepingCapacity: true)
-            // As one input again: report what the decoders did.
+            // As one input again: count, ask for what is missing and report what the decoders did.
             return withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
-                for slot in round.streams {
+                for (index, slot) in round.streams.enumerated() {
+                    let progress = round.decode.progress[index]
                     let decodedNow = slot.receiver.takeBatchCount()
                     if decodedNow > 0 {
                         for recorder in recorders where recorder.channelId == slot.ref.id {
                             recorder.canvasChanged(now: plane.now)
                         }
                     }
-                    // A stream released or a channel left meanwhile reports nothing more.
-                    guard let c = plane.index(slot.ref, hint: slot.hint.channel), plane.channels[c].joined,
-                        let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
+                    // A channel left meanwhile counts nothing more; a stream released meanwhile
+                    // counts in its channel and reports nothing more.
+                    guard let c = plane.index(slot.ref, hint: slot.hint.channel), plane.channels[c].joined else {
+                        continue
+                    }
+                    plane.channels[c].stats.add(progress)
+                    guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
                         plane.channels[c].users[u].video === slot.receiver
                     else { continue }
+                    plane.channels[c].users[u].reception.videoFramesDropped += progress.framesDropped
+                    if let nack = progress.nack, let request = plane.feedbackDue(c, u, nack: nack) {
+                        requests.append(request)
+                    }
                     if let request = plane.videoDecoded(
                         c, u, slot.receiver, decodedNow: decodedNow, freezeMicroseconds: freeze)
                     {
@@ -114,6 +115,7 @@ extension MediaEngine {
                     }
                 }
                 round.streams.removeAll(keepingCapacity: true)
+                round.decode.reset()
                 return plane.decisions != before
             }
         }

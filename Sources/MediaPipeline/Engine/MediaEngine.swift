@@ -49,7 +49,7 @@ public final class MediaEngine: Sendable {
     /// The playout round's state: playout rounds take turns on it.
     let playout: LockedValue<PlayoutRound>
     /// The render round's state: render rounds take turns on it.
-    let render = LockedValue(RenderRound())
+    let render: LockedValue<RenderRound>
     /// The canvases the app bound, which render rounds draw into. A leaf lock.
     let canvasStore = CanvasStore()
     /// The channels' own mixes, which playout rounds write and the app copies. A leaf lock.
@@ -89,6 +89,7 @@ public final class MediaEngine: Sendable {
             samples: mixer.samplesPerChannel * mixer.channelCount)
         playout = LockedValue(PlayoutRound(mixer: LockOwned(mixer), channelMixes: channelMixes))
         playoutSamplesPerChannel = mixer.samplesPerChannel
+        render = LockedValue(RenderRound(decode: VideoDecodeRound(canvases: canvasStore)))
         rtp = RTPIdentity(seed: configuration.randomSeed)
         control = LockedValue(
             ControlPlane(
