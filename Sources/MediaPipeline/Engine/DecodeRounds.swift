@@ -13,6 +13,8 @@ struct PlayoutRound: Sendable {
     var channelRecorders: [ChannelRecorder] = []
     /// This round's streams: where they were (for finding them again) and their receivers.
     var streams: [StreamSlot<AudioReceiver>] = []
+    /// The remote users whose lip sync the round decides.
+    var lipSync: [LipSyncJob] = []
     /// Streams that stopped, playing one last frame at gain 0.
     var fading: [(StreamKey, AudioReceiver)] = []
     /// Batches of copies for the audio observer, reused (one per concurrent playout call).

@@ -22,7 +22,8 @@ extension MediaEngine {
                 round.decode.concealUpToMicroseconds = conceal
                 round.decode.takesNacks = plane.feedbackProfile.audioRetransmission
                 round.decode.now = plane.now
-                plane.synchronizeRemoteUsers()
+                round.lipSync.removeAll(keepingCapacity: true)
+                plane.lipSyncJobs(into: &round.lipSync)
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
@@ -39,6 +40,7 @@ extension MediaEngine {
             }
             // Decode every stream's next 10 ms, independent streams in parallel ...
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
+            for j in round.lipSync.indices { round.lipSync[j].readTimings() }
             round.mixInputs.value.removeAll(keepingCapacity: true)
             round.channelMixes.reset()
             let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
@@ -80,11 +82,15 @@ extension MediaEngine {
                     }
                 }
                 plane.stats.playoutFrames += 1
+                plane.synchronizeRemoteUsers(&round.lipSync)
                 queueReceiverReports(&plane, &round)
                 plane.reportStatisticsIfDue()
                 return plane.decisions != before
             }
             sendQueuedReports(&round)
+            // The floors decided reach the receivers for the next tick.
+            for job in round.lipSync { job.applyFloors() }
+            round.lipSync.removeAll(keepingCapacity: true)
             // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
             round.channelRecorders = recordings.channelRecorders
             // Channel mixes, with the playout round held (rounds run one at a time), not the
