@@ -15,12 +15,14 @@ struct PlayoutRound: Sendable {
     var streams: [StreamSlot<AudioReceiver>] = []
     /// The remote users whose lip sync the round decides.
     var lipSync: [LipSyncJob] = []
+    /// The remote users whose statistics the round reports.
+    var statistics: [StatisticsJob] = []
     /// Streams that stopped, playing one last frame at gain 0.
     var fading: [(StreamKey, AudioReceiver)] = []
     /// Batches of copies for the audio observer, reused (one per concurrent playout call).
     var spareObserved: [ObservedAudio] = []
-    /// Receiver reports written in the round, sent after the control lock is released.
-    var reportOutbox: [(bytes: [UInt8], channelId: String, from: UInt32, to: UInt32)] = []
+    /// The remote users the round writes receiver reports to, after the control lock is released.
+    var reportJobs: [ReceiverReportJob] = []
     var reportRecycler = ByteRecycler(slotCount: 256, capacity: 56)
 }
 
@@ -146,4 +148,15 @@ final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
         guard progress.hasQueuedFrames else { return }
         job.receiver.decodeBatch(canvases.canvas(job.key), now: now, observer: observer, key: job.key)
     }
+}
+
+/// One remote user a playout round writes a receiver report to: named by the control plane
+/// (``MediaEngine/queueReceiverReports(_:_:)``), its receivers read afterwards without the control
+/// lock.
+struct ReceiverReportJob: Sendable {
+    let channelId: String
+    let localUid: UInt32
+    let uid: UInt32
+    let audio: AudioReceiver?
+    let video: VideoReceiver?
 }

@@ -24,6 +24,8 @@ extension MediaEngine {
                 round.decode.now = plane.now
                 round.lipSync.removeAll(keepingCapacity: true)
                 plane.lipSyncJobs(into: &round.lipSync)
+                round.statistics.removeAll(keepingCapacity: true)
+                plane.statisticsJobs(into: &round.statistics)
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
@@ -41,6 +43,7 @@ extension MediaEngine {
             // Decode every stream's next 10 ms, independent streams in parallel ...
             audioWorkers.run(round.decode.receivers.count, on: round.decode)
             for j in round.lipSync.indices { round.lipSync[j].readTimings() }
+            for j in round.statistics.indices { round.statistics[j].read() }
             round.mixInputs.value.removeAll(keepingCapacity: true)
             round.channelMixes.reset()
             let observed = observer.map { _ in round.spareObserved.popLast() ?? ObservedAudio() }
@@ -84,13 +87,14 @@ extension MediaEngine {
                 plane.stats.playoutFrames += 1
                 plane.synchronizeRemoteUsers(&round.lipSync)
                 queueReceiverReports(&plane, &round)
-                plane.reportStatisticsIfDue()
+                plane.reportStatisticsIfDue(round.statistics)
                 return plane.decisions != before
             }
-            sendQueuedReports(&round)
+            sendQueuedReports(&round, now: round.decode.now)
             // The floors decided reach the receivers for the next tick.
             for job in round.lipSync { job.applyFloors() }
             round.lipSync.removeAll(keepingCapacity: true)
+            round.statistics.removeAll(keepingCapacity: true)
             // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
             round.channelRecorders = recordings.channelRecorders
             // Channel mixes, with the playout round held (rounds run one at a time), not the

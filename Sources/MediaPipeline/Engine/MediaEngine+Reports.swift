@@ -6,8 +6,9 @@ extension MediaEngine {
     /// one second for video).
     static let reportIntervalMicroseconds: Int64 = 1_000_000
 
-    /// Queues, into the playout round's outbox, a receiver report to each remote user of each
-    /// channel whose interval has passed. Call from the playout round, inside a control input.
+    /// Names, in the playout round, each remote user of each channel whose receiver report
+    /// interval has passed, with its receivers (``ReceiverReportJob``). Call from the playout
+    /// round, inside a control input: it takes no receiver's lock.
     func queueReceiverReports(_ plane: inout ControlPlane, _ round: inout PlayoutRound) {
         let now = plane.now
         for c in plane.channels.indices {
@@ -16,28 +17,33 @@ extension MediaEngine {
             else { continue }
             plane.channels[c].lastReceiverReportAt = now
             let (channelId, localUid) = (plane.channels[c].id, plane.channels[c].uid)
-            for user in plane.channels[c].users {
-                let audio = user.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
-                let video = user.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+            for u in plane.channels[c].users.indices {
+                let (audio, video) = (plane.channels[c].users[u].audio, plane.channels[c].users[u].video)
                 guard audio != nil || video != nil else { continue }
-                // With a reference time, so the publisher's answer tells this receiver the round
-                // trip its NACKs need.
-                let report = RTCPCompound.receiverReport(
-                    ssrc: rtp.feedbackSSRC, audio, video,
-                    referenceTime: video != nil && configuration.videoRetransmission
-                        ? NTPTime.timestamp(microseconds: ntpMicroseconds(now)) : nil, in: &round.reportRecycler)
-                round.reportOutbox.append((report, channelId, localUid, user.uid))
+                round.reportJobs.append(
+                    ReceiverReportJob(
+                        channelId: channelId, localUid: localUid, uid: plane.channels[c].users[u].uid, audio: audio,
+                        video: video))
             }
         }
     }
 
-    /// Sends what ``queueReceiverReports(now:)`` queued. Call from the playout round without
-    /// the control lock.
-    func sendQueuedReports(_ round: inout PlayoutRound) {
-        for (bytes, channelId, from, to) in round.reportOutbox {
-            transport.sendRTCP(bytes, channelId: channelId, from: from, to: to)
+    /// Writes and sends the receiver reports ``queueReceiverReports(_:_:)`` named, reading their
+    /// receivers. Call from the playout round without the control lock.
+    func sendQueuedReports(_ round: inout PlayoutRound, now: Int64) {
+        for job in round.reportJobs {
+            let audio = job.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
+            let video = job.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+            guard audio != nil || video != nil else { continue }
+            // With a reference time, so the publisher's answer tells this receiver the round
+            // trip its NACKs need.
+            let report = RTCPCompound.receiverReport(
+                ssrc: rtp.feedbackSSRC, audio, video,
+                referenceTime: video != nil && configuration.videoRetransmission
+                    ? NTPTime.timestamp(microseconds: ntpMicroseconds(now)) : nil, in: &round.reportRecycler)
+            transport.sendRTCP(report, channelId: job.channelId, from: job.localUid, to: job.uid)
         }
-        round.reportOutbox.removeAll(keepingCapacity: true)
+        round.reportJobs.removeAll(keepingCapacity: true)
     }
 
     /// Sends a sender report for the local stream of `kind` to every target when its interval

@@ -120,10 +120,11 @@ extension MediaEngine {
         if reader.keyframeWanted {
             configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         }
-        let localUid = withControl { plane in
-            plane.feedbackArrived(reader, channelId: channelId, from: uid)
-            return plane.localUid(in: channelId)
+        let (localUid, receivers) = withControl { plane in
+            let receivers = plane.feedbackArrived(reader, channelId: channelId, from: uid)
+            return (plane.localUid(in: channelId), receivers)
         }
+        receivers.take(reader, now: now)
         let roundTrip = retransmitter.withLock { state in
             if let measured = reader.roundTripMicroseconds { state.roundTripMicroseconds = max(1_000, measured) }
             return state.roundTripMicroseconds

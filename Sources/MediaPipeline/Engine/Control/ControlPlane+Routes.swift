@@ -24,9 +24,16 @@ extension ControlPlane {
         for u in channels[c].users.indices { takeArrivals(c, u) }
     }
 
-    /// Takes what the packet path counted for user `u` of channel `c` into the statistics.
+    /// Takes what the packet path counted for user `u` of channel `c` into the statistics, its
+    /// audio receiver first taking in the packets that arrived.
     mutating func takeArrivals(_ c: Int, _ u: Int) {
         channels[c].users[u].audio?.takeArrivals()
+        takeTally(c, u)
+    }
+
+    /// Takes what the packet path counted for user `u` of channel `c` into the statistics, as
+    /// far as its receivers took the packets in (those still pending count next time).
+    mutating func takeTally(_ c: Int, _ u: Int) {
         let counts = channels[c].users[u].tally.take()
         guard counts != ArrivalCounts() else { return }
         channels[c].stats.rxPackets += counts.packets

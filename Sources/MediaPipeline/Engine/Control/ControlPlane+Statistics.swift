@@ -1,36 +1,65 @@
 /// Statistics every 2 s, as Agora reports them: per channel (``RtcStats``) and per remote
 /// user's audio and video (``RemoteAudioStats``, ``RemoteVideoStats``), delivered as events and
-/// kept as the last report for the API. Computed in a playout round (its input), where the
-/// audio receivers' counters may be read; the video figures are the plane's own counts.
+/// kept as the last report for the API. Decided in a playout round: its first control section
+/// names the users of the channels due and their receivers (``statisticsJobs(into:)``), the
+/// round reads the receivers without the control lock (``StatisticsJob/read()``), and its second
+/// section reports from those readings and the plane's own counts.
 extension ControlPlane {
     static let statisticsIntervalMicroseconds: Int64 = 2_000_000
 
-    /// Reports the statistics of every joined channel whose interval has passed. Call from a
-    /// playout round's control input.
-    mutating func reportStatisticsIfDue() {
-        for c in channels.indices where channels[c].joined && !channels[c].joining {
-            let since = channels[c].lastStatisticsAt ?? channels[c].joinedAt
-            let elapsed = now - since
-            guard elapsed >= Self.statisticsIntervalMicroseconds else { continue }
-            channels[c].lastStatisticsAt = now
-            takeArrivals(c)
+    /// Whether channel `c`'s statistics are due.
+    private func statisticsDue(_ c: Int) -> Bool {
+        guard channels[c].joined && !channels[c].joining else { return false }
+        return now - (channels[c].lastStatisticsAt ?? channels[c].joinedAt) >= Self.statisticsIntervalMicroseconds
+    }
+
+    /// Names the users with receivers of every channel whose statistics are due, in channel and
+    /// join order. Takes no receiver's lock. Allocates nothing once `jobs` has grown.
+    func statisticsJobs(into jobs: inout [StatisticsJob]) {
+        for c in channels.indices where statisticsDue(c) {
             for u in channels[c].users.indices {
+                let (audio, video) = (channels[c].users[u].audio, channels[c].users[u].video)
+                guard audio != nil || video != nil else { continue }
+                jobs.append(
+                    StatisticsJob(ref: channels[c].ref, uid: channels[c].users[u].uid, audio: audio, video: video))
+            }
+        }
+    }
+
+    /// Reports the statistics of every joined channel whose interval has passed, from `jobs`
+    /// (made by ``statisticsJobs(into:)`` and read since). A user whose receivers changed since
+    /// its job was made, or who has none, reports no audio or video statistics this time.
+    mutating func reportStatisticsIfDue(_ jobs: [StatisticsJob]) {
+        var next = 0
+        for c in channels.indices where statisticsDue(c) {
+            let elapsed = now - (channels[c].lastStatisticsAt ?? channels[c].joinedAt)
+            channels[c].lastStatisticsAt = now
+            // The jobs' reads took the audio arrivals in, without the control lock.
+            for u in channels[c].users.indices { takeTally(c, u) }
+            // This channel's jobs lie together, in join order.
+            while next < jobs.count, jobs[next].ref != channels[c].ref { next += 1 }
+            for u in channels[c].users.indices {
+                var reading = ReceptionReading()
+                if next < jobs.count, jobs[next].ref == channels[c].ref, jobs[next].reads(channels[c].users[u]) {
+                    reading = jobs[next].reading
+                    next += 1
+                }
                 var loss: Double?
-                if let audio = channels[c].users[u].audio {
+                if let audio = reading.audio {
                     let report = audioStatistics(c, u, audio, elapsed: elapsed)
                     channels[c].users[u].lastAudioStats = report
                     emit(c, .remoteAudioStats(report))
                     if channels[c].users[u].fallback.level == .audioOnly { loss = report.packetLossRatePercent }
                 }
-                if let video = channels[c].users[u].video {
+                if let video = reading.video {
                     let report = videoStatistics(c, u, video, elapsed: elapsed)
                     channels[c].users[u].lastVideoStats = report
                     emit(c, .remoteVideoStats(report))
                     // Loss on the network (what the NACKs made up), or what was lost for good
                     // when nothing is resent.
-                    let (missing, counted) = video.inbox.withLock { ($0.nack.firstWayMissing, $0.nack.firstWayCounted) }
                     loss =
-                        channels[c].users[u].fallback.firstWayLossPercent(missing: missing, counted: counted)
+                        channels[c].users[u].fallback.firstWayLossPercent(
+                            missing: video.firstWayMissing, counted: video.firstWayCounted)
                         ?? report.packetLossRatePercent
                 }
                 if loss == nil && channels[c].users[u].fallback.level == .audioOnly {
@@ -50,13 +79,12 @@ extension ControlPlane {
         whole > 0 ? Double(part) * 100 / Double(whole) : 0
     }
 
-    private mutating func audioStatistics(_ c: Int, _ u: Int, _ audio: AudioReceiver, elapsed: Int64)
+    private mutating func audioStatistics(_ c: Int, _ u: Int, _ audio: ReceptionReading.Audio, elapsed: Int64)
         -> RemoteAudioStats
     {
-        let counters = audio.counters
-        let (expected, lost, target) = audio.withInbox {
-            ($0.statistics.expected, $0.packetsLost, $0.delays.targetDelayMicroseconds)
-        }
+        let (counters, expected, lost, target) = (
+            audio.counters, audio.expected, audio.lost, audio.targetDelayMicroseconds
+        )
         var reception = channels[c].users[u].reception
         let last = reception.lastAudio
         var report = RemoteAudioStats(uid: channels[c].users[u].uid)
@@ -95,10 +123,10 @@ extension ControlPlane {
         return report
     }
 
-    private mutating func videoStatistics(_ c: Int, _ u: Int, _ video: VideoReceiver, elapsed: Int64)
+    private mutating func videoStatistics(_ c: Int, _ u: Int, _ video: ReceptionReading.Video, elapsed: Int64)
         -> RemoteVideoStats
     {
-        let (expected, lost) = video.inbox.withLock { ($0.statistics.expected, $0.packetsLost) }
+        let (expected, lost) = (video.expected, video.lost)
         var reception = channels[c].users[u].reception
         var report = RemoteVideoStats(uid: channels[c].users[u].uid)
         report.rxStreamType = channels[c].users[u].rxStreamType
@@ -124,7 +152,7 @@ extension ControlPlane {
         report.isAVSynced = sync.isSynced
         report.avSyncOffsetMs = (sync.offsetMicroseconds ?? 0) / 1000
         report.syncDelayMs = (sync.videoAddedMicroseconds - sync.audioAddedMicroseconds) / 1000
-        report.renderDelayMs = (channels[c].users[u].video?.inbox.withLock { $0.renderDelayMicroseconds } ?? 0) / 1000
+        report.renderDelayMs = video.renderDelayMicroseconds / 1000
         reception.lastVideoFramesDecoded = reception.videoFramesDecoded
         reception.lastVideoFramesRendered = reception.videoFramesRendered
         (reception.lastVideoExpected, reception.lastVideoLost) = (expected, lost)

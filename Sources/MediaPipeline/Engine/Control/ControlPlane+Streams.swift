@@ -131,17 +131,17 @@ extension ControlPlane {
         return feedbackDue(c, u, nack: nil)
     }
 
-    /// RTCP from `uid` in `channelId`, read by `reader`: the remote user's sender reports go
-    /// to its receivers; reports on the local streams update the round trip and loss; keyframe
-    /// requests for the local video are honoured on the next picture.
-    mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) {
+    /// RTCP from `uid` in `channelId`, read by `reader`: the round trip to the remote user is
+    /// kept for its statistics; reports on the local streams update the round trip and loss;
+    /// keyframe requests for the local video are honoured on the next picture. Returns the
+    /// remote user's receivers, which the engine hands its sender reports and the round trip
+    /// (``RemoteReceivers/take(_:now:)``) after the control lock is released.
+    mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) -> RemoteReceivers {
+        var receivers = RemoteReceivers()
         if let c = joinedIndex(channelId), let u = userIndex(c, uid) {
-            // A remote user's clock, for the round trip our reports let it measure.
-            Self.note(reader.senderReports.first, channels[c].users[u], now)
-            Self.note(reader.senderReports.second, channels[c].users[u], now)
+            receivers = RemoteReceivers(audio: channels[c].users[u].audio, video: channels[c].users[u].video)
             if let roundTrip = reader.roundTripToPublisherMicroseconds {
                 channels[c].users[u].roundTripMicroseconds = roundTrip
-                channels[c].users[u].video?.setRoundTrip(microseconds: roundTrip)
             }
         }
         // Reports on our own streams: in our channel, or in one we relay to.
@@ -155,9 +155,11 @@ extension ControlPlane {
             stats.keyframeRequestsReceived += 1
             if relays(to: channelId) { lowKeyframePending = true }
         }
-        guard reader.keyframeWanted else { return }
-        stats.keyframeRequestsReceived += 1
-        if relays(to: channelId) { keyframePending = true }
+        if reader.keyframeWanted {
+            stats.keyframeRequestsReceived += 1
+            if relays(to: channelId) { keyframePending = true }
+        }
+        return receivers
     }
 
     /// The local user's uid in `channelId`: its own membership, or the relay's there.
@@ -172,22 +174,36 @@ extension ControlPlane {
         return nil
     }
 
-    /// Hands a remote sender report to `user`'s receivers.
-    private static func note(_ report: SenderReportSummary?, _ user: RemoteUser, _ now: Int64) {
-        guard let report else { return }
-        user.audio?.senderReport(
-            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
-            arrivalMicroseconds: now)
-        user.video?.senderReport(
-            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
-            arrivalMicroseconds: now)
-    }
-
     /// Reports, once, that the recording of user `u`'s `kind` failed writing.
     private mutating func reportRecordingFailure(_ c: Int, _ u: Int, _ kind: MediaKind) {
         guard let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, kind)),
             let failure = recording.takeFailureToReport()
         else { return }
         emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: recording.path, message: failure))
+    }
+}
+
+/// A remote user's receivers, handed out of a control input so that the media side gives them
+/// what an RTCP datagram from the user says, without the control lock.
+struct RemoteReceivers {
+    var audio: AudioReceiver?
+    var video: VideoReceiver?
+
+    /// Hands the user's sender reports (its clock, for lip sync and for the round trip our
+    /// reports let it measure) and the round trip to it that `reader` found, arrived at `now`.
+    func take(_ reader: FeedbackReader, now: Int64) {
+        note(reader.senderReports.first, now)
+        note(reader.senderReports.second, now)
+        if let roundTrip = reader.roundTripToPublisherMicroseconds { video?.setRoundTrip(microseconds: roundTrip) }
+    }
+
+    private func note(_ report: SenderReportSummary?, _ now: Int64) {
+        guard let report else { return }
+        audio?.senderReport(
+            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
+            arrivalMicroseconds: now)
+        video?.senderReport(
+            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
+            arrivalMicroseconds: now)
     }
 }
