@@ -168,7 +168,7 @@ struct FirstFramesTests {
         let resent = receiver.receive(keyframe[1], now: now + 60_000)
         #expect(resent.frames == 2 && resent.framesDropped == 0 && resent.packetsLost == 0)
         #expect(receiver.inbox.withLock { $0.queue.first?.isKeyframe } == true)
-        #expect(receiver.keyframeWanted == nil)
+        #expect(receiver.keyframeState.wanted == nil)
     }
 
     @Test(

@@ -118,8 +118,9 @@ final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
 final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's streams and their keys; reused between rounds.
     var jobs: [(receiver: VideoReceiver, key: StreamKey)] = []
-    /// Per job, what its poll did.
+    /// Per job, what its poll did, and where its receiver stood on keyframes after decoding.
     var progress: [VideoReceiver.Progress] = []
+    var keyframes: [(awaiting: Bool, wanted: UInt32?)] = []
     /// The round's clock time.
     var now: Int64 = 0
     /// Who sees every picture decoded this round.
@@ -133,20 +134,24 @@ final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
     func reset() {
         jobs.removeAll(keepingCapacity: true)
         progress.removeAll(keepingCapacity: true)
+        keyframes.removeAll(keepingCapacity: true)
     }
 
     /// Adds a stream.
     func append(_ receiver: VideoReceiver, key: StreamKey) {
         jobs.append((receiver, key))
         progress.append(VideoReceiver.Progress())
+        keyframes.append((false, nil))
     }
 
     func runJob(_ index: Int) {
         let job = jobs[index]
         let progress = job.receiver.poll(now: now)
         self.progress[index] = progress
-        guard progress.hasQueuedFrames else { return }
-        job.receiver.decodeBatch(canvases.canvas(job.key), now: now, observer: observer, key: job.key)
+        if progress.hasQueuedFrames {
+            job.receiver.decodeBatch(canvases.canvas(job.key), now: now, observer: observer, key: job.key)
+        }
+        keyframes[index] = job.receiver.keyframeState
     }
 }
 

@@ -40,8 +40,8 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
             engine?.receiveDeciding(packet, codec.kind, channelId: channelId, from: uid)
             return
         }
-        guard feedback.nack != nil || feedback.keyframeWanted else { return }
-        engine?.feedbackAfterArrival(channelId: channelId, uid: uid, codec.kind, nack: feedback.nack)
+        guard feedback.nack != nil || feedback.keyframeWanted != nil else { return }
+        engine?.feedbackAfterArrival(channelId: channelId, uid: uid, codec.kind, feedback)
     }
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         engine?.receiveRTCP(bytes, channelId: channelId, from: uid)
@@ -80,8 +80,8 @@ extension MediaEngine {
 
     /// The feedback a receiver asked for on a packet's arrival (a NACK, or it waits for a
     /// keyframe), counted by the control plane and sent if due.
-    func feedbackAfterArrival(channelId: String, uid: UInt32, _ kind: MediaKind, nack: [UInt8]?) {
-        let request = withControl { $0.feedbackAfterArrival(channelId: channelId, uid: uid, kind, nack: nack) }
+    func feedbackAfterArrival(channelId: String, uid: UInt32, _ kind: MediaKind, _ feedback: ReceiveRoute.Feedback) {
+        let request = withControl { $0.feedbackAfterArrival(channelId: channelId, uid: uid, kind, feedback) }
         if let request { sendFeedback(request) }
     }
 
@@ -103,6 +103,7 @@ extension MediaEngine {
             transport.sendRTCP(nack, channelId: request.channelId, from: request.localUid, to: request.publisher)
         }
         guard let ssrc = request.pictureLossSSRC else { return }
+        request.askingReceiver?.keyframeRequested()
         configuration.logger.debug(
             "keyframe request (PLI) to user \(request.publisher)",
             metadata: ["channel": "\(request.channelId)", "ssrc": "\(ssrc)"])

@@ -105,11 +105,14 @@ extension MediaEngine {
                         plane.channels[c].users[u].video === slot.receiver
                     else { continue }
                     plane.channels[c].users[u].reception.videoFramesDropped += progress.framesDropped
-                    if let nack = progress.nack, let request = plane.feedbackDue(c, u, nack: nack) {
+                    if let nack = progress.nack,
+                        let request = plane.feedbackDue(c, u, nack: nack, keyframeWanted: progress.keyframeWanted)
+                    {
                         requests.append(request)
                     }
                     if let request = plane.videoDecoded(
-                        c, u, slot.receiver, decodedNow: decodedNow, freezeMicroseconds: freeze)
+                        c, u, slot.receiver, decodedNow: decodedNow, keyframe: round.decode.keyframes[index],
+                        freezeMicroseconds: freeze)
                     {
                         requests.append(request)
                     }

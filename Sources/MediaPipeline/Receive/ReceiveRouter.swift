@@ -88,9 +88,9 @@ final class ReceiveRoute: Sendable {
     struct Feedback {
         /// A NACK the receiver wrote.
         var nack: [UInt8]?
-        /// The video receiver waits for a keyframe and dropped frames since it last asked: a
-        /// keyframe request may be due.
-        var keyframeWanted = false
+        /// The sender's SSRC when the video receiver waits for a keyframe and dropped frames
+        /// since it last asked: a keyframe request may be due.
+        var keyframeWanted: UInt32?
     }
 
     /// Hands `packet` of `kind`, arrived at clock time `now`, to the receiver of its kind (if

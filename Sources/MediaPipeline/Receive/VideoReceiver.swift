@@ -128,6 +128,9 @@ final class VideoReceiver: @unchecked Sendable {
 
         /// True while the receiver cannot show a correct new picture without a keyframe.
         var wantsKeyframe: Bool { needsKeyframe || awaitingKeyframe }
+        /// The sender's SSRC when a keyframe is wanted and frames were dropped since the last
+        /// request.
+        var keyframeWanted: UInt32? { wantsKeyframe && droppedSinceRequest > 0 ? remoteSSRC : nil }
 
         /// Takes one RTP packet arrived at clock time `now`; returns the frames it completed.
         mutating func receive(_ packet: RTPPacket, now: Int64) -> Int {
@@ -422,9 +425,9 @@ final class VideoReceiver: @unchecked Sendable {
         var hasQueuedFrames = false
         /// A NACK to send to the publisher.
         var nack: [UInt8]?
-        /// Whether the receiver waits for a keyframe and dropped frames since it last asked
-        /// (``keyframeWanted``): a keyframe request may be due.
-        var keyframeWanted = false
+        /// The sender's SSRC when the receiver waits for a keyframe and dropped frames since it
+        /// last asked (``keyframeState``): a keyframe request may be due.
+        var keyframeWanted: UInt32?
     }
 
     /// Takes one RTP packet arrived at clock time `now`.
@@ -444,21 +447,17 @@ final class VideoReceiver: @unchecked Sendable {
             return Progress(
                 frames: frames, packetsLost: inbox.packetsLost - lost,
                 framesDropped: inbox.framesDroppedBeforeDecode - dropped, hasQueuedFrames: !inbox.queue.isEmpty,
-                nack: inbox.takeNack(now: now), keyframeWanted: inbox.wantsKeyframe && inbox.droppedSinceRequest > 0)
+                nack: inbox.takeNack(now: now), keyframeWanted: inbox.keyframeWanted)
         }
     }
 
-    /// The sender's SSRC if the receiver needs a keyframe and has dropped frames since its last
-    /// request; nil otherwise.
-    var keyframeWanted: UInt32? {
-        inbox.withLock { $0.wantsKeyframe && $0.droppedSinceRequest > 0 ? $0.remoteSSRC : nil }
-    }
+    /// Where the receiver stands on keyframes, in one hold of its lock: whether it waits for one
+    /// after a gap (the canvas keeps the last correct picture until it comes), and the sender's
+    /// SSRC when it needs one and has dropped frames since its last request (nil otherwise).
+    var keyframeState: (awaiting: Bool, wanted: UInt32?) { inbox.withLock { ($0.awaitingKeyframe, $0.keyframeWanted) } }
 
     /// A keyframe request went out: count drops afresh.
     func keyframeRequested() { inbox.withLock { $0.droppedSinceRequest = 0 } }
-
-    /// True after a gap until a keyframe: the canvas keeps the last correct picture.
-    var awaitingKeyframe: Bool { inbox.withLock { $0.awaitingKeyframe } }
 
     /// Stops queueing and drops what is queued (the stream is unsubscribed). The decoder is
     /// freed with the receiver, once no render round holds it any more.

@@ -103,13 +103,13 @@ struct RemoteUser: Sendable {
     }
 
     /// The sender's SSRC when the video receiver should ask its publisher for a keyframe now:
-    /// it is waiting for one, has dropped frames since its last request, and `interval` has
-    /// passed since that request. Marks the request as made.
-    mutating func keyframeRequestDue(now: Int64, interval: Int64) -> UInt32? {
-        guard let video, let ssrc = video.keyframeWanted else { return nil }
+    /// it wants one (`wanted`, its ``VideoReceiver/keyframeState``: it is waiting for one and
+    /// has dropped frames since its last request), and `interval` has passed since that
+    /// request. Marks the request as made.
+    mutating func keyframeRequestDue(wanted: UInt32?, now: Int64, interval: Int64) -> UInt32? {
+        guard video != nil, let ssrc = wanted else { return nil }
         if let last = lastKeyframeRequest, now - last < interval { return nil }
         lastKeyframeRequest = now
-        video.keyframeRequested()
         return ssrc
     }
 }

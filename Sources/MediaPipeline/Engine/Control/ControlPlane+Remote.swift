@@ -252,9 +252,10 @@ extension ControlPlane {
 
     /// The feedback user `u`'s video receiver should send its publisher now, if any: `nack`,
     /// and a keyframe request when one is due (see
-    /// ``RemoteUser/keyframeRequestDue(now:interval:)``). Counts what it sends.
-    mutating func feedbackDue(_ c: Int, _ u: Int, nack: [UInt8]?) -> FeedbackRequest? {
-        let ssrc = channels[c].users[u].keyframeRequestDue(now: now, interval: keyframeRequestIntervalMicroseconds)
+    /// ``RemoteUser/keyframeRequestDue(wanted:now:interval:)``). Counts what it sends.
+    mutating func feedbackDue(_ c: Int, _ u: Int, nack: [UInt8]?, keyframeWanted: UInt32?) -> FeedbackRequest? {
+        let ssrc = channels[c].users[u].keyframeRequestDue(
+            wanted: keyframeWanted, now: now, interval: keyframeRequestIntervalMicroseconds)
         guard ssrc != nil || nack != nil else { return nil }
         if ssrc != nil {
             stats.keyframeRequestsSent += 1
@@ -267,6 +268,6 @@ extension ControlPlane {
         }
         return FeedbackRequest(
             channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid,
-            pictureLossSSRC: ssrc, nack: nack)
+            pictureLossSSRC: ssrc, nack: nack, askingReceiver: ssrc == nil ? nil : channels[c].users[u].video)
     }
 }

@@ -50,10 +50,10 @@ extension ControlPlane {
 
     /// The packet path's receiver of `uid` in `channelId` asked for feedback (a NACK, or it waits
     /// for a keyframe): counted, and the request to send if one is due.
-    mutating func feedbackAfterArrival(channelId: String, uid: UInt32, _ kind: MediaKind, nack: [UInt8]?)
-        -> FeedbackRequest?
-    {
+    mutating func feedbackAfterArrival(
+        channelId: String, uid: UInt32, _ kind: MediaKind, _ feedback: ReceiveRoute.Feedback
+    ) -> FeedbackRequest? {
         guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
-        return arrivalFeedback(c, u, kind, nack: nack)
+        return arrivalFeedback(c, u, kind, feedback)
     }
 }

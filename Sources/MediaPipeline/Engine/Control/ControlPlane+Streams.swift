@@ -11,6 +11,9 @@ extension ControlPlane {
         var pictureLossSSRC: UInt32?
         /// A NACK, written by the video or audio receiver.
         var nack: [UInt8]?
+        /// With a keyframe request: the video receiver that asks, told when it went out
+        /// (``VideoReceiver/keyframeRequested()``).
+        var askingReceiver: VideoReceiver?
     }
 
     /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now`` that the receive
@@ -25,13 +28,17 @@ extension ControlPlane {
             packet, kind, now: now, audio: channels[c].users[u].audio, video: channels[c].users[u].video,
             tally: channels[c].users[u].tally)
         if !channels[c].users[u].routeSettled[kind] { mediaArrived(c, u, kind) }
-        return arrivalFeedback(c, u, kind, nack: feedback.nack)
+        return arrivalFeedback(c, u, kind, feedback)
     }
 
     /// The feedback user `u`'s receiver of `kind` asks for on a packet's arrival, counted: its
     /// NACK, and for video a keyframe request when one is due.
-    mutating func arrivalFeedback(_ c: Int, _ u: Int, _ kind: MediaKind, nack: [UInt8]?) -> FeedbackRequest? {
-        kind == .video ? feedbackDue(c, u, nack: nack) : audioFeedback(c, u, nack: nack)
+    mutating func arrivalFeedback(_ c: Int, _ u: Int, _ kind: MediaKind, _ feedback: ReceiveRoute.Feedback)
+        -> FeedbackRequest?
+    {
+        kind == .video
+            ? feedbackDue(c, u, nack: feedback.nack, keyframeWanted: feedback.keyframeWanted)
+            : audioFeedback(c, u, nack: feedback.nack)
     }
 
     /// An audio NACK of user `u`'s receiver to send its publisher, counted.
@@ -77,12 +84,14 @@ extension ControlPlane {
         }
     }
 
-    /// What a render round's decoding of user `u`'s video gave (`decodedNow` frames): reports
-    /// DECODING, FROZEN, FAILED and size changes. Returns a keyframe request to send, if due.
+    /// What a render round's decoding of user `u`'s video gave (`decodedNow` frames, and the
+    /// receiver's ``VideoReceiver/keyframeState`` afterwards): reports DECODING, FROZEN, FAILED
+    /// and size changes. Returns a keyframe request to send, if due.
     mutating func videoDecoded(
-        _ c: Int, _ u: Int, _ receiver: VideoReceiver, decodedNow: Int, freezeMicroseconds: Int64
+        _ c: Int, _ u: Int, _ receiver: VideoReceiver, decodedNow: Int,
+        keyframe: (awaiting: Bool, wanted: UInt32?), freezeMicroseconds: Int64
     ) -> FeedbackRequest? {
-        let awaitingKeyframe = receiver.awaitingKeyframe
+        let awaitingKeyframe = keyframe.awaiting
         let uid = channels[c].users[u].uid
         reportRecordingFailure(c, u, .video)
         channels[c].users[u].reception.videoDecoded(
@@ -128,7 +137,7 @@ extension ControlPlane {
                 report(c, u, .video, .frozen, .networkCongestion)
             }
         }
-        return feedbackDue(c, u, nack: nil)
+        return feedbackDue(c, u, nack: nil, keyframeWanted: keyframe.wanted)
     }
 
     /// RTCP from `uid` in `channelId`, read by `reader`: the round trip to the remote user is
