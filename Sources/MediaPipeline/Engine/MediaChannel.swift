@@ -193,36 +193,39 @@ public final class MediaChannel: Sendable {
     /// `uid`'s totals since its streams were subscribed (not per report interval); nil for a
     /// user not in the channel.
     public func remoteStreamTotals(_ uid: UInt32) -> RemoteStreamTotals? {
-        engine.read(
+        // The control plane's counts and the receivers under the control lock; the receivers'
+        // own counts read after it.
+        let found: (RemoteStreamTotals, AudioReceiver?, VideoReceiver?)? = engine.read(
             ref,
             { state in
                 guard let u = state.userIndex(uid) else { return nil }
                 let user = state.users[u]
                 var totals = RemoteStreamTotals()
-                if let audio = user.audio {
-                    let counters = audio.counters
-                    totals.audioPacketsLost = audio.packetsLost
-                    totals.audioFrames = counters.ticks
-                    totals.audioFramesConcealed = counters.concealedTicks
-                    totals.audioFramesConcealedSilent = counters.silentConcealedTicks
-                    totals.audioPacketsDecoded = counters.packetsDecoded
-                    totals.audioPacketsRecovered = counters.packetsRecovered
-                }
-                if let video = user.video {
-                    video.inbox.withLock { inbox in
-                        totals.videoPacketsLost = inbox.packetsLost
-                        if inbox.addedDelayFrames > 0 {
-                            totals.videoMeanAddedDelayMs =
-                                Double(inbox.addedDelaySumMicroseconds) / Double(inbox.addedDelayFrames) / 1000
-                        }
-                    }
-                }
                 totals.videoFramesDecoded = user.reception.videoFramesDecoded
                 totals.videoFramesDropped = user.reception.videoFramesDropped
                 totals.nacksSent = user.reception.nacksSent
                 totals.keyframeRequestsSent = user.reception.keyframeRequestsSent
-                return totals
+                return (totals, user.audio, user.video)
             }, otherwise: nil)
+        guard let (counted, audio, video) = found else { return nil }
+        var totals = counted
+        if let audio {
+            let counters = audio.counters
+            totals.audioPacketsLost = audio.packetsLost
+            totals.audioFrames = counters.ticks
+            totals.audioFramesConcealed = counters.concealedTicks
+            totals.audioFramesConcealedSilent = counters.silentConcealedTicks
+            totals.audioPacketsDecoded = counters.packetsDecoded
+            totals.audioPacketsRecovered = counters.packetsRecovered
+        }
+        video?.inbox.withLock { inbox in
+            totals.videoPacketsLost = inbox.packetsLost
+            if inbox.addedDelayFrames > 0 {
+                totals.videoMeanAddedDelayMs =
+                    Double(inbox.addedDelaySumMicroseconds) / Double(inbox.addedDelayFrames) / 1000
+            }
+        }
+        return totals
     }
 
     // MARK: - Audio reports

@@ -61,11 +61,14 @@ extension MediaEngine {
     }
 
     /// A read of channel `ref`'s state (a default when it is gone), with what the packet path
-    /// counted taken into its statistics.
+    /// counted taken into its statistics. The packets that arrived are taken into the audio
+    /// receivers' jitter buffers first, without the control lock, so the counts are whole.
     func read<R>(_ ref: ChannelRef, _ body: (ChannelState) -> R, otherwise: R) -> R {
-        control.withLock { plane in
+        let audio = control.withLock { plane in plane.index(ref).map { plane.channels[$0].users.compactMap(\.audio) } }
+        for receiver in audio ?? [] { receiver.takeArrivals() }
+        return control.withLock { plane in
             guard let c = plane.index(ref) else { return otherwise }
-            plane.takeArrivals(c)
+            for u in plane.channels[c].users.indices { plane.takeTally(c, u) }
             return body(plane.channels[c])
         }
     }
