@@ -284,7 +284,7 @@ struct ChannelConformanceTests {
         .timeLimit(.minutes(2)), arguments: ConformanceTransport.all)
     func remoteMutes(transport: ConformanceTransport) async throws {
         try await ConformanceRoom.run(transport) { room in
-            let (host, viewer, log) = try await room.hostAndViewer(host: 610, viewer: 620)
+            let (_, viewer, log) = try await room.hostAndViewer(host: 610, viewer: 620)
             let channel = try viewer.channel("channel-1")
             // Events are delivered after the call by whichever thread carries out the engine's
             // actions (the pump's, at times): waited for, as the decoder's release.

@@ -98,9 +98,9 @@ struct EngineCodecSeamTests {
         try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
         try session.run(ticks: 30, publishers: [host])
         #expect(seen.withLock { $0 } == [configuration.audio])
-        // 10 ms frames: one sent per push.
+        // 10 ms frames: one encoded per push.
         #expect(host.engine.statistics.audioFramesEncoded == 30)
-        // libopus gets them as the matching configuration.
+        // The library's factory hands them to libopus as this configuration.
         let opus = OpusEncoderConfiguration(configuration.audio)
         #expect(opus.application == .voip && opus.frameDurationMicroseconds == 10_000)
         #expect(opus.bitrateBitsPerSecond == 24_000 && !opus.discontinuousTransmission)
@@ -123,7 +123,7 @@ struct EngineCodecSeamTests {
         }
     }
 
-    @Test("with DTX, silence goes out as a few packets and plays as comfort noise, not as loss")
+    @Test("with DTX, silence goes out as a few packets, and the subscriber neither loses nor freezes")
     func discontinuousTransmission() throws {
         var configuration = EngineConfiguration()
         configuration.audio.content = .speech
@@ -157,7 +157,8 @@ struct EngineCodecSeamTests {
         #expect(sentInSilence < 40, "\(sentInSilence) of 150 silent frames sent")
         let heardBefore = viewer.heard.count
         try run(ticks: 100, amplitude: 8000)
-        // Nothing was lost, and the audio never froze.
+        // Nothing was lost, and the audio never froze: each first DTX frame went out, so the
+        // receiver took the silence for the sender's (300 ms without packets freezes otherwise).
         let totals = try #require(try viewer.channel("a").remoteStreamTotals(1))
         #expect(totals.audioPacketsLost == 0)
         #expect(!viewer.logs["a"]!.remoteStates(1, .audio).contains { $0.0 == .frozen || $0.0 == .failed })

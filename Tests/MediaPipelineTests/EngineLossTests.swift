@@ -218,6 +218,31 @@ struct EngineLossTests {
 
 @Suite("Engine: statistics every 2 s")
 struct EngineStatisticsTests {
+    @Test("two channels due in the same tick each report their users, even when the first has no stream received")
+    func statisticsOfTwoChannels() throws {
+        let session = TestSession()
+        let (first, second) = (try session.user(frequency: 440), try session.user(frequency: 660))
+        let viewer = try session.user()
+        try first.join("a", uid: 1)
+        try second.join("b", uid: 3)
+        // Joined at the same clock time: both channels' statistics fall due in one tick.
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        try viewer.join("b", uid: 2, options: .subscribeOnly, role: .audience)
+        try viewer.channel("a").muteAllRemoteAudioStreams(true)
+        try viewer.channel("a").muteAllRemoteVideoStreams(true)
+        try session.run(ticks: 410, publishers: [first, second])
+        func audioReports(_ channel: String) -> [RemoteAudioStats] {
+            viewer.logs[channel]!.statistics.compactMap {
+                if case .remoteAudioStats(let stats) = $0 { stats } else { nil }
+            }
+        }
+        let rtc = viewer.logs["b"]!.statistics.filter { if case .rtcStats = $0 { true } else { false } }
+        #expect(rtc.count == 2)
+        #expect(audioReports("a").isEmpty)
+        #expect(audioReports("b").map(\.uid) == [3, 3])
+        #expect(audioReports("b").allSatisfy { $0.receivedBitrateKbps > 10 }, "\(audioReports("b"))")
+    }
+
     @Test("every 2 s: channel, audio and video statistics, with the loss, bitrates, frame rates and recovery seen")
     func periodicStatistics() throws {
         let session = TestSession()

@@ -15,7 +15,8 @@ struct PlayoutRound: Sendable {
     var streams: [StreamSlot<AudioReceiver>] = []
     /// The remote users whose lip sync the round decides.
     var lipSync: [LipSyncJob] = []
-    /// The remote users whose statistics the round reports.
+    /// The channels whose statistics the round reports, and their users' receivers.
+    var statisticsChannels: [ChannelRef] = []
     var statistics: [StatisticsJob] = []
     /// Streams that stopped, playing one last frame at gain 0.
     var fading: [(StreamKey, AudioReceiver)] = []
@@ -83,7 +84,7 @@ final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's receivers; reused between rounds so a tick allocates nothing.
     var receivers: [AudioReceiver] = []
     /// Per receiver, the NACK it wrote this round (when ``takesNacks``).
-    var nacks: [[UInt8]?] = []
+    let nacks = JobSlots<[UInt8]?>()
     /// Whether the receivers' NACKs are taken (the transport's far end resends audio).
     var takesNacks = false
     /// Gaps up to this long are concealed.
@@ -94,7 +95,7 @@ final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// Empties the round, keeping its storage.
     func reset() {
         receivers.removeAll(keepingCapacity: true)
-        nacks.removeAll(keepingCapacity: true)
+        nacks.removeAll()
     }
 
     /// Adds a stream to decode.
@@ -114,13 +115,12 @@ final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
 /// the control lock: the receiver gives up on packets whose wait is over and writes the NACK
 /// due (``VideoReceiver/poll(now:)``), then decodes its queued frames and renders the newest
 /// picture into its canvas. Each job touches only its own receiver and its own slot of
-/// ``progress``, read afterwards in channel and join order.
+/// ``results``, read afterwards in channel and join order.
 final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// This round's streams and their keys; reused between rounds.
     var jobs: [(receiver: VideoReceiver, key: StreamKey)] = []
-    /// Per job, what its poll did, and where its receiver stood on keyframes after decoding.
-    var progress: [VideoReceiver.Progress] = []
-    var keyframes: [(awaiting: Bool, wanted: UInt32?)] = []
+    /// Per job, what its poll did and where its receiver stood on keyframes after decoding.
+    let results = JobSlots<(progress: VideoReceiver.Progress, keyframe: (awaiting: Bool, wanted: UInt32?))>()
     /// The round's clock time.
     var now: Int64 = 0
     /// Who sees every picture decoded this round.
@@ -133,25 +133,22 @@ final class VideoDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// Empties the round, keeping its storage.
     func reset() {
         jobs.removeAll(keepingCapacity: true)
-        progress.removeAll(keepingCapacity: true)
-        keyframes.removeAll(keepingCapacity: true)
+        results.removeAll()
     }
 
     /// Adds a stream.
     func append(_ receiver: VideoReceiver, key: StreamKey) {
         jobs.append((receiver, key))
-        progress.append(VideoReceiver.Progress())
-        keyframes.append((false, nil))
+        results.append((VideoReceiver.Progress(), (false, nil)))
     }
 
     func runJob(_ index: Int) {
         let job = jobs[index]
         let progress = job.receiver.poll(now: now)
-        self.progress[index] = progress
         if progress.hasQueuedFrames {
             job.receiver.decodeBatch(canvases.canvas(job.key), now: now, observer: observer, key: job.key)
         }
-        keyframes[index] = job.receiver.keyframeState
+        results[index] = (progress, job.receiver.keyframeState)
     }
 }
 

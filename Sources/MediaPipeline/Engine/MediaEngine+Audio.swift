@@ -25,7 +25,8 @@ extension MediaEngine {
                 round.lipSync.removeAll(keepingCapacity: true)
                 plane.lipSyncJobs(into: &round.lipSync)
                 round.statistics.removeAll(keepingCapacity: true)
-                plane.statisticsJobs(into: &round.statistics)
+                round.statisticsChannels.removeAll(keepingCapacity: true)
+                plane.statisticsJobs(into: &round.statistics, due: &round.statisticsChannels)
                 for c in plane.channels.indices where plane.channels[c].joined {
                     for u in plane.channels[c].users.indices {
                         guard let receiver = plane.channels[c].users[u].audio else { continue }
@@ -87,14 +88,15 @@ extension MediaEngine {
                 plane.stats.playoutFrames += 1
                 plane.synchronizeRemoteUsers(&round.lipSync)
                 queueReceiverReports(&plane, &round)
-                plane.reportStatisticsIfDue(round.statistics)
+                plane.reportStatistics(round.statisticsChannels, round.statistics)
                 return plane.decisions != before
             }
-            sendQueuedReports(&round, now: round.decode.now)
+            sendQueuedReports(&round)
             // The floors decided reach the receivers for the next tick.
             for job in round.lipSync { job.applyFloors() }
             round.lipSync.removeAll(keepingCapacity: true)
             round.statistics.removeAll(keepingCapacity: true)
+            round.statisticsChannels.removeAll(keepingCapacity: true)
             // After destroy() recordings take nothing more (they are still stopped, and written, by the app).
             round.channelRecorders = recordings.channelRecorders
             // Channel mixes, with the playout round held (rounds run one at a time), not the

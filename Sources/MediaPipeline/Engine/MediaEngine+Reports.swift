@@ -29,8 +29,12 @@ extension MediaEngine {
     }
 
     /// Writes and sends the receiver reports ``queueReceiverReports(_:_:)`` named, reading their
-    /// receivers. Call from the playout round without the control lock.
-    func sendQueuedReports(_ round: inout PlayoutRound, now: Int64) {
+    /// receivers, at the clock's time now (sender reports are taken at their arrival's time: a
+    /// report block must not date from before the last one it answers). Call from the playout
+    /// round without the control lock.
+    func sendQueuedReports(_ round: inout PlayoutRound) {
+        guard !round.reportJobs.isEmpty else { return }
+        let now = self.now
         for job in round.reportJobs {
             let audio = job.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
             let video = job.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }

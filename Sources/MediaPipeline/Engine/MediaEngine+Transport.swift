@@ -103,7 +103,6 @@ extension MediaEngine {
             transport.sendRTCP(nack, channelId: request.channelId, from: request.localUid, to: request.publisher)
         }
         guard let ssrc = request.pictureLossSSRC else { return }
-        request.askingReceiver?.keyframeRequested()
         configuration.logger.debug(
             "keyframe request (PLI) to user \(request.publisher)",
             metadata: ["channel": "\(request.channelId)", "ssrc": "\(ssrc)"])

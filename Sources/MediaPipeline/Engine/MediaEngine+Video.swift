@@ -88,7 +88,7 @@ extension MediaEngine {
                 let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
                 for (index, slot) in round.streams.enumerated() {
-                    let progress = round.decode.progress[index]
+                    let (progress, keyframe) = round.decode.results[index]
                     let decodedNow = slot.receiver.takeBatchCount()
                     if decodedNow > 0 {
                         for recorder in recorders where recorder.channelId == slot.ref.id {
@@ -111,7 +111,7 @@ extension MediaEngine {
                         requests.append(request)
                     }
                     if let request = plane.videoDecoded(
-                        c, u, slot.receiver, decodedNow: decodedNow, keyframe: round.decode.keyframes[index],
+                        c, u, slot.receiver, decodedNow: decodedNow, keyframe: keyframe,
                         freezeMicroseconds: freeze)
                     {
                         requests.append(request)

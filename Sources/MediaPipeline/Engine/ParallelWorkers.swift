@@ -126,3 +126,55 @@ final class ParallelWorkers: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 }
+
+/// One result per job of a round, which each job writes at its own index from whichever thread
+/// runs it. The slots are filled (and the storage grown) by one thread before the jobs run, and
+/// read after they ran; a job writes through the storage's pointer, not through a Swift array
+/// held in a shared class, whose every element write would be an access to the array as a whole.
+final class JobSlots<Value>: @unchecked Sendable {
+    private var storage: UnsafeMutablePointer<Value>
+    private var capacity: Int
+    /// Slots in use.
+    private(set) var count = 0
+
+    init() {
+        capacity = 16
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        storage.deinitialize(count: count)
+        storage.deallocate()
+    }
+
+    /// Adds a slot holding `value` (before the jobs run). Grows the storage when full, so a
+    /// round allocates nothing once it has held as many jobs.
+    func append(_ value: Value) {
+        if count == capacity {
+            let grown = UnsafeMutablePointer<Value>.allocate(capacity: capacity * 2)
+            grown.moveInitialize(from: storage, count: count)
+            storage.deallocate()
+            (storage, capacity) = (grown, capacity * 2)
+        }
+        (storage + count).initialize(to: value)
+        count += 1
+    }
+
+    /// Empties the slots, keeping the storage.
+    func removeAll() {
+        storage.deinitialize(count: count)
+        count = 0
+    }
+
+    /// Slot `index`: read after the jobs ran, written by job `index` alone while they run.
+    subscript(index: Int) -> Value {
+        get {
+            precondition(index < count, "job slot \(index) of \(count)")
+            return storage[index]
+        }
+        set {
+            precondition(index < count, "job slot \(index) of \(count)")
+            storage[index] = newValue
+        }
+    }
+}

@@ -112,6 +112,8 @@ extension MediaEngine {
             collectTargets(.audio, publisher)
             guard !publisher.targets.isEmpty else {
                 publisher.pcmFill = 0
+                // When publishing resumes, its first DTX frame goes out again.
+                publisher.audioDiscontinuity = DiscontinuousTransmission()
                 return
             }
             var consumed = 0

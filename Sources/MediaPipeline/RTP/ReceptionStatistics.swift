@@ -73,7 +73,7 @@ struct ReceptionStatistics {
             expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
         let delay =
             lastSenderReport == 0
-            ? 0 : UInt32(truncatingIfNeeded: (nowMicroseconds - lastSenderReportArrival) * 65_536 / 1_000_000)
+            ? 0 : UInt32(truncatingIfNeeded: max(0, nowMicroseconds - lastSenderReportArrival) * 65_536 / 1_000_000)
         return RTCPReportBlock(
             ssrc: ssrc, fractionLost: fraction,
             cumulativeLost: Int32(clamping: expected - received),

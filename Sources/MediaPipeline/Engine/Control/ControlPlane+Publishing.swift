@@ -141,13 +141,13 @@ extension ControlPlane {
         return true
     }
 
-    /// A local frame of `kind` went out in `packets` packets to `targetCount` targets of the
-    /// publishing channel `ref`: counts it, reports PUBLISHED on the first, and the relay's
-    /// first sending.
     /// A local audio frame was encoded and not sent: the encoder is in DTX
     /// (``DiscontinuousTransmission``).
     mutating func audioFrameWithheld() { stats.audioFramesEncoded += 1 }
 
+    /// A local frame of `kind` went out in `packets` packets to `targetCount` targets of the
+    /// publishing channel `ref`: counts it, reports PUBLISHED on the first, and the relay's
+    /// first sending.
     mutating func frameSent(
         _ ref: ChannelRef, _ kind: MediaKind, byteCount: Int, packets: Int64, targetCount: Int, encodedHere: Bool
     ) {

@@ -258,6 +258,8 @@ extension ControlPlane {
             wanted: keyframeWanted, now: now, interval: keyframeRequestIntervalMicroseconds)
         guard ssrc != nil || nack != nil else { return nil }
         if ssrc != nil {
+            // Drops count afresh from the decision (rare: at most one per interval).
+            channels[c].users[u].video?.keyframeRequested()
             stats.keyframeRequestsSent += 1
             channels[c].stats.keyframeRequestsSent += 1
             channels[c].users[u].reception.keyframeRequestsSent += 1
@@ -268,6 +270,6 @@ extension ControlPlane {
         }
         return FeedbackRequest(
             channelId: channels[c].id, localUid: channels[c].uid, publisher: channels[c].users[u].uid,
-            pictureLossSSRC: ssrc, nack: nack, askingReceiver: ssrc == nil ? nil : channels[c].users[u].video)
+            pictureLossSSRC: ssrc, nack: nack)
     }
 }

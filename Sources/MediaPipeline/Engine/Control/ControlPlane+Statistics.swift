@@ -1,7 +1,7 @@
 /// Statistics every 2 s, as Agora reports them: per channel (``RtcStats``) and per remote
 /// user's audio and video (``RemoteAudioStats``, ``RemoteVideoStats``), delivered as events and
 /// kept as the last report for the API. Decided in a playout round: its first control section
-/// names the users of the channels due and their receivers (``statisticsJobs(into:)``), the
+/// names the channels due and their users' receivers (``statisticsJobs(into:due:)``), the
 /// round reads the receivers without the control lock (``StatisticsJob/read()``), and its second
 /// section reports from those readings and the plane's own counts.
 extension ControlPlane {
@@ -13,10 +13,13 @@ extension ControlPlane {
         return now - (channels[c].lastStatisticsAt ?? channels[c].joinedAt) >= Self.statisticsIntervalMicroseconds
     }
 
-    /// Names the users with receivers of every channel whose statistics are due, in channel and
-    /// join order. Takes no receiver's lock. Allocates nothing once `jobs` has grown.
-    func statisticsJobs(into jobs: inout [StatisticsJob]) {
+    /// Names the channels whose statistics are due (`due`) and their users with receivers
+    /// (`jobs`), in channel and join order: the round reads the receivers, then
+    /// ``reportStatistics(_:_:)`` reports exactly these channels. Takes no receiver's lock.
+    /// Allocates nothing once `jobs` and `due` have grown.
+    func statisticsJobs(into jobs: inout [StatisticsJob], due: inout [ChannelRef]) {
         for c in channels.indices where statisticsDue(c) {
+            due.append(channels[c].ref)
             for u in channels[c].users.indices {
                 let (audio, video) = (channels[c].users[u].audio, channels[c].users[u].video)
                 guard audio != nil || video != nil else { continue }
@@ -26,23 +29,31 @@ extension ControlPlane {
         }
     }
 
-    /// Reports the statistics of every joined channel whose interval has passed, from `jobs`
-    /// (made by ``statisticsJobs(into:)`` and read since). A user whose receivers changed since
-    /// its job was made, or who has none, reports no audio or video statistics this time.
-    mutating func reportStatisticsIfDue(_ jobs: [StatisticsJob]) {
+    /// Reports the statistics of the channels `due` (still joined) from `jobs`, both made by
+    /// ``statisticsJobs(into:due:)`` and read since. A user who came, or whose receivers changed,
+    /// since the jobs were made reports no audio or video statistics this time.
+    mutating func reportStatistics(_ due: [ChannelRef], _ jobs: [StatisticsJob]) {
         var next = 0
-        for c in channels.indices where statisticsDue(c) {
+        for ref in due {
+            // This channel's jobs lie together, in join order, where the last channel's ended.
+            let start = next
+            while next < jobs.count, jobs[next].ref == ref { next += 1 }
+            guard let c = index(ref), channels[c].joined, !channels[c].joining else { continue }
             let elapsed = now - (channels[c].lastStatisticsAt ?? channels[c].joinedAt)
             channels[c].lastStatisticsAt = now
             // The jobs' reads took the audio arrivals in, without the control lock.
             for u in channels[c].users.indices { takeTally(c, u) }
-            // This channel's jobs lie together, in join order.
-            while next < jobs.count, jobs[next].ref != channels[c].ref { next += 1 }
+            var cursor = start
             for u in channels[c].users.indices {
                 var reading = ReceptionReading()
-                if next < jobs.count, jobs[next].ref == channels[c].ref, jobs[next].reads(channels[c].users[u]) {
-                    reading = jobs[next].reading
-                    next += 1
+                if cursor < next, jobs[cursor].reads(channels[c].users[u]) {
+                    reading = jobs[cursor].reading
+                    cursor += 1
+                } else if let j = jobs[start..<next].firstIndex(where: { $0.reads(channels[c].users[u]) }) {
+                    reading = jobs[j].reading  // users left before it
+                    cursor = j + 1
+                } else if channels[c].users[u].audio != nil || channels[c].users[u].video != nil {
+                    continue  // its receivers are newer than the jobs: its next report covers it
                 }
                 var loss: Double?
                 if let audio = reading.audio {

@@ -11,9 +11,6 @@ extension ControlPlane {
         var pictureLossSSRC: UInt32?
         /// A NACK, written by the video or audio receiver.
         var nack: [UInt8]?
-        /// With a keyframe request: the video receiver that asks, told when it went out
-        /// (``VideoReceiver/keyframeRequested()``).
-        var askingReceiver: VideoReceiver?
     }
 
     /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now`` that the receive

@@ -1,6 +1,6 @@
 /// What a statistics report reads of one remote user's receivers: values, read on the media side
 /// (``StatisticsJob/read()``) without the control lock, which the control plane then turns into
-/// Agora's statistics (``ControlPlane/reportStatisticsIfDue(_:)``).
+/// Agora's statistics (``ControlPlane/reportStatistics(_:_:)``).
 struct ReceptionReading: Sendable {
     /// The audio receiver's playout counters, packets expected and lost, and target delay.
     struct Audio: Sendable {
@@ -23,7 +23,7 @@ struct ReceptionReading: Sendable {
 }
 
 /// One remote user whose statistics a playout tick reports: the control plane names the user
-/// and its receivers (``ControlPlane/statisticsJobs(into:)``), the media side reads them.
+/// and its receivers (``ControlPlane/statisticsJobs(into:due:)``), the media side reads them.
 struct StatisticsJob: Sendable {
     let ref: ChannelRef
     let uid: UInt32
