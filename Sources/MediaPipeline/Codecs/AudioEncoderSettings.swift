@@ -44,24 +44,9 @@ public struct AudioEncoderSettings: Sendable, Equatable {
     /// Samples per channel in one frame at ``sampleRate``.
     public var samplesPerFrame: Int { sampleRate * frameDurationMicroseconds / 1_000_000 }
 
-    /// Throws ``MediaError/Code/invalidArgument`` naming the first field out of range.
-    public func validate() throws {
-        guard OpusEncoderConfiguration.supportedSampleRates.contains(sampleRate) else {
-            throw MediaError.invalidArgument(
-                "audio sample rate \(sampleRate) Hz is not one of \(OpusEncoderConfiguration.supportedSampleRates)")
-        }
-        guard channelCount == 1 || channelCount == 2 else {
-            throw MediaError.invalidArgument("audio channel count \(channelCount) is not 1 or 2")
-        }
-        guard OpusEncoderConfiguration.supportedFrameDurationsMicroseconds.contains(frameDurationMicroseconds) else {
-            throw MediaError.invalidArgument(
-                "audio frame duration \(Double(frameDurationMicroseconds) / 1000) ms is not one of 2.5, 5, 10, 20, 40, 60 ms"
-            )
-        }
-        guard (500...512_000).contains(bitrateBitsPerSecond) else {
-            throw MediaError.invalidArgument("audio bitrate \(bitrateBitsPerSecond) bit/s is outside 500...512000")
-        }
-    }
+    /// Throws ``MediaError/Code/invalidArgument`` naming the first field out of the ranges an
+    /// Opus encoder takes (the engine sends Opus, whatever library encodes).
+    public func validate() throws { try OpusEncoderConfiguration(self).validate() }
 }
 
 extension OpusEncoderConfiguration {
