@@ -1,10 +1,10 @@
-/// What one playout round owns: the final mixer and the channels' mixers, the round's decode
-/// jobs and scratch lists, the streams fading out, and the receiver reports written in it.
+/// What one playout round owns: the final mixer and the channels' mixers, the round's decode,
+/// lip-sync, statistics and receiver report jobs, the streams fading out and scratch lists.
 /// Kept in a ``LockedValue``, so playout rounds run one at a time and nothing else touches these.
 struct PlayoutRound: Sendable {
     /// Not thread-safe (one mixer per mixing thread): owned by the round's lock.
     let mixer: LockOwned<AudioMixer>
-    let decode = AudioDecodeRound()
+    let decode: AudioDecodeRound
     /// Inputs point into the receivers' frames, valid during the round only: owned by its lock.
     var mixInputs = LockOwned<[MixerInput]>([])
     /// The channels that keep a mix, mixed from `mixInputs` after the control lock is released.
@@ -86,11 +86,13 @@ final class AudioDecodeRound: ParallelJobSource, @unchecked Sendable {
     /// Per receiver, the NACK it wrote this round (when ``takesNacks``).
     let nacks = JobSlots<[UInt8]?>()
     /// Whether the receivers' NACKs are taken (the transport's far end resends audio).
-    var takesNacks = false
+    let takesNacks: Bool
     /// Gaps up to this long are concealed.
     var concealUpToMicroseconds: Int64 = 0
     /// The round's clock time.
     var now: Int64 = 0
+
+    init(takesNacks: Bool) { self.takesNacks = takesNacks }
 
     /// Empties the round, keeping its storage.
     func reset() {
@@ -159,6 +161,5 @@ struct ReceiverReportJob: Sendable {
     let channelId: String
     let localUid: UInt32
     let uid: UInt32
-    let audio: AudioReceiver?
-    let video: VideoReceiver?
+    let receivers: RemoteReceivers
 }

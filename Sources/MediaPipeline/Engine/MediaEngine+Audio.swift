@@ -20,7 +20,6 @@ extension MediaEngine {
                 round.decode.reset()
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.concealUpToMicroseconds = conceal
-                round.decode.takesNacks = plane.feedbackProfile.audioRetransmission
                 round.decode.now = plane.now
                 round.lipSync.removeAll(keepingCapacity: true)
                 plane.lipSyncJobs(into: &round.lipSync)

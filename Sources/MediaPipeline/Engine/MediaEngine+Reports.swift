@@ -17,13 +17,11 @@ extension MediaEngine {
             else { continue }
             plane.channels[c].lastReceiverReportAt = now
             let (channelId, localUid) = (plane.channels[c].id, plane.channels[c].uid)
-            for u in plane.channels[c].users.indices {
-                let (audio, video) = (plane.channels[c].users[u].audio, plane.channels[c].users[u].video)
-                guard audio != nil || video != nil else { continue }
+            for u in plane.channels[c].users.indices where !plane.channels[c].users[u].receivers.isEmpty {
                 round.reportJobs.append(
                     ReceiverReportJob(
-                        channelId: channelId, localUid: localUid, uid: plane.channels[c].users[u].uid, audio: audio,
-                        video: video))
+                        channelId: channelId, localUid: localUid, uid: plane.channels[c].users[u].uid,
+                        receivers: plane.channels[c].users[u].receivers))
             }
         }
     }
@@ -36,8 +34,8 @@ extension MediaEngine {
         guard !round.reportJobs.isEmpty else { return }
         let now = self.now
         for job in round.reportJobs {
-            let audio = job.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
-            let video = job.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
+            let audio = job.receivers.audio?.withInbox { $0.statistics.reportBlock(nowMicroseconds: now) }
+            let video = job.receivers.video?.inbox.withLock { $0.statistics.reportBlock(nowMicroseconds: now) }
             guard audio != nil || video != nil else { continue }
             // With a reference time, so the publisher's answer tells this receiver the round
             // trip its NACKs need.

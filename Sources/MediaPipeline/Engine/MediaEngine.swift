@@ -87,7 +87,11 @@ public final class MediaEngine: Sendable {
         let channelMixes = ChannelMixRound(
             sampleRate: mixer.sampleRate, channelCount: mixer.channelCount,
             samples: mixer.samplesPerChannel * mixer.channelCount)
-        playout = LockedValue(PlayoutRound(mixer: LockOwned(mixer), channelMixes: channelMixes))
+        playout = LockedValue(
+            PlayoutRound(
+                mixer: LockOwned(mixer),
+                decode: AudioDecodeRound(takesNacks: transport.feedbackProfile.audioRetransmission),
+                channelMixes: channelMixes))
         playoutSamplesPerChannel = mixer.samplesPerChannel
         render = LockedValue(RenderRound(decode: VideoDecodeRound(canvases: canvasStore)))
         rtp = RTPIdentity(seed: configuration.randomSeed)

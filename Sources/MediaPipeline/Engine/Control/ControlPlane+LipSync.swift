@@ -6,8 +6,7 @@ struct LipSyncJob: Sendable {
     let uid: UInt32
     /// Where the user was when the job was made (users may come and go before the decision).
     let hint: (channel: Int, user: Int)
-    let audio: AudioReceiver?
-    let video: VideoReceiver?
+    let receivers: RemoteReceivers
     /// Whether the user's floors are decided now; otherwise only its timing counts, toward the
     /// latency its channel's users are aligned to.
     let due: Bool
@@ -16,20 +15,22 @@ struct LipSyncJob: Sendable {
     /// The floors decided, for ``applyFloors()``; nil when they did not change.
     var floors: (audio: Int64, video: Int64)?
 
-    init(ref: ChannelRef, uid: UInt32, hint: (Int, Int), audio: AudioReceiver?, video: VideoReceiver?, due: Bool) {
-        (self.ref, self.uid, self.hint, self.audio, self.video, self.due) = (ref, uid, hint, audio, video, due)
+    init(ref: ChannelRef, uid: UInt32, hint: (Int, Int), receivers: RemoteReceivers, due: Bool) {
+        (self.ref, self.uid, self.hint, self.receivers, self.due) = (ref, uid, hint, receivers, due)
     }
 
     /// Reads the streams' timings from their receivers (media side, without the control lock).
     mutating func readTimings() {
-        timings = (audio?.withInbox { $0.playoutTiming }, video?.inbox.withLock { $0.playoutTiming })
+        timings = (
+            receivers.audio?.withInbox { $0.playoutTiming }, receivers.video?.inbox.withLock { $0.playoutTiming }
+        )
     }
 
     /// Hands the floors decided to the receivers (media side, without the control lock).
     func applyFloors() {
         guard let floors else { return }
-        audio?.withInbox { $0.syncFloorMicroseconds = floors.audio }
-        video?.inbox.withLock { $0.syncFloorMicroseconds = floors.video }
+        receivers.audio?.withInbox { $0.syncFloorMicroseconds = floors.audio }
+        receivers.video?.inbox.withLock { $0.syncFloorMicroseconds = floors.video }
     }
 }
 
@@ -46,11 +47,11 @@ extension ControlPlane {
             let aligned = recordings.recordsChannel(channels[c].id)
             for u in channels[c].users.indices {
                 let due = channels[c].users[u].lipSync.isDue(now: now)
-                let (audio, video) = (channels[c].users[u].audio, channels[c].users[u].video)
-                guard due || aligned, audio != nil || video != nil else { continue }
+                let receivers = channels[c].users[u].receivers
+                guard due || aligned, !receivers.isEmpty else { continue }
                 jobs.append(
                     LipSyncJob(
-                        ref: channels[c].ref, uid: channels[c].users[u].uid, hint: (c, u), audio: audio, video: video,
+                        ref: channels[c].ref, uid: channels[c].users[u].uid, hint: (c, u), receivers: receivers,
                         due: due))
             }
         }
@@ -73,7 +74,7 @@ extension ControlPlane {
             let group = recordings.recordsChannel(channels[c].id) ? Self.slowestLatency(jobs[start..<end]) : nil
             for j in start..<end where jobs[j].due {
                 guard let u = userIndex(c, jobs[j].uid, hint: jobs[j].hint.user),
-                    channels[c].users[u].audio === jobs[j].audio, channels[c].users[u].video === jobs[j].video,
+                    channels[c].users[u].receivers.isSame(as: jobs[j].receivers),
                     channels[c].users[u].lipSync.update(
                         audio: jobs[j].timings.audio, video: jobs[j].timings.video,
                         alignedToLatencyMicroseconds: group, now: now)

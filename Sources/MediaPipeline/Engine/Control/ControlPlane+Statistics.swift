@@ -20,11 +20,10 @@ extension ControlPlane {
     func statisticsJobs(into jobs: inout [StatisticsJob], due: inout [ChannelRef]) {
         for c in channels.indices where statisticsDue(c) {
             due.append(channels[c].ref)
-            for u in channels[c].users.indices {
-                let (audio, video) = (channels[c].users[u].audio, channels[c].users[u].video)
-                guard audio != nil || video != nil else { continue }
+            for u in channels[c].users.indices where !channels[c].users[u].receivers.isEmpty {
                 jobs.append(
-                    StatisticsJob(ref: channels[c].ref, uid: channels[c].users[u].uid, audio: audio, video: video))
+                    StatisticsJob(
+                        ref: channels[c].ref, uid: channels[c].users[u].uid, receivers: channels[c].users[u].receivers))
             }
         }
     }
@@ -43,16 +42,15 @@ extension ControlPlane {
             channels[c].lastStatisticsAt = now
             // The jobs' reads took the audio arrivals in, without the control lock.
             for u in channels[c].users.indices { takeTally(c, u) }
+            // Users keep their order: each one's job is the next that reads it (those of users
+            // gone meanwhile are passed over).
             var cursor = start
             for u in channels[c].users.indices {
                 var reading = ReceptionReading()
-                if cursor < next, jobs[cursor].reads(channels[c].users[u]) {
-                    reading = jobs[cursor].reading
-                    cursor += 1
-                } else if let j = jobs[start..<next].firstIndex(where: { $0.reads(channels[c].users[u]) }) {
-                    reading = jobs[j].reading  // users left before it
+                if let j = jobs[cursor..<next].firstIndex(where: { $0.reads(channels[c].users[u]) }) {
+                    reading = jobs[j].reading
                     cursor = j + 1
-                } else if channels[c].users[u].audio != nil || channels[c].users[u].video != nil {
+                } else if !channels[c].users[u].receivers.isEmpty {
                     continue  // its receivers are newer than the jobs: its next report covers it
                 }
                 var loss: Double?

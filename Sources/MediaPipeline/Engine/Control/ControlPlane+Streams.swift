@@ -145,7 +145,7 @@ extension ControlPlane {
     mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) -> RemoteReceivers {
         var receivers = RemoteReceivers()
         if let c = joinedIndex(channelId), let u = userIndex(c, uid) {
-            receivers = RemoteReceivers(audio: channels[c].users[u].audio, video: channels[c].users[u].video)
+            receivers = channels[c].users[u].receivers
             if let roundTrip = reader.roundTripToPublisherMicroseconds {
                 channels[c].users[u].roundTripMicroseconds = roundTrip
             }
@@ -186,30 +186,5 @@ extension ControlPlane {
             let failure = recording.takeFailureToReport()
         else { return }
         emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: recording.path, message: failure))
-    }
-}
-
-/// A remote user's receivers, handed out of a control input so that the media side gives them
-/// what an RTCP datagram from the user says, without the control lock.
-struct RemoteReceivers {
-    var audio: AudioReceiver?
-    var video: VideoReceiver?
-
-    /// Hands the user's sender reports (its clock, for lip sync and for the round trip our
-    /// reports let it measure) and the round trip to it that `reader` found, arrived at `now`.
-    func take(_ reader: FeedbackReader, now: Int64) {
-        note(reader.senderReports.first, now)
-        note(reader.senderReports.second, now)
-        if let roundTrip = reader.roundTripToPublisherMicroseconds { video?.setRoundTrip(microseconds: roundTrip) }
-    }
-
-    private func note(_ report: SenderReportSummary?, _ now: Int64) {
-        guard let report else { return }
-        audio?.senderReport(
-            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
-            arrivalMicroseconds: now)
-        video?.senderReport(
-            ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
-            arrivalMicroseconds: now)
     }
 }

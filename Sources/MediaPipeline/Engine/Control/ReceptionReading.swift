@@ -27,20 +27,19 @@ struct ReceptionReading: Sendable {
 struct StatisticsJob: Sendable {
     let ref: ChannelRef
     let uid: UInt32
-    let audio: AudioReceiver?
-    let video: VideoReceiver?
+    let receivers: RemoteReceivers
     /// What ``read()`` found.
     var reading = ReceptionReading()
 
-    init(ref: ChannelRef, uid: UInt32, audio: AudioReceiver?, video: VideoReceiver?) {
-        (self.ref, self.uid, self.audio, self.video) = (ref, uid, audio, video)
+    init(ref: ChannelRef, uid: UInt32, receivers: RemoteReceivers) {
+        (self.ref, self.uid, self.receivers) = (ref, uid, receivers)
     }
 
     /// Reads the receivers (media side, without the control lock). The audio receiver first
     /// takes in the packets that arrived, so the arrival counts the control plane takes next
     /// are whole.
     mutating func read() {
-        if let audio {
+        if let audio = receivers.audio {
             let counters = audio.counters
             reading.audio = audio.withInbox {
                 ReceptionReading.Audio(
@@ -48,7 +47,7 @@ struct StatisticsJob: Sendable {
                     targetDelayMicroseconds: $0.delays.targetDelayMicroseconds)
             }
         }
-        reading.video = video?.inbox.withLock {
+        reading.video = receivers.video?.inbox.withLock {
             ReceptionReading.Video(
                 expected: $0.statistics.expected, lost: $0.packetsLost, firstWayMissing: $0.nack.firstWayMissing,
                 firstWayCounted: $0.nack.firstWayCounted, renderDelayMicroseconds: $0.renderDelayMicroseconds)
@@ -56,5 +55,5 @@ struct StatisticsJob: Sendable {
     }
 
     /// Whether this job read `user`'s receivers now.
-    func reads(_ user: RemoteUser) -> Bool { user.uid == uid && user.audio === audio && user.video === video }
+    func reads(_ user: RemoteUser) -> Bool { user.uid == uid && user.receivers.isSame(as: receivers) }
 }
