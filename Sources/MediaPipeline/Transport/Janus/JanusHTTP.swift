@@ -40,7 +40,7 @@ final class JanusHTTP: Sendable {
         thread.start()
     }
 
-    deinit { shutDown() }
+    deinit { inbox.close() }
 
     /// Sends `method` to `url` with `body` (JSON) and returns Janus's status and body. Fails with
     /// ``JanusError/timedOut(request:)`` when the whole exchange takes longer than `timeout`,
@@ -64,9 +64,15 @@ final class JanusHTTP: Sendable {
         }
     }
 
-    /// Fails the requests under way with ``JanusError/closed``, refuses new ones and ends the
-    /// thread. Safe to call more than once.
-    func shutDown() { inbox.close() }
+    /// Fails the requests under way with ``JanusError/closed``, refuses new ones, ends the
+    /// thread and returns once it has let libcurl's handles go. Safe to call more than once.
+    ///
+    /// Waiting matters at a process's end: closing a TLS connection uses OpenSSL, whose state
+    /// `exit` tears down; a transfer thread still closing connections then would use freed memory.
+    func shutDown() async {
+        inbox.close()
+        await inbox.waitUntilThreadEnded()
+    }
 
     private static func milliseconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components
@@ -109,6 +115,10 @@ final class HTTPInbox: Sendable {
         var added: [HTTPRequest] = []
         /// Handed-over requests cancelled since the transfer thread last looked.
         var cancelled: Set<Int> = []
+        /// The transfer thread has let its handles go (or never ran).
+        var threadEnded = false
+        /// Who waits for the transfer thread to end.
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// libcurl's process-wide set-up, once, before the first handle.
@@ -119,7 +129,10 @@ final class HTTPInbox: Sendable {
     private struct Multi: @unchecked Sendable { let handle: UnsafeMutableRawPointer? }
     private let multi: Multi
 
-    init(multi: UnsafeMutableRawPointer?) { self.multi = Multi(handle: multi) }
+    init(multi: UnsafeMutableRawPointer?) {
+        self.multi = Multi(handle: multi)
+        if multi == nil { state.withLock { $0.threadEnded = true } }
+    }
 
     /// Whether the transfer thread runs (libcurl gave a multi handle).
     var started: Bool { multi.handle != nil }
@@ -183,6 +196,27 @@ final class HTTPInbox: Sendable {
         }
     }
 
+    /// Returns once the transfer thread has ended (at once when it never ran).
+    func waitUntilThreadEnded() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let ended = state.withLock { state -> Bool in
+                if !state.threadEnded { state.endWaiters.append(waiter) }
+                return state.threadEnded
+            }
+            if ended { waiter.resume() }
+        }
+    }
+
+    /// For the transfer thread, as it ends: its handles are gone.
+    func threadDidEnd() {
+        let waiters = state.withLock { state in
+            state.threadEnded = true
+            defer { state.endWaiters.removeAll() }
+            return state.endWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     /// For the transfer thread: request `serial` has finished.
     func finished(_ serial: Int) { state.withLock { $0.live[serial] = nil } }
 
@@ -233,6 +267,7 @@ private final class HTTPTransfers {
         }
         for easy in Array(transfers.keys) { end(easy, with: .failure(JanusError.closed)) }
         curl_multi_cleanup(multi)
+        inbox.threadDidEnd()
     }
 
     private func start(_ request: HTTPRequest) {

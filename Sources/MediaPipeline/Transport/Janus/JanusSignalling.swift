@@ -182,11 +182,11 @@ actor JanusSignalling {
             _ = try await post("/\(session)", ["janus": .string("destroy")], request: "destroy")
         } catch {
             end(with: .closed, notify: nil)
-            http.shutDown()
+            await http.shutDown()
             throw error
         }
         end(with: .closed, notify: nil)
-        http.shutDown()
+        await http.shutDown()
     }
 
     /// Ends everything: destroys the session if there is one (without waiting past a short
@@ -199,7 +199,7 @@ actor JanusSignalling {
                 "/\(sessionID)", ["janus": .string("destroy")], request: "destroy", timeout: .seconds(2))
         }
         end(with: .closed, notify: nil)
-        http.shutDown()
+        await http.shutDown()
     }
 
     // MARK: Event routing
