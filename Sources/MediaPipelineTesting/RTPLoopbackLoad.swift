@@ -25,7 +25,7 @@ public final class RTPLoopbackLoad {
         var configuration = EngineConfiguration()
         configuration.codecs.makeVideoDecoder = { _, _ in NullVideoDecoder() }
         let video = SessionDescription.Media(
-            kind: "video", port: 0, formats: [.init(payloadType: 96, encoding: "VP8", clockRate: 90_000)])
+            kind: "video", port: 0, formats: [.init(payloadType: Int(RTPPayloadType.vp8), codec: .vp8)])
         if receiving {
             let receiver = try RTPSession(
                 streams: RTPPeerStream.streams(

@@ -40,6 +40,40 @@ private final class CountingAudioEncoder: AudioEncoding {
 
 @Suite("Engine: codec seams")
 struct EngineCodecSeamTests {
+    @Test("each codec's names are the specifications' (rtpmap, Matroska CodecID, IVF fourcc) and read back to it")
+    func codecNames() {
+        // RFC 7587 section 7 (opus/48000/2), RFC 7741 section 6.1 (VP8/90000), RFC 9628 (VP9/90000);
+        // Matroska's codec mappings; the IVF fourccs vpxenc writes.
+        let expected: [(MediaCodec, rtpmap: String, matroska: String, ivf: String?)] = [
+            (.opus, "opus/48000/2", "A_OPUS", nil), (.vp8, "VP8/90000", "V_VP8", "VP80"),
+            (.vp9, "VP9/90000", "V_VP9", "VP90"),
+        ]
+        #expect(expected.map(\.0) == MediaCodec.allCases)
+        for (codec, rtpmap, matroska, ivf) in expected {
+            #expect(codec.rtpChannels == (codec == .opus ? 2 : 1))
+            #expect(codec.matroskaCodecID == matroska)
+            #expect(codec.ivfFourCC == ivf)
+            // rtpmap's names are read without regard to case (RFC 4566); the others exactly.
+            #expect(MediaCodec(rtpEncodingName: codec.rtpEncodingName.uppercased()) == codec)
+            #expect(MediaCodec(rtpEncodingName: codec.rtpEncodingName.lowercased()) == codec)
+            #expect(MediaCodec(matroskaCodecID: matroska) == codec)
+            #expect(MediaCodec(matroskaCodecID: matroska.lowercased()) == nil)
+            if let ivf { #expect(MediaCodec(ivfFourCC: ivf) == codec) }
+            // The rtpmap line a session description writes for the codec's format.
+            let format = SessionDescription.Media.Format(payloadType: 100, codec: codec)
+            #expect(format.codec == codec)
+            let description = SessionDescription(
+                connectionAddress: "127.0.0.1",
+                media: [SessionDescription.Media(kind: codec.kind.rawValue, port: 9, formats: [format])])
+            #expect(description.text.contains("a=rtpmap:100 \(rtpmap)\r\n"), "\(description.text)")
+        }
+        #expect(MediaCodec(rtpEncodingName: "H264") == nil)
+        #expect(MediaCodec(rtpEncodingName: "red") == nil)
+        #expect(MediaCodec(matroskaCodecID: "V_MPEG4/ISO/AVC") == nil)
+        #expect(MediaCodec(ivfFourCC: "AV01") == nil)
+        #expect(VideoCodec.allCases.map(\.fourcc) == ["VP80", "VP90"])
+    }
+
     @Test("the engine encodes and decodes through its codec factory")
     func factory() throws {
         let counts = CodecCounts()

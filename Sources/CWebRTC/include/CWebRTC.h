@@ -6,4 +6,5 @@
 #include "cwebrtc_ice.h"
 #include "cwebrtc_dtls.h"
 #include "cwebrtc_srtp.h"
+#include "cwebrtc_openssl.h"
 #endif

@@ -1,24 +1,3 @@
-/// The codecs MediaPipeline encodes and decodes.
-public enum MediaCodec: String, Sendable, CaseIterable, CustomStringConvertible {
-    /// Opus audio (RFC 6716).
-    case opus
-    /// VP8 video (RFC 6386).
-    case vp8
-    /// VP9 video.
-    case vp9
-
-    /// Audio for Opus, video for VP8 and VP9.
-    public var kind: MediaKind { self == .opus ? .audio : .video }
-
-    public var description: String {
-        switch self {
-        case .opus: "Opus"
-        case .vp8: "VP8"
-        case .vp9: "VP9"
-        }
-    }
-}
-
 /// One compressed frame: immutable bytes shared by reference, with what a receiver needs to
 /// decode and schedule it.
 ///

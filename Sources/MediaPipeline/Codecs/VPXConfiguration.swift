@@ -15,8 +15,8 @@ public enum VideoCodec: String, Sendable, CaseIterable, CustomStringConvertible 
         case .opus: return nil
         }
     }
-    /// The IVF fourcc.
-    public var fourcc: String { self == .vp8 ? "VP80" : "VP90" }
+    /// The IVF fourcc (``MediaCodec/ivfFourCC``: every video codec has one).
+    public var fourcc: String { mediaCodec.ivfFourCC! }
     public var description: String { rawValue.uppercased() }
 }
 

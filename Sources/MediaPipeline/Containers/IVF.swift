@@ -61,8 +61,9 @@ public struct IVFHeader: Sendable, Equatable {
             throw MediaError.invalidFormat("IVF header length is \(bytes.le16(6)); 32 expected")
         }
         let fourcc = bytes.printable(8..<12)
-        guard let codec = VideoCodec.allCases.first(where: { $0.fourcc == fourcc }) else {
-            throw MediaError.unsupported("IVF fourcc '\(fourcc)' is not VP80 or VP90")
+        guard let codec = MediaCodec(ivfFourCC: fourcc).flatMap(VideoCodec.init(mediaCodec:)) else {
+            let known = VideoCodec.allCases.map(\.fourcc).joined(separator: " or ")
+            throw MediaError.unsupported("IVF fourcc '\(fourcc)' is not \(known)")
         }
         let width = Int(bytes.le16(12))
         let height = Int(bytes.le16(14))

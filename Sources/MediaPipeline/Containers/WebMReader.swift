@@ -590,12 +590,7 @@ public final class WebMReader {
             }
         }
         guard track.number > 0 else { throw MediaError.invalidFormat("\(entry.label) has no TrackNumber") }
-        switch track.codecID {
-        case "V_VP8": track.codec = .vp8
-        case "V_VP9": track.codec = .vp9
-        case "A_OPUS": track.codec = .opus
-        default: track.codec = nil
-        }
+        track.codec = MediaCodec(matroskaCodecID: track.codecID)
         if track.codec?.kind == .video {
             guard track.type == 1 || track.type == 0 else {
                 throw MediaError.invalidFormat("\(entry.label): \(track.codecID) in a track of type \(track.type)")
@@ -608,7 +603,7 @@ public final class WebMReader {
         }
         if track.codec == .opus {
             guard track.type == 2 || track.type == 0 else {
-                throw MediaError.invalidFormat("\(entry.label): A_OPUS in a track of type \(track.type)")
+                throw MediaError.invalidFormat("\(entry.label): \(track.codecID) in a track of type \(track.type)")
             }
             track.type = 2
             var head: OpusHead

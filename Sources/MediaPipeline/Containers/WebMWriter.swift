@@ -155,18 +155,18 @@ public final class WebMWriter {
                     EBML.appendUnsigned(EBML.ID.trackNumber, UInt64(index + 1), to: &entry)
                     EBML.appendUnsigned(EBML.ID.trackUID, UInt64(index + 1), to: &entry)
                     EBML.appendUnsigned(EBML.ID.flagLacing, 0, to: &entry)
-                    switch track.codec {
-                    case .vp8, .vp9:
+                    switch track.codec.kind {
+                    case .video:
                         EBML.appendUnsigned(EBML.ID.trackType, 1, to: &entry)
-                        EBML.appendString(EBML.ID.codecID, track.codec == .vp8 ? "V_VP8" : "V_VP9", to: &entry)
+                        EBML.appendString(EBML.ID.codecID, track.codec.matroskaCodecID, to: &entry)
                         EBML.appendMaster(EBML.ID.video, to: &entry) { video in
                             EBML.appendUnsigned(EBML.ID.pixelWidth, UInt64(track.width), to: &video)
                             EBML.appendUnsigned(EBML.ID.pixelHeight, UInt64(track.height), to: &video)
                         }
-                    case .opus:
+                    case .audio:
                         let head = track.opusHead!
                         EBML.appendUnsigned(EBML.ID.trackType, 2, to: &entry)
-                        EBML.appendString(EBML.ID.codecID, "A_OPUS", to: &entry)
+                        EBML.appendString(EBML.ID.codecID, track.codec.matroskaCodecID, to: &entry)
                         EBML.appendElement(EBML.ID.codecPrivate, head.serialized(), to: &entry)
                         // Pre-skip in nanoseconds at 48 kHz; 80 ms of pre-roll after a seek (Matroska's Opus mapping).
                         EBML.appendUnsigned(

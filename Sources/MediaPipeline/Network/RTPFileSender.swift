@@ -138,10 +138,7 @@ public enum RTPFileSender {
     /// The SDP section of `codec` at `port` (VP8 96, VP9 98, Opus 111, as browsers number them),
     /// offering NACK and PLI feedback on video.
     private static func section(_ codec: MediaCodec, port: Int, channels: Int) -> SessionDescription.Media {
-        var format = SessionDescription.Media.Format(
-            payloadType: Int(RTPPayloadType.of(codec)),
-            encoding: codec == .opus ? "opus" : codec == .vp8 ? "VP8" : "VP9",
-            clockRate: codec == .opus ? 48_000 : 90_000, channels: codec == .opus ? 2 : 1)
+        var format = SessionDescription.Media.Format(payloadType: Int(RTPPayloadType.of(codec)), codec: codec)
         if codec == .opus {
             format.parameters = "sprop-stereo=\(channels == 2 ? 1 : 0)"
         } else {

@@ -104,8 +104,8 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
             if formats.isEmpty {
                 formats = [
                     stream.kind == .audio
-                        ? .init(payloadType: 111, encoding: "opus", clockRate: 48_000, channels: 2)
-                        : .init(payloadType: 96, encoding: "VP8", clockRate: 90_000)
+                        ? .init(payloadType: Int(RTPPayloadType.opus), codec: .opus)
+                        : .init(payloadType: Int(RTPPayloadType.vp8), codec: .vp8)
                 ]
             }
             if stream.kind == .video {

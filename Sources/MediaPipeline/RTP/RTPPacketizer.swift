@@ -211,9 +211,3 @@ protocol PayloadDescriptorWriting {
 
 extension VP8PayloadDescriptor: PayloadDescriptorWriting {}
 extension VP9PayloadDescriptor: PayloadDescriptorWriting {}
-
-extension MediaCodec {
-    /// The RTP clock rate of the codec's payload format: 48 kHz for Opus (RFC 7587 4.1), 90 kHz
-    /// for VP8 and VP9.
-    public var rtpClockRate: Int { self == .opus ? 48_000 : 90_000 }
-}

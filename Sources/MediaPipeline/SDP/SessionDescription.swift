@@ -172,14 +172,7 @@ public struct SessionDescription: Sendable, Equatable {
             public var feedback: [String] = []
 
             /// The codec, when MediaPipeline handles it.
-            public var codec: MediaCodec? {
-                switch encoding.lowercased() {
-                case "opus": .opus
-                case "vp8": .vp8
-                case "vp9": .vp9
-                default: nil
-                }
-            }
+            public var codec: MediaCodec? { MediaCodec(rtpEncodingName: encoding) }
 
             /// For a retransmission format (RFC 4588, "rtx" with `apt=PT` in its fmtp): the payload
             /// type whose packets it resends. Nil for any other format.

@@ -174,8 +174,7 @@ extension SessionDescription {
             Media.Source(ssrc: ssrc, cname: publication.cname, msid: "\(publication.streamID) \(trackID)")
         }
         if let audio = publication.audio {
-            var opus = Media.Format(
-                payloadType: Int(RTPPayloadType.opus), encoding: "opus", clockRate: 48_000, channels: 2)
+            var opus = Media.Format(payloadType: Int(RTPPayloadType.opus), codec: .opus)
             opus.parameters = "minptime=10;useinbandfec=1"
             var formats = [opus]
             if audio.redundancy {
@@ -196,8 +195,7 @@ extension SessionDescription {
                 throw MediaError.invalidArgument("a WebRTC video section carries VP8 or VP9, not \(video.codec)")
             }
             let payloadType = Int(RTPPayloadType.of(video.codec))
-            var media = Media.Format(
-                payloadType: payloadType, encoding: video.codec == .vp8 ? "VP8" : "VP9", clockRate: 90_000)
+            var media = Media.Format(payloadType: payloadType, codec: video.codec)
             if video.codec == .vp9 { media.parameters = "profile-id=0" }
             media.feedback = videoFeedback
             var formats = [media]
@@ -330,12 +328,11 @@ enum WebRTCCodecs {
     /// The codec of a format, when this side handles it in a section of that kind: Opus at
     /// 48 kHz, VP8 and VP9 profile 0 at 90 kHz.
     static func codec(of format: SessionDescription.Media.Format, in section: SessionDescription.Media) -> MediaCodec? {
-        guard let codec = format.codec, codec.kind.rawValue == section.kind else { return nil }
-        switch codec {
-        case .opus: return format.clockRate == 48_000 ? .opus : nil
-        case .vp8: return format.clockRate == 90_000 ? .vp8 : nil
-        case .vp9: return format.clockRate == 90_000 && (format.parameter("profile-id") ?? "0") == "0" ? .vp9 : nil
-        }
+        guard let codec = format.codec, codec.kind.rawValue == section.kind, format.clockRate == codec.rtpClockRate
+        else { return nil }
+        // VP9 profile 0 alone (8-bit 4:2:0), the profile the pipeline decodes and renders.
+        if codec == .vp9 && (format.parameter("profile-id") ?? "0") != "0" { return nil }
+        return codec
     }
 
     /// The offered formats this side receives, in the offer's order, with the fmtp this side

@@ -1,4 +1,5 @@
 import CCurl
+import CWebRTC
 import Foundation
 
 /// The HTTP requests of one ``JanusSignalling`` session: JSON POSTs and long-poll GETs to the
@@ -31,6 +32,7 @@ final class JanusHTTP: Sendable {
         let inbox = self.inbox
         let connectMs = Self.milliseconds(connectTimeout)
         let thread = Thread {
+            defer { inbox.threadDidEnd() }
             guard let multi = inbox.multiHandle else { return }
             HTTPTransfers(
                 inbox: inbox, multi: multi, connectMs: connectMs, trustedCertificatesPath: trustedCertificatesPath
@@ -122,7 +124,11 @@ final class HTTPInbox: Sendable {
     }
 
     /// libcurl's process-wide set-up, once, before the first handle.
-    static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+    /// OpenSSL is told first to keep its state until the process ends (libcurl initialises it).
+    static let globalInit: Void = {
+        cwebrtc_keep_openssl_until_exit()
+        _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
 
     private let state = LockedValue(State())
     /// The transfer thread's multi handle, reached from here only by ``wake()``.
@@ -207,7 +213,7 @@ final class HTTPInbox: Sendable {
         }
     }
 
-    /// For the transfer thread, as it ends: its handles are gone.
+    /// For the transfer thread, as it ends: its handles are gone. Waiters are resumed once.
     func threadDidEnd() {
         let waiters = state.withLock { state in
             state.threadEnded = true
@@ -267,7 +273,6 @@ private final class HTTPTransfers {
         }
         for easy in Array(transfers.keys) { end(easy, with: .failure(JanusError.closed)) }
         curl_multi_cleanup(multi)
-        inbox.threadDidEnd()
     }
 
     private func start(_ request: HTTPRequest) {
