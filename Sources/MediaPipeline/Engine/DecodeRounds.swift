@@ -15,8 +15,9 @@ struct PlayoutRound: Sendable {
     var streams: [StreamSlot<AudioReceiver>] = []
     /// The remote users whose lip sync the round decides.
     var lipSync: [LipSyncJob] = []
-    /// The channels whose statistics the round reports, and their users' receivers.
+    /// The channels whose statistics the round reports.
     var statisticsChannels: [ChannelRef] = []
+    /// Those channels' users with receivers, read during the round.
     var statistics: [StatisticsJob] = []
     /// Streams that stopped, playing one last frame at gain 0.
     var fading: [(StreamKey, AudioReceiver)] = []

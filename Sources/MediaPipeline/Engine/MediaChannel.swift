@@ -195,7 +195,7 @@ public final class MediaChannel: Sendable {
     public func remoteStreamTotals(_ uid: UInt32) -> RemoteStreamTotals? {
         // The control plane's counts and the receivers under the control lock; the receivers'
         // own counts read after it.
-        let found: (RemoteStreamTotals, AudioReceiver?, VideoReceiver?)? = engine.read(
+        let found: (RemoteStreamTotals, RemoteReceivers)? = engine.read(
             ref,
             { state in
                 guard let u = state.userIndex(uid) else { return nil }
@@ -205,11 +205,11 @@ public final class MediaChannel: Sendable {
                 totals.videoFramesDropped = user.reception.videoFramesDropped
                 totals.nacksSent = user.reception.nacksSent
                 totals.keyframeRequestsSent = user.reception.keyframeRequestsSent
-                return (totals, user.audio, user.video)
+                return (totals, user.receivers)
             }, otherwise: nil)
-        guard let (counted, audio, video) = found else { return nil }
+        guard let (counted, receivers) = found else { return nil }
         var totals = counted
-        if let audio {
+        if let audio = receivers.audio {
             let counters = audio.counters
             totals.audioPacketsLost = audio.packetsLost
             totals.audioFrames = counters.ticks
@@ -218,7 +218,7 @@ public final class MediaChannel: Sendable {
             totals.audioPacketsDecoded = counters.packetsDecoded
             totals.audioPacketsRecovered = counters.packetsRecovered
         }
-        video?.inbox.withLock { inbox in
+        receivers.video?.inbox.withLock { inbox in
             totals.videoPacketsLost = inbox.packetsLost
             if inbox.addedDelayFrames > 0 {
                 totals.videoMeanAddedDelayMs =

@@ -69,8 +69,8 @@ final class JanusHTTP: Sendable {
     /// Fails the requests under way with ``JanusError/closed``, refuses new ones, ends the
     /// thread and returns once it has let libcurl's handles go. Safe to call more than once.
     ///
-    /// Waiting matters at a process's end: closing a TLS connection uses OpenSSL, whose state
-    /// `exit` tears down; a transfer thread still closing connections then would use freed memory.
+    /// Once it returns, no transfer or connection of this client is left open, nor any TLS work
+    /// running on its behalf.
     func shutDown() async {
         inbox.close()
         await inbox.waitUntilThreadEnded()
