@@ -156,12 +156,18 @@ struct ControlPlaneTests {
     @Test("remote mutes: the stream stops with LOCAL_MUTED, the transport stops forwarding it, and resumes")
     func remoteMute() throws {
         var (plane, refs) = try plane(["a"])
+        let key = StreamKey(channelId: "a", uid: 42)
         plane.userJoined("a", 42, [.audio])
-        #expect(plane.channels[0].users[0].audio != nil)
+        let first = plane.channels[0].users[0].receiving.audio
+        #expect(first != nil)
+        #expect(Self.started(plane.receiverChanges) == [key])
+        plane.receiverChanges.removeAll()
         _ = plane.drain()
         try plane.muteRemote(refs[0], 42, .audio, true)
-        #expect(plane.channels[0].users[0].audio == nil)
-        #expect(plane.fadingOut.count == 1)  // played out at gain 0 by the next playout round
+        #expect(plane.channels[0].users[0].receiving.audio == nil)
+        // Played out at gain 0 by the next playout round.
+        #expect(Self.stopped(plane.receiverChanges) == ["a/42 audio fade true"])
+        plane.receiverChanges.removeAll()
         let muted = plane.drain()
         #expect(
             muted.contains(
@@ -173,8 +179,41 @@ struct ControlPlaneTests {
                     .remoteSubscribeStateChanged(
                         uid: 42, kind: .audio, old: .subscribing, new: .noSubscribe, elapsedMs: 0))))
         try plane.muteRemote(refs[0], 42, .audio, false)
-        #expect(plane.channels[0].users[0].audio != nil)
+        #expect(plane.channels[0].users[0].receiving.audio != nil)
+        #expect(plane.channels[0].users[0].receiving.audio != first)  // a new receiver
+        #expect(Self.started(plane.receiverChanges) == [key])
         #expect(plane.channels[0].users[0].trackers.audio.resumeReason == .localUnmuted)
+    }
+
+    @Test("leaving releases every receiver at once, without a fade, and forgets the users")
+    func leaveReleasesReceivers() throws {
+        var (plane, refs) = try plane(["a"])
+        plane.userJoined("a", 42, [.audio, .video])
+        plane.userJoined("a", 43, [.audio])
+        #expect(Self.started(plane.receiverChanges).count == 3)
+        plane.receiverChanges.removeAll()
+        try plane.leave(refs[0])
+        #expect(
+            Self.stopped(plane.receiverChanges).sorted() == [
+                "a/42 audio fade false", "a/42 video fade false", "a/43 audio fade false",
+            ])
+        #expect(plane.channels[0].users.isEmpty)
+    }
+
+    /// The users whose receivers `changes` start, in order.
+    private static func started(_ changes: [ReceiverChange]) -> [StreamKey] {
+        changes.compactMap { if case .start(let key, _, _) = $0 { key } else { nil } }
+    }
+
+    /// The receivers `changes` stop, as "channel/uid kind fade flag".
+    private static func stopped(_ changes: [ReceiverChange]) -> [String] {
+        changes.compactMap {
+            if case .stop(let key, let kind, let fadeOut) = $0 {
+                "\(key.channelId)/\(key.uid) \(kind.rawValue) fade \(fadeOut)"
+            } else {
+                nil
+            }
+        }
     }
 }
 

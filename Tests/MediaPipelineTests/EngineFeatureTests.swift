@@ -236,7 +236,8 @@ struct EngineFeatureTests {
         try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
         try session.run(ticks: 50, video: true, publishers: [host])
         // Frames received but held back to their audio (lip sync) when the channel is left.
-        let held = viewer.engine.control.withLock { $0.channels[0].users[0].video!.inbox.withLock { $0.queue.count } }
+        let video = try #require(viewer.engine.receiverStore.receivers(StreamKey(channelId: "a", uid: 1)).video)
+        let held = video.inbox.withLock { $0.queue.count }
         try channel.leave()
         guard case .leave(let stats) = viewer.logs["a"]!.events.last else {
             Issue.record("no leave event")

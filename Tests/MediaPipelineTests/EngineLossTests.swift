@@ -122,7 +122,9 @@ struct EngineLossTests {
         try room.impair(link)
         // Audio: the first tick that plays decoded audio again.
         func playsAudio() -> Bool {
-            room.lossy.engine.control.withLock { $0.channels[0].users[0].audio?.lastOutput == .audio }
+            let engine = room.lossy.engine
+            let key = engine.control.withLock { $0.channels[0].users[0].key }
+            return engine.receiverStore.receivers(key).audio?.lastOutput == .audio
         }
         #expect(!playsAudio())
         let audioBack = try #require(try room.run(ticks: 50) { playsAudio() }, "audio never came back")

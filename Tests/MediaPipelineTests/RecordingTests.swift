@@ -54,9 +54,9 @@ struct RecordingTests {
         let recording = try room.viewer.engine.startRecording(channelId: "a", uid: 1, path: path)
         try room.run(ticks: 600)  // 6 s
         let decodedBefore = try room.viewer.channel("a").statistics.videoFramesDecoded
-        let audioDecoded = room.viewer.engine.control.withLock {
-            $0.channels[0].users[0].audio!.counters.packetsDecoded
-        }
+        let audioDecoded = try #require(
+            room.viewer.engine.receiverStore.receivers(StreamKey(channelId: "a", uid: 1)).audio
+        ).counters.packetsDecoded
         let written = try room.viewer.engine.stopRecording(recording)
         #expect(written.video == decodedBefore)
         // Every audio packet decoded goes in, but for those captured before the file's first

@@ -73,6 +73,8 @@ struct StreamSlot<Receiver: AnyObject & Sendable>: Sendable {
     let uid: UInt32
     /// The user's position in its channel when the round took it.
     let hint: (channel: Int, user: Int)
+    /// The receiver as the control plane names it, and the receiver.
+    let id: ReceiverID
     let receiver: Receiver
 }
 

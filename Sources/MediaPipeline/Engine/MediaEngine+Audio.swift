@@ -26,18 +26,19 @@ extension MediaEngine {
                 round.statistics.removeAll(keepingCapacity: true)
                 round.statisticsChannels.removeAll(keepingCapacity: true)
                 plane.statisticsJobs(into: &round.statistics, due: &round.statisticsChannels)
+                findReceivers(&round.lipSync, &round.statistics)
+                let table = routeSnapshot
                 for c in plane.channels.indices where plane.channels[c].joined {
+                    let ref = plane.channels[c].ref
                     for u in plane.channels[c].users.indices {
-                        guard let receiver = plane.channels[c].users[u].audio else { continue }
+                        guard let id = plane.channels[c].users[u].receiving.audio else { continue }
+                        let uid = plane.channels[c].users[u].uid
+                        guard let receiver = table.route(channelId: ref.id, uid: uid)?.audio else { continue }
                         round.decode.append(receiver)
-                        round.streams.append(
-                            StreamSlot(
-                                ref: plane.channels[c].ref, uid: plane.channels[c].users[u].uid, hint: (c, u),
-                                receiver: receiver))
+                        round.streams.append(StreamSlot(ref: ref, uid: uid, hint: (c, u), id: id, receiver: receiver))
                     }
                 }
-                round.fading.append(contentsOf: plane.fadingOut)
-                plane.fadingOut.removeAll(keepingCapacity: true)
+                receiverStore.takeFadingOut(into: &round.fading)
                 return plane.observer
             }
             // Decode every stream's next 10 ms, independent streams in parallel ...
@@ -68,7 +69,7 @@ extension MediaEngine {
                         index += 1
                         // A stream released meanwhile plays nothing more, and asks for nothing.
                         guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
-                            plane.channels[c].users[u].audio === slot.receiver
+                            plane.channels[c].users[u].receiving.audio == slot.id
                         else { continue }
                         if let nack, let request = plane.audioFeedback(c, u, nack: nack) { requests.append(request) }
                         guard plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze) else { continue }

@@ -18,7 +18,12 @@ extension MediaEngine {
         }
     }
 
-    func leave(_ ref: ChannelRef) throws { try input { try $0.leave(ref) } }
+    func leave(_ ref: ChannelRef) throws {
+        try input { plane in
+            takeAudioArrivals(channelId: ref.id)
+            try plane.leave(ref)
+        }
+    }
 
     func setRole(_ ref: ChannelRef, _ role: ClientRole) throws { try input { try $0.setRole(ref, role) } }
 
@@ -64,8 +69,7 @@ extension MediaEngine {
     /// counted taken into its statistics. The packets that arrived are taken into the audio
     /// receivers' jitter buffers first, without the control lock, so the counts are whole.
     func read<R>(_ ref: ChannelRef, _ body: (ChannelState) -> R, otherwise: R) -> R {
-        let audio = control.withLock { plane in plane.index(ref).map { plane.channels[$0].users.compactMap(\.audio) } }
-        for receiver in audio ?? [] { receiver.takeArrivals() }
+        for receivers in routes.withLock({ $0.receivers(inChannel: ref.id) }) { receivers.audio?.takeArrivals() }
         return control.withLock { plane in
             guard let c = plane.index(ref) else { return otherwise }
             for u in plane.channels[c].users.indices { plane.takeTally(c, u) }

@@ -59,10 +59,9 @@ extension MediaEngine {
                 throw EngineError(.invalidArgument, error.description)
             }
             recordings.start(recorder, at: slots)
-            if let u = plane.userIndex(c, uid) {
-                if media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = recorder } }
-                if media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = recorder } }
-            }
+            let receivers = routes.withLock { $0.receivers(channelId: channelId, uid: uid) }
+            if media.contains(.audio) { receivers.audio?.recorder.withLock { $0 = recorder } }
+            if media.contains(.video) { receivers.video?.recorder.withLock { $0 = recorder } }
             plane.emit(c, .recordingStarted(uid: uid, path: path))
         }
         flushActions()
@@ -83,10 +82,9 @@ extension MediaEngine {
                 throw EngineError(
                     .invalidArgument, "no recording of user \(key.uid) in '\(key.channelId)' to \(recording.path) runs")
             }
-            if let c = plane.joinedIndex(key.channelId), let u = plane.userIndex(c, key.uid) {
-                if recording.media.contains(.audio) { plane.channels[c].users[u].audio?.recorder.withLock { $0 = nil } }
-                if recording.media.contains(.video) { plane.channels[c].users[u].video?.recorder.withLock { $0 = nil } }
-            }
+            let receivers = routes.withLock { $0.receivers(channelId: key.channelId, uid: key.uid) }
+            if recording.media.contains(.audio) { receivers.audio?.recorder.withLock { $0 = nil } }
+            if recording.media.contains(.video) { receivers.video?.recorder.withLock { $0 = nil } }
             return recorder
         }
         // Finished outside the control lock: the last Cluster and the Cues are written here.

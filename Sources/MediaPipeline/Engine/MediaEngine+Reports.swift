@@ -7,8 +7,9 @@ extension MediaEngine {
     static let reportIntervalMicroseconds: Int64 = 1_000_000
 
     /// Names, in the playout round, each remote user of each channel whose receiver report
-    /// interval has passed, with its receivers (``ReceiverReportJob``). Call from the playout
-    /// round, inside a control input: it takes no receiver's lock.
+    /// interval has passed, with its receivers as the receive router has them
+    /// (``ReceiverReportJob``). Call from the playout round, inside a control input: it takes
+    /// no receiver's lock.
     func queueReceiverReports(_ plane: inout ControlPlane, _ round: inout PlayoutRound) {
         let now = plane.now
         for c in plane.channels.indices {
@@ -17,11 +18,13 @@ extension MediaEngine {
             else { continue }
             plane.channels[c].lastReceiverReportAt = now
             let (channelId, localUid) = (plane.channels[c].id, plane.channels[c].uid)
-            for u in plane.channels[c].users.indices where !plane.channels[c].users[u].receivers.isEmpty {
+            let table = routeSnapshot
+            for u in plane.channels[c].users.indices where plane.channels[c].users[u].receivesAny {
+                let uid = plane.channels[c].users[u].uid
                 round.reportJobs.append(
                     ReceiverReportJob(
-                        channelId: channelId, localUid: localUid, uid: plane.channels[c].users[u].uid,
-                        receivers: plane.channels[c].users[u].receivers))
+                        channelId: channelId, localUid: localUid, uid: uid,
+                        receivers: table.receivers(channelId: channelId, uid: uid)))
             }
         }
     }

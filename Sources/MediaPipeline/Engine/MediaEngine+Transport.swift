@@ -71,7 +71,10 @@ extension MediaEngine {
     }
 
     func userOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {
-        input { $0.userOffline(channelId, uid, reason) }
+        input { plane in
+            takeAudioArrivals(channelId: channelId, uid: uid)
+            plane.userOffline(channelId, uid, reason)
+        }
     }
 
     func mediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {
@@ -86,11 +89,14 @@ extension MediaEngine {
     }
 
     /// A packet the control plane sees itself: the route is not settled (a decision is due on
-    /// arrival) or there is none yet.
+    /// arrival) or there is none yet. Delivered through the route inside the control input, so
+    /// the decision follows the delivery.
     func receiveDeciding(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32) {
-        let (request, decided) = withControl { plane in
+        let (request, decided) = withControl { plane -> (ControlPlane.FeedbackRequest?, Bool) in
+            guard let route = routes.withLock({ $0.route(channelId: channelId, uid: uid) }) else { return (nil, false) }
             let before = plane.decisions
-            let request = plane.packetArrived(packet, kind, channelId: channelId, from: uid)
+            let feedback = route.deliver(packet, kind, now: plane.now)
+            let request = plane.packetArrived(kind, channelId: channelId, from: uid, feedback)
             return (request, plane.decisions != before)
         }
         if let request { sendFeedback(request) }
@@ -120,11 +126,11 @@ extension MediaEngine {
         if reader.keyframeWanted {
             configuration.logger.debug("keyframe requested by user \(uid)", metadata: ["channel": "\(channelId)"])
         }
-        let (localUid, receivers) = withControl { plane in
-            let receivers = plane.feedbackArrived(reader, channelId: channelId, from: uid)
-            return (plane.localUid(in: channelId), receivers)
+        let localUid = withControl { plane in
+            plane.feedbackArrived(reader, channelId: channelId, from: uid)
+            return plane.localUid(in: channelId)
         }
-        receivers.take(reader, now: now)
+        routes.withLock { $0.receivers(channelId: channelId, uid: uid) }.take(reader, now: now)
         let roundTrip = retransmitter.withLock { state in
             if let measured = reader.roundTripMicroseconds { state.roundTripMicroseconds = max(1_000, measured) }
             return state.roundTripMicroseconds

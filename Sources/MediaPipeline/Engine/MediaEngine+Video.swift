@@ -70,12 +70,15 @@ extension MediaEngine {
                 round.streams.removeAll(keepingCapacity: true)
                 round.decode.now = plane.now
                 round.decode.observer = plane.videoObserver
+                let table = routeSnapshot
                 for c in plane.channels.indices where plane.channels[c].joined {
+                    let ref = plane.channels[c].ref
                     for u in plane.channels[c].users.indices {
-                        guard let receiver = plane.channels[c].users[u].video else { continue }
+                        guard let id = plane.channels[c].users[u].receiving.video else { continue }
                         let key = plane.channels[c].users[u].key
+                        guard let receiver = table.route(channelId: ref.id, uid: key.uid)?.video else { continue }
                         round.streams.append(
-                            StreamSlot(ref: plane.channels[c].ref, uid: key.uid, hint: (c, u), receiver: receiver))
+                            StreamSlot(ref: ref, uid: key.uid, hint: (c, u), id: id, receiver: receiver))
                         round.decode.append(receiver, key: key)
                     }
                 }
@@ -102,7 +105,7 @@ extension MediaEngine {
                     }
                     plane.channels[c].stats.add(progress)
                     guard let u = plane.userIndex(c, slot.uid, hint: slot.hint.user),
-                        plane.channels[c].users[u].video === slot.receiver
+                        plane.channels[c].users[u].receiving.video == slot.id
                     else { continue }
                     plane.channels[c].users[u].reception.videoFramesDropped += progress.framesDropped
                     if let nack = progress.nack,

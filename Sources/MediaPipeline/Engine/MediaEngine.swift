@@ -35,11 +35,13 @@ public final class MediaEngine: Sendable {
     let endpoint: EngineEndpoint
     /// The control plane, a value in its lock: the engine is its one serial owner. Held briefly,
     /// never across a decode, a transport call or an app callback. Lock order: `local`,
-    /// `playout` or `render` before `control`, and `control` before a receiver's inbox.
+    /// `playout` or `render` before `control`, and `control` before `routes`, the
+    /// ``receiverStore`` and a receiver's inbox.
     let control: LockedValue<ControlPlane>
     /// The receive router: where each remote user's packets go, as the control plane last
-    /// published it. Held to replace the snapshot (after `control`), and by the packet path
-    /// while it hands a packet to its receiver (before the receiver's own locks).
+    /// published it. Held to replace the snapshot and to find the receivers a control input
+    /// names (after `control`), and by the packet path while it hands a packet to its receiver
+    /// (before the receiver's own locks).
     let routes = LockedValue(ReceiveRoutes.empty)
     /// The app's channel objects by serial, for delivering events (held weakly: events of a
     /// channel the app dropped are dropped).
@@ -52,6 +54,9 @@ public final class MediaEngine: Sendable {
     let render: LockedValue<RenderRound>
     /// The canvases the app bound, which render rounds draw into. A leaf lock.
     let canvasStore = CanvasStore()
+    /// The remote users' receivers, which the control plane's decisions start and stop and the
+    /// receive router reaches. A leaf lock.
+    let receiverStore: ReceiverStore
     /// The channels' own mixes, which playout rounds write and the app copies. A leaf lock.
     let channelMixFrames = ChannelMixFrames()
     /// The recordings running, which the rounds feed. A leaf lock.
@@ -95,10 +100,11 @@ public final class MediaEngine: Sendable {
         playoutSamplesPerChannel = mixer.samplesPerChannel
         render = LockedValue(RenderRound(decode: VideoDecodeRound(canvases: canvasStore)))
         rtp = RTPIdentity(seed: configuration.randomSeed)
+        receiverStore = ReceiverStore(
+            configuration: configuration, feedbackSSRC: rtp.feedbackSSRC, feedbackProfile: transport.feedbackProfile,
+            recordings: recordings)
         control = LockedValue(
-            ControlPlane(
-                configuration: configuration, feedbackSSRC: rtp.feedbackSSRC,
-                feedbackProfile: transport.feedbackProfile, recordings: recordings))
+            ControlPlane(configuration: configuration, recordings: recordings))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         rateControl = LockedValue(
             LossBasedRateController(
@@ -130,8 +136,39 @@ public final class MediaEngine: Sendable {
         let now = clock.nowMicroseconds
         return try control.withLock { plane in
             plane.now = max(plane.now, now)  // threads read the clock in one order, lock in another
-            defer { if plane.routesChanged { publishRoutes(&plane) } }
+            defer {
+                if !plane.receiverChanges.isEmpty { receiverStore.apply(&plane.receiverChanges) }
+                if plane.routesChanged { publishRoutes(&plane) }
+            }
             return try body(&plane)
+        }
+    }
+
+    /// Takes the audio that arrived for the users of `channelId` (only `uid`'s when given) into
+    /// their receivers, so the arrival counts the control plane takes next are whole: inside
+    /// the input that takes the counts and forgets the users (a leave, a user gone).
+    func takeAudioArrivals(channelId: String, uid: UInt32? = nil) {
+        let receivers = routes.withLock { table in
+            uid.map { [table.receivers(channelId: channelId, uid: $0)] } ?? table.receivers(inChannel: channelId)
+        }
+        for receiver in receivers { receiver.audio?.takeArrivals() }
+    }
+
+    /// The receive router's snapshot now: inside a control input, the one that input's
+    /// decisions so far were published as. Walked without the routes lock, which the packet
+    /// path takes per packet.
+    var routeSnapshot: ReceiveRoutes { routes.withLock { $0 } }
+
+    /// Finds the receivers `jobs` name (``LipSyncJob``, ``StatisticsJob``) in the receive
+    /// router. Inside the control input that named them, so they are the receivers named.
+    func findReceivers(_ lipSync: inout [LipSyncJob], _ statistics: inout [StatisticsJob]) {
+        guard !lipSync.isEmpty || !statistics.isEmpty else { return }
+        let table = routeSnapshot
+        for j in lipSync.indices {
+            lipSync[j].receivers = table.receivers(channelId: lipSync[j].ref.id, uid: lipSync[j].uid)
+        }
+        for j in statistics.indices {
+            statistics[j].receivers = table.receivers(channelId: statistics[j].ref.id, uid: statistics[j].uid)
         }
     }
 
@@ -139,7 +176,7 @@ public final class MediaEngine: Sendable {
     /// control lock, so snapshots are published in the order the decisions were made.
     private func publishRoutes(_ plane: inout ControlPlane) {
         plane.routesChanged = false
-        let table = plane.makeRoutes()
+        let table = receiverStore.withReceivers { plane.makeRoutes($0) }
         routes.withLock { $0 = table }
     }
 
@@ -158,7 +195,10 @@ public final class MediaEngine: Sendable {
 
     /// Leaves and forgets channel `ref` (its leave events are delivered first).
     func destroyChannel(_ ref: ChannelRef) {
-        withControl { $0.destroyChannel(ref) }
+        withControl { plane in
+            takeAudioArrivals(channelId: ref.id)
+            plane.destroyChannel(ref)
+        }
         channelMixFrames.remove(ref.serial)  // its mixer goes at the next playout round
         flushActions()
         _ = handles.withLock { $0.removeValue(forKey: ref.serial) }
@@ -194,7 +234,13 @@ public final class MediaEngine: Sendable {
 
     /// The engine's counters.
     public var statistics: EngineStatistics {
-        var statistics = control.withLock { $0.statistics }
+        var statistics = control.withLock { $0.stats }
+        // The live decoders counted now.
+        (statistics.liveAudioDecoders, statistics.liveVideoDecoders) = (0, 0)
+        for receivers in routes.withLock({ $0.receivers() }) {
+            if receivers.audio?.isLive == true { statistics.liveAudioDecoders += 1 }
+            if receivers.video?.isLive == true { statistics.liveVideoDecoders += 1 }
+        }
         retransmitter.withLock {
             statistics.packetsRetransmitted = $0.history.packetsRetransmitted
             statistics.bytesRetransmitted = $0.history.bytesRetransmitted

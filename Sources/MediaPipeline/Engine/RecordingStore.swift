@@ -1,7 +1,7 @@
 /// The recordings running (``MediaEngine/startRecording(channelId:uid:path:media:)`` and
 /// ``MediaEngine/startChannelRecording(channelId:path:width:height:framesPerSecond:labels:videoSettings:audioSettings:)``):
 /// media objects, owned by the media side. Stream recorders are attached to their stream's
-/// receivers as the control plane makes them (it looks them up here); channel recorders are fed
+/// receivers as the engine makes them (``ReceiverStore`` looks them up here); channel recorders are fed
 /// by the playout and render rounds, which take them from here without the control lock.
 ///
 /// A leaf lock: nothing is called while it is held, so it may be taken under any engine lock.

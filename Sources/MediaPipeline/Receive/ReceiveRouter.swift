@@ -177,17 +177,47 @@ struct ReceiveRoutes: Sendable {
         return nil
     }
 
-    /// ``deliverSettled(_:_:channelId:uid:now:)`` within one channel's `users`, found by a
-    /// binary search (no hashing, no allocation).
-    private static func deliver(_ packet: RTPPacket, _ kind: MediaKind, uid: UInt32, _ users: [User], now: Int64)
-        -> ReceiveRoute.Feedback?
-    {
+    /// The route of `uid` in `channelId`, settled or not; nil when the channel is not joined or
+    /// the user not known there. Allocates nothing.
+    func route(channelId: String, uid: UInt32) -> ReceiveRoute? {
+        if let first, first.id == channelId { return Self.user(uid, first.users).map { first.users[$0].route } }
+        for channel in others where channel.id == channelId {
+            return Self.user(uid, channel.users).map { channel.users[$0].route }
+        }
+        return nil
+    }
+
+    /// The receivers of `uid` in `channelId` (none when it has no route): what the media side
+    /// works on when the control plane names a user.
+    func receivers(channelId: String, uid: UInt32) -> RemoteReceivers {
+        guard let route = route(channelId: channelId, uid: uid) else { return RemoteReceivers() }
+        return RemoteReceivers(audio: route.audio, video: route.video)
+    }
+
+    /// The receivers of every user in `channelId` (every joined channel when nil), in uid
+    /// order: for reads and teardown, not a per-packet path (it allocates).
+    func receivers(inChannel channelId: String? = nil) -> [RemoteReceivers] {
+        ([first].compactMap { $0 } + others).filter { channelId == nil || $0.id == channelId }.flatMap { channel in
+            channel.users.map { RemoteReceivers(audio: $0.route.audio, video: $0.route.video) }
+        }
+    }
+
+    /// The position of `uid` in `users` (ascending uids), found by a binary search.
+    private static func user(_ uid: UInt32, _ users: [User]) -> Int? {
         var (low, high) = (0, users.count)
         while low < high {
             let middle = (low + high) / 2
             if users[middle].uid < uid { low = middle + 1 } else { high = middle }
         }
-        guard low < users.count, users[low].uid == uid else { return nil }
+        return low < users.count && users[low].uid == uid ? low : nil
+    }
+
+    /// ``deliverSettled(_:_:channelId:uid:now:)`` within one channel's `users`, found by a
+    /// binary search (no hashing, no allocation).
+    private static func deliver(_ packet: RTPPacket, _ kind: MediaKind, uid: UInt32, _ users: [User], now: Int64)
+        -> ReceiveRoute.Feedback?
+    {
+        guard let low = user(uid, users) else { return nil }
         if kind == .audio, let arrivals = users[low].settledAudioArrivals,
             arrivals.withLock({ $0.append(packet, now: now) })
         {

@@ -25,14 +25,15 @@ struct ChannelRef: Hashable, Sendable {
 
 /// One remote user as seen from one channel: part of the control plane's value.
 ///
-/// The receivers are the user's receive pipelines: objects with their own synchronisation
-/// (packets go into their inbox while a decode round runs). The control plane decides when
-/// they exist; holding them here does not make their insides control state.
+/// The control plane decides when the user's receivers (its receive pipelines) run and names
+/// them (``receiving``); the media side holds them (``ReceiverStore``) and reaches them through
+/// the receive router.
 struct RemoteUser: Sendable {
-    // The fields the packet path reads come first, so they share cache lines.
+    // The fields a packet that needs a decision reads come first, so they share cache lines.
     let uid: UInt32
-    var audio: AudioReceiver?
-    var video: VideoReceiver?
+    /// Per kind, the receiver the control plane decided to run, while it receives (the media
+    /// side holds it: ``ReceiverStore``).
+    var receiving = PerMedia<ReceiverID?>(nil)
     var trackers = PerMedia(RemoteStreamTracker())
     var subscribe = PerMedia(SubscribeState.idle)
     let key: StreamKey
@@ -74,7 +75,7 @@ struct RemoteUser: Sendable {
     var peakLevel: Int16 = 0
     /// What keeps the user's audio and video in step.
     var lipSync = LipSync()
-    /// What the packet path counts without the control lock (``ControlPlane/takeArrivals(_:_:)``).
+    /// What the packet path counts without the control lock (``ControlPlane/takeTally(_:_:)``).
     let tally = ArrivalTally()
 
     init(uid: UInt32, channelId: String, media: PublishedMedia, muted: PerMedia<Bool>) {
@@ -84,21 +85,21 @@ struct RemoteUser: Sendable {
         self.muted = muted
     }
 
+    /// Whether a receiver of either kind runs.
+    var receivesAny: Bool { receiving.audio != nil || receiving.video != nil }
+
     /// Whether the user sends `kind` and the local user wants it.
     func wants(_ kind: MediaKind) -> Bool {
         !muted[kind] && media.contains(kind) && !(kind == .video && fallback.level == .audioOnly)
     }
 
-    /// Where the user's packets go now: its receivers and tally, and per kind whether a packet
-    /// needs no decision (a kind without a receiver is only counted; one with a receiver needs a
-    /// decision while STOPPED or not SUBSCRIBED).
-    var route: ReceiveRoute { ReceiveRoute(audio: audio, video: video, tally: tally, settled: routeSettled) }
-
-    /// Per kind, whether a packet needs no decision (``route``).
+    /// Per kind, whether a packet needs no decision on arrival: a kind without a receiver is
+    /// only counted; one with a receiver needs a decision while STOPPED or not SUBSCRIBED.
     var routeSettled: PerMedia<Bool> {
         var settled = PerMedia(true)
-        if audio != nil { settled.audio = trackers.audio.state != .stopped && subscribe.audio == .subscribed }
-        if video != nil { settled.video = trackers.video.state != .stopped && subscribe.video == .subscribed }
+        for kind in MediaKind.allCases where receiving[kind] != nil {
+            settled[kind] = trackers[kind].state != .stopped && subscribe[kind] == .subscribed
+        }
         return settled
     }
 
@@ -107,7 +108,7 @@ struct RemoteUser: Sendable {
     /// has dropped frames since its last request), and `interval` has passed since that
     /// request. Marks the request as made.
     mutating func keyframeRequestDue(wanted: UInt32?, now: Int64, interval: Int64) -> UInt32? {
-        guard video != nil, let ssrc = wanted else { return nil }
+        guard receiving.video != nil, let ssrc = wanted else { return nil }
         if let last = lastKeyframeRequest, now - last < interval { return nil }
         lastKeyframeRequest = now
         return ssrc
@@ -229,3 +230,4 @@ extension ChannelStats {
 }
 
 extension PerMedia: Sendable where Value: Sendable {}
+extension PerMedia: Equatable where Value: Equatable {}

@@ -122,7 +122,7 @@ extension ControlPlane {
         refreshVideoType(c, u)
         if new == .audioOnly {
             subscriptionChanged(c, publisher: uid, .video, subscribed: false)
-            if channels[c].users[u].video != nil { stopReceiving(c, u, .video, reason: .audioFallback) }
+            if channels[c].users[u].receiving.video != nil { stopReceiving(c, u, .video, reason: .audioFallback) }
             emit(c, .remoteSubscribeFallbackToAudioOnly(uid: uid, isFallbackOrRecover: true))
         } else if old == .audioOnly {
             emit(c, .remoteSubscribeFallbackToAudioOnly(uid: uid, isFallbackOrRecover: false))

@@ -1,12 +1,16 @@
 /// One remote user's streams in a playout tick's lip sync (``ControlPlane/lipSyncJobs(into:)``):
-/// the control plane names the user and its receivers, the media side reads their timings and
-/// hands them the floors decided, outside the control lock.
+/// the control plane names the user and its receivers, the media side finds them
+/// (``receivers``), reads their timings and hands them the floors decided, outside the control
+/// lock.
 struct LipSyncJob: Sendable {
     let ref: ChannelRef
     let uid: UInt32
     /// Where the user was when the job was made (users may come and go before the decision).
     let hint: (channel: Int, user: Int)
-    let receivers: RemoteReceivers
+    /// The receivers named.
+    let ids: PerMedia<ReceiverID?>
+    /// The receivers named, as the media side found them.
+    var receivers = RemoteReceivers()
     /// Whether the user's floors are decided now; otherwise only its timing counts, toward the
     /// latency its channel's users are aligned to.
     let due: Bool
@@ -15,8 +19,8 @@ struct LipSyncJob: Sendable {
     /// The floors decided, for ``applyFloors()``; nil when they did not change.
     var floors: (audio: Int64, video: Int64)?
 
-    init(ref: ChannelRef, uid: UInt32, hint: (Int, Int), receivers: RemoteReceivers, due: Bool) {
-        (self.ref, self.uid, self.hint, self.receivers, self.due) = (ref, uid, hint, receivers, due)
+    init(ref: ChannelRef, uid: UInt32, hint: (Int, Int), ids: PerMedia<ReceiverID?>, due: Bool) {
+        (self.ref, self.uid, self.hint, self.ids, self.due) = (ref, uid, hint, ids, due)
     }
 
     /// Reads the streams' timings from their receivers (media side, without the control lock).
@@ -47,12 +51,11 @@ extension ControlPlane {
             let aligned = recordings.recordsChannel(channels[c].id)
             for u in channels[c].users.indices {
                 let due = channels[c].users[u].lipSync.isDue(now: now)
-                let receivers = channels[c].users[u].receivers
-                guard due || aligned, !receivers.isEmpty else { continue }
+                guard due || aligned, channels[c].users[u].receivesAny else { continue }
                 jobs.append(
                     LipSyncJob(
-                        ref: channels[c].ref, uid: channels[c].users[u].uid, hint: (c, u), receivers: receivers,
-                        due: due))
+                        ref: channels[c].ref, uid: channels[c].users[u].uid, hint: (c, u),
+                        ids: channels[c].users[u].receiving, due: due))
             }
         }
     }
@@ -74,7 +77,7 @@ extension ControlPlane {
             let group = recordings.recordsChannel(channels[c].id) ? Self.slowestLatency(jobs[start..<end]) : nil
             for j in start..<end where jobs[j].due {
                 guard let u = userIndex(c, jobs[j].uid, hint: jobs[j].hint.user),
-                    channels[c].users[u].receivers.isSame(as: jobs[j].receivers),
+                    channels[c].users[u].receiving == jobs[j].ids,
                     channels[c].users[u].lipSync.update(
                         audio: jobs[j].timings.audio, video: jobs[j].timings.video,
                         alignedToLatencyMicroseconds: group, now: now)

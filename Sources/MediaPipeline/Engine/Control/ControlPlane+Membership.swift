@@ -90,7 +90,7 @@ extension ControlPlane {
         channels[c].joined = false
         routingChanged()
         channels[c].deferred.removeAll()
-        for user in channels[c].users { Self.releaseReceivers(user) }
+        releaseReceivers(c)
         channels[c].users.removeAll()
         channels[c].publish = PerMedia(.idle)
     }
@@ -109,9 +109,10 @@ extension ControlPlane {
             return
         }
         relayTeardown(c)
-        takeArrivals(c)
+        // The engine took the arrived audio into the receivers before this input.
+        for u in channels[c].users.indices { takeTally(c, u) }
         routingChanged()
-        for user in channels[c].users { Self.releaseReceivers(user) }
+        releaseReceivers(c)
         channels[c].stats.durationMs = channels[c].elapsedMs(now)
         channels[c].stats.videoFrozenMs = channels[c].videoFrozenMs(now: now)
         channels[c].stats.userCount = channels[c].users.count

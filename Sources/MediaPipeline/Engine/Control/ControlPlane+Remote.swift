@@ -31,7 +31,8 @@ extension ControlPlane {
         channels[c].users[u].media = []
         stopReceiving(c, u, .audio, reason: .remoteOffline)
         stopReceiving(c, u, .video, reason: .remoteOffline)
-        takeArrivals(c, u)
+        // The engine took the arrived audio into the receiver before this input.
+        takeTally(c, u)
         channels[c].users.remove(at: u)
         routingChanged()
         emit(c, .userOffline(uid: uid, reason: reason))
@@ -144,31 +145,18 @@ extension ControlPlane {
 
     // MARK: - Receive pipelines
 
-    /// Creates the receiver for `kind` if the user sends it and is not muted locally.
+    /// Starts the receiver for `kind` if the user sends it and is not muted locally.
     mutating func startReceiving(_ c: Int, _ u: Int, _ kind: MediaKind) {
-        guard channels[c].users[u].wants(kind) else { return }
+        guard channels[c].users[u].wants(kind), channels[c].users[u].receiving[kind] == nil else { return }
         if kind == .audio {
-            guard channels[c].users[u].audio == nil else { return }
             channels[c].users[u].reception.audioRestarted()
-            channels[c].users[u].audio = try? AudioReceiver(
-                sampleRate: configuration.playoutSampleRate, channelCount: configuration.playoutChannelCount,
-                retransmission: feedbackProfile.audioRetransmission, feedbackSSRC: feedbackSSRC,
-                codecs: configuration.codecs, tally: channels[c].users[u].tally)
-            let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, .audio))
-            channels[c].users[u].audio?.recorder.withLock { $0 = recording }
         } else {
-            guard channels[c].users[u].video == nil else { return }
-            channels[c].users[u].video = VideoReceiver(
-                threads: 1, reorderWaitMicroseconds: Int64(configuration.videoReorderWaitMs) * 1000,
-                retransmission: configuration.videoRetransmission, feedbackSSRC: feedbackSSRC,
-                repeatedNackIgnoredMicroseconds: feedbackProfile.repeatedNackIgnoredMicroseconds,
-                codecs: configuration.codecs)
-            let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, .video))
-            channels[c].users[u].video?.recorder.withLock { $0 = recording }
             channels[c].users[u].reception.videoRestarted()
             channels[c].users[u].lastKeyframeRequest = nil
             channels[c].users[u].lastDecodedAt = nil
         }
+        channels[c].users[u].receiving[kind] = newReceiverID()
+        receiverChanges.append(.start(channels[c].users[u].key, kind, tally: channels[c].users[u].tally))
         routingChanged()  // a new receiver
         channels[c].users[u].awaitingFirstFrameSince[kind] = now
         setSubscribe(c, u, kind, .subscribing)
@@ -177,24 +165,25 @@ extension ControlPlane {
     /// Releases the receiver for `kind` (audio fades out over one frame) and reports STOPPED.
     mutating func stopReceiving(_ c: Int, _ u: Int, _ kind: MediaKind, reason: RemoteStreamStateReason) {
         routingChanged()
-        if kind == .audio {
-            if let receiver = channels[c].users[u].audio {
-                fadingOut.append((channels[c].users[u].key, receiver))
-                channels[c].users[u].audio = nil
-            }
-        } else {
-            channels[c].users[u].video?.release()
-            channels[c].users[u].video = nil
+        if channels[c].users[u].receiving[kind] != nil {
+            channels[c].users[u].receiving[kind] = nil
+            receiverChanges.append(.stop(channels[c].users[u].key, kind, fadeOut: true))
         }
         report(c, u, kind, .stopped, reason)
         // Stopping means the local user muted it, or the remote one stopped sending or left.
         setSubscribe(c, u, kind, .noSubscribe)
     }
 
-    /// Drops a user's receivers without events (the local user leaves).
-    static func releaseReceivers(_ user: RemoteUser) {
-        user.audio?.release()
-        user.video?.release()
+    /// Drops the receivers of channel `c`'s users at once, without events (the local user
+    /// leaves, or its join did not happen).
+    mutating func releaseReceivers(_ c: Int) {
+        for u in channels[c].users.indices {
+            for kind in MediaKind.allCases where channels[c].users[u].receiving[kind] != nil {
+                channels[c].users[u].receiving[kind] = nil
+                receiverChanges.append(.stop(channels[c].users[u].key, kind, fadeOut: false))
+            }
+        }
+        routingChanged()
     }
 
     // MARK: - State machines
@@ -259,7 +248,7 @@ extension ControlPlane {
         guard ssrc != nil || nack != nil else { return nil }
         if ssrc != nil {
             // Drops count afresh from the decision (rare: at most one per interval).
-            channels[c].users[u].video?.keyframeRequested()
+            receiverChanges.append(.keyframeRequested(channels[c].users[u].key))
             stats.keyframeRequestsSent += 1
             channels[c].stats.keyframeRequestsSent += 1
             channels[c].users[u].reception.keyframeRequestsSent += 1

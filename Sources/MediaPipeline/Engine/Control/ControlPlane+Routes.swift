@@ -6,29 +6,22 @@ extension ControlPlane {
     /// publishes a new ``ReceiveRoutes`` before the control lock is released.
     mutating func routingChanged() { routesChanged = true }
 
-    /// The routes of every joined channel as they are now.
-    func makeRoutes() -> ReceiveRoutes {
+    /// The routes of every joined channel as they are now, to the receivers `receivers` finds
+    /// for each user (the media side's, ``ReceiverStore``): each user's receivers and tally, and
+    /// per kind whether a packet needs no decision (``RemoteUser/routeSettled``).
+    func makeRoutes(_ receivers: (StreamKey) -> RemoteReceivers) -> ReceiveRoutes {
         var table: [(id: String, users: [UInt32: ReceiveRoute])] = []
         for channel in channels where channel.joined {
             var users: [UInt32: ReceiveRoute] = [:]
             users.reserveCapacity(channel.users.count)
-            for user in channel.users { users[user.uid] = user.route }
+            for user in channel.users {
+                let found = receivers(user.key)
+                users[user.uid] = ReceiveRoute(
+                    audio: found.audio, video: found.video, tally: user.tally, settled: user.routeSettled)
+            }
             table.append((channel.id, users))
         }
         return ReceiveRoutes(table)
-    }
-
-    /// Takes what the packet path counted for channel `c`'s users into the channel's and the
-    /// users' statistics. Call before reading them.
-    mutating func takeArrivals(_ c: Int) {
-        for u in channels[c].users.indices { takeArrivals(c, u) }
-    }
-
-    /// Takes what the packet path counted for user `u` of channel `c` into the statistics, its
-    /// audio receiver first taking in the packets that arrived.
-    mutating func takeArrivals(_ c: Int, _ u: Int) {
-        channels[c].users[u].audio?.takeArrivals()
-        takeTally(c, u)
     }
 
     /// Takes what the packet path counted for user `u` of channel `c` into the statistics, as

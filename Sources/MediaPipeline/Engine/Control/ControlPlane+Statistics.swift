@@ -20,10 +20,10 @@ extension ControlPlane {
     func statisticsJobs(into jobs: inout [StatisticsJob], due: inout [ChannelRef]) {
         for c in channels.indices where statisticsDue(c) {
             due.append(channels[c].ref)
-            for u in channels[c].users.indices where !channels[c].users[u].receivers.isEmpty {
+            for u in channels[c].users.indices where channels[c].users[u].receivesAny {
                 jobs.append(
                     StatisticsJob(
-                        ref: channels[c].ref, uid: channels[c].users[u].uid, receivers: channels[c].users[u].receivers))
+                        ref: channels[c].ref, uid: channels[c].users[u].uid, ids: channels[c].users[u].receiving))
             }
         }
     }
@@ -50,7 +50,7 @@ extension ControlPlane {
                 if let j = jobs[cursor..<next].firstIndex(where: { $0.reads(channels[c].users[u]) }) {
                     reading = jobs[j].reading
                     cursor = j + 1
-                } else if !channels[c].users[u].receivers.isEmpty {
+                } else if channels[c].users[u].receivesAny {
                     continue  // its receivers are newer than the jobs: its next report covers it
                 }
                 var loss: Double?

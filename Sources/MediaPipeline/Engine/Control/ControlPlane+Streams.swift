@@ -13,17 +13,14 @@ extension ControlPlane {
         var nack: [UInt8]?
     }
 
-    /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now`` that the receive
-    /// router did not take (it needs a decision, or its user has no route yet): delivered as
-    /// the router delivers, then STARTING and SUBSCRIBED are decided. Returns the feedback to
-    /// send (a NACK for packets found missing, a keyframe request).
-    mutating func packetArrived(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, from uid: UInt32)
-        -> FeedbackRequest?
-    {
+    /// An RTP packet of `kind` from `uid` in `channelId` arrived at ``now`` whose route is not
+    /// settled (a decision is due on arrival), and the engine delivered it through that route
+    /// (`feedback` is what its receiver asked for): STARTING and SUBSCRIBED are decided.
+    /// Returns the feedback to send (a NACK for packets found missing, a keyframe request).
+    mutating func packetArrived(
+        _ kind: MediaKind, channelId: String, from uid: UInt32, _ feedback: ReceiveRoute.Feedback
+    ) -> FeedbackRequest? {
         guard let c = joinedIndex(channelId), let u = userIndex(c, uid) else { return nil }
-        let feedback = ReceiveRoute.deliver(
-            packet, kind, now: now, audio: channels[c].users[u].audio, video: channels[c].users[u].video,
-            tally: channels[c].users[u].tally)
         if !channels[c].users[u].routeSettled[kind] { mediaArrived(c, u, kind) }
         return arrivalFeedback(c, u, kind, feedback)
     }
@@ -139,13 +136,11 @@ extension ControlPlane {
 
     /// RTCP from `uid` in `channelId`, read by `reader`: the round trip to the remote user is
     /// kept for its statistics; reports on the local streams update the round trip and loss;
-    /// keyframe requests for the local video are honoured on the next picture. Returns the
-    /// remote user's receivers, which the engine hands its sender reports and the round trip
-    /// (``RemoteReceivers/take(_:now:)``) after the control lock is released.
-    mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) -> RemoteReceivers {
-        var receivers = RemoteReceivers()
+    /// keyframe requests for the local video are honoured on the next picture. The engine hands
+    /// the remote user's receivers its sender reports and the round trip
+    /// (``RemoteReceivers/take(_:now:)``) itself.
+    mutating func feedbackArrived(_ reader: FeedbackReader, channelId: String, from uid: UInt32) {
         if let c = joinedIndex(channelId), let u = userIndex(c, uid) {
-            receivers = channels[c].users[u].receivers
             if let roundTrip = reader.roundTripToPublisherMicroseconds {
                 channels[c].users[u].roundTripMicroseconds = roundTrip
             }
@@ -165,7 +160,6 @@ extension ControlPlane {
             stats.keyframeRequestsReceived += 1
             if relays(to: channelId) { keyframePending = true }
         }
-        return receivers
     }
 
     /// The local user's uid in `channelId`: its own membership, or the relay's there.

@@ -24,16 +24,17 @@ struct ControlPlane: Sendable {
     /// ``CanvasStore``), for the video layer it calls for (adaptive stream) and whether a
     /// stream's pictures are rendered.
     var canvasSizes: [StreamKey: (width: Int, height: Int)] = [:]
-    /// The recordings running: the media side's (the engine's), read here to attach a stream's
-    /// recorder to its receivers as they are made, and to align the users of a channel
-    /// recorded as a composite. Changed by the engine under this value's lock.
+    /// The recordings running: the media side's (the engine's), read here to report a
+    /// recording's failure and to align the users of a channel recorded as a composite.
+    /// Changed by the engine under this value's lock.
     let recordings: RecordingStore
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
     /// Who sees every decoded remote picture (``MediaEngine/setVideoFrameObserver(_:)``).
     var videoObserver: VideoFrameObserver?
-    /// Receivers playing one last frame at gain 0 before release (taken by the next playout round).
-    var fadingOut: [(StreamKey, AudioReceiver)] = []
+    /// Receivers to start and stop, in decision order, for the engine to carry out on its
+    /// ``ReceiverStore`` before the control lock is released.
+    var receiverChanges: [ReceiverChange] = []
     /// A subscriber asked for a keyframe; the next local picture is forced to one.
     var keyframePending = false
     /// What subscriptions fall back to under loss (``MediaEngine/setRemoteSubscribeFallbackOption(_:)``).
@@ -45,6 +46,8 @@ struct ControlPlane: Sendable {
 
     /// The receive router must be published again (see ``routingChanged()``).
     var routesChanged = true
+    /// The serial of the last ``ReceiverID`` given.
+    private var lastReceiverSerial: UInt64 = 0
 
     /// Decided and not yet carried out, in decision order.
     private(set) var actions: [EngineAction] = []
@@ -60,20 +63,10 @@ struct ControlPlane: Sendable {
     private var subscriptionChanges: [(ref: ChannelRef, publisher: UInt32, kind: MediaKind, subscribed: Bool)] = []
 
     let configuration: EngineConfiguration
-    /// The local user's RTCP SSRC, which its video receivers' NACKs carry.
-    let feedbackSSRC: UInt32
-    /// What the transport's far end does with feedback, which the receivers plan around.
-    let feedbackProfile: TransportFeedbackProfile
 
-    init(
-        configuration: EngineConfiguration, feedbackSSRC: UInt32 = 0,
-        feedbackProfile: TransportFeedbackProfile = TransportFeedbackProfile(),
-        recordings: RecordingStore = RecordingStore()
-    ) {
+    init(configuration: EngineConfiguration, recordings: RecordingStore = RecordingStore()) {
         self.configuration = configuration
         self.recordings = recordings
-        self.feedbackSSRC = feedbackSSRC
-        self.feedbackProfile = feedbackProfile
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
     }
 
@@ -230,19 +223,9 @@ struct ControlPlane: Sendable {
         )
     }
 
-    // MARK: - Reads
-
-    /// The engine's counters, with the live decoders counted now.
-    var statistics: EngineStatistics {
-        var copy = stats
-        copy.liveAudioDecoders = 0
-        copy.liveVideoDecoders = 0
-        for channel in channels {
-            for user in channel.users {
-                if user.audio?.isLive == true { copy.liveAudioDecoders += 1 }
-                if user.video?.isLive == true { copy.liveVideoDecoders += 1 }
-            }
-        }
-        return copy
+    /// A new receiver's name.
+    mutating func newReceiverID() -> ReceiverID {
+        lastReceiverSerial += 1
+        return ReceiverID(serial: lastReceiverSerial)
     }
 }

@@ -23,16 +23,20 @@ struct ReceptionReading: Sendable {
 }
 
 /// One remote user whose statistics a playout tick reports: the control plane names the user
-/// and its receivers (``ControlPlane/statisticsJobs(into:due:)``), the media side reads them.
+/// and its receivers (``ControlPlane/statisticsJobs(into:due:)``), the media side finds them
+/// (``receivers``) and reads them.
 struct StatisticsJob: Sendable {
     let ref: ChannelRef
     let uid: UInt32
-    let receivers: RemoteReceivers
+    /// The receivers named.
+    let ids: PerMedia<ReceiverID?>
+    /// The receivers named, as the media side found them.
+    var receivers = RemoteReceivers()
     /// What ``read()`` found.
     var reading = ReceptionReading()
 
-    init(ref: ChannelRef, uid: UInt32, receivers: RemoteReceivers) {
-        (self.ref, self.uid, self.receivers) = (ref, uid, receivers)
+    init(ref: ChannelRef, uid: UInt32, ids: PerMedia<ReceiverID?>) {
+        (self.ref, self.uid, self.ids) = (ref, uid, ids)
     }
 
     /// Reads the receivers (media side, without the control lock). The audio receiver first
@@ -55,5 +59,5 @@ struct StatisticsJob: Sendable {
     }
 
     /// Whether this job read `user`'s receivers now.
-    func reads(_ user: RemoteUser) -> Bool { user.uid == uid && user.receivers.isSame(as: receivers) }
+    func reads(_ user: RemoteUser) -> Bool { user.uid == uid && user.receiving == ids }
 }

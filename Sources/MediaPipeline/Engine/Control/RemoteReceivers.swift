@@ -1,5 +1,5 @@
-/// A remote user's receivers, as the control plane hands them to the media side: named in a
-/// control input, worked on and read after the control lock is released (a round's jobs, an
+/// A remote user's receivers, as the media side holds them (``ReceiverStore``) and finds them
+/// through the receive router: worked on and read outside the control lock (a round's jobs, an
 /// RTCP datagram's reports).
 struct RemoteReceivers: Sendable {
     var audio: AudioReceiver?
@@ -7,9 +7,6 @@ struct RemoteReceivers: Sendable {
 
     /// Neither kind is received.
     var isEmpty: Bool { audio == nil && video == nil }
-
-    /// Whether `other` names the same receivers (none of them replaced since).
-    func isSame(as other: RemoteReceivers) -> Bool { audio === other.audio && video === other.video }
 
     /// Hands the user's sender reports (its clock, for lip sync and for the round trip our
     /// reports let it measure) and the round trip to it that `reader` found, arrived at `now`.
@@ -28,9 +25,4 @@ struct RemoteReceivers: Sendable {
             ssrc: report.ssrc, ntpTimestamp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
             arrivalMicroseconds: now)
     }
-}
-
-extension RemoteUser {
-    /// The user's receivers now.
-    var receivers: RemoteReceivers { RemoteReceivers(audio: audio, video: video) }
 }
