@@ -53,6 +53,7 @@ extension MediaEngine {
             var decided: Bool = withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.audioFreezeMs) * 1000
+                let recordsStreams = recordings.recordsStreams
                 var index = 0
                 for c in plane.channels.indices where plane.channels[c].joined {
                     let ref = plane.channels[c].ref
@@ -72,6 +73,7 @@ extension MediaEngine {
                             plane.channels[c].users[u].receiving.audio == slot.id
                         else { continue }
                         if let nack, let request = plane.audioFeedback(c, u, nack: nack) { requests.append(request) }
+                        if recordsStreams { reportStreamRecordingFailure(&plane, c, u, .audio) }
                         guard plane.audioDecoded(c, u, slot.receiver, freezeMicroseconds: freeze) else { continue }
                         let (key, volume) = (plane.channels[c].users[u].key, plane.channels[c].users[u].volume)
                         let samples = UnsafeBufferPointer(slot.receiver.frame)

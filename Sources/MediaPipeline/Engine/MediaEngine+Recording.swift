@@ -151,6 +151,7 @@ extension MediaEngine {
             }
             try plane.enableChannelMix(plane.channels[c].ref, true)
             recordings.start(recorder)
+            plane.compositeRecordedChannels.insert(channelId)
             plane.emit(c, .recordingStarted(uid: 0, path: path))
         }
         flushActions()
@@ -168,6 +169,7 @@ extension MediaEngine {
             guard let recorder = recordings.stopChannel(recording.channelId) else {
                 throw EngineError(.invalidArgument, "no recording of channel '\(recording.channelId)' runs")
             }
+            plane.compositeRecordedChannels.remove(recording.channelId)
             return recorder
         }
         // Finished outside the control lock: the last Cluster and the Cues are written here.
@@ -182,6 +184,15 @@ extension MediaEngine {
         }
         flushActions()
         return written
+    }
+
+    /// Reports, once, that the recording of user `u`'s `kind` in channel `c` failed writing.
+    /// Call from a round's control section, for a user whose receiver the round worked on.
+    func reportStreamRecordingFailure(_ plane: inout ControlPlane, _ c: Int, _ u: Int, _ kind: MediaKind) {
+        guard let recording = recordings.recorder(RecordingSlot(plane.channels[c].users[u].key, kind)),
+            let failure = recording.takeFailureToReport()
+        else { return }
+        plane.recordingFailed(c, u, path: recording.path, message: failure)
     }
 
     /// Reports, once each, the channel recordings whose writing failed. True when one did.

@@ -90,6 +90,7 @@ extension MediaEngine {
             return withControl { plane in
                 let before = plane.decisions
                 let freeze = Int64(configuration.videoFreezeMs) * 1000
+                let recordsStreams = recordings.recordsStreams
                 for (index, slot) in round.streams.enumerated() {
                     let (progress, keyframe) = round.decode.results[index]
                     let decodedNow = slot.receiver.takeBatchCount()
@@ -113,6 +114,7 @@ extension MediaEngine {
                     {
                         requests.append(request)
                     }
+                    if recordsStreams { reportStreamRecordingFailure(&plane, c, u, .video) }
                     if let request = plane.videoDecoded(
                         c, u, slot.receiver, decodedNow: decodedNow, keyframe: keyframe,
                         freezeMicroseconds: freeze)

@@ -104,7 +104,7 @@ public final class MediaEngine: Sendable {
             configuration: configuration, feedbackSSRC: rtp.feedbackSSRC, feedbackProfile: transport.feedbackProfile,
             recordings: recordings)
         control = LockedValue(
-            ControlPlane(configuration: configuration, recordings: recordings))
+            ControlPlane(configuration: configuration))
         local = LockedValue(Publisher(configuration: configuration, identity: rtp))
         rateControl = LockedValue(
             LossBasedRateController(

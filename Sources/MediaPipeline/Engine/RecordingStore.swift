@@ -45,6 +45,9 @@ final class RecordingStore: Sendable {
         }
     }
 
+    /// Whether a stream recording runs.
+    var recordsStreams: Bool { running.withLock { !$0.streams.isEmpty } }
+
     /// Whether channel `channelId` is recorded as a composite.
     func recordsChannel(_ channelId: String) -> Bool {
         running.withLock { $0.channels.contains { $0.channelId == channelId } }

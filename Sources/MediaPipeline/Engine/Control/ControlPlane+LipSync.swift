@@ -48,7 +48,7 @@ extension ControlPlane {
     func lipSyncJobs(into jobs: inout [LipSyncJob]) {
         for c in channels.indices where channels[c].joined {
             guard channels[c].users.contains(where: { $0.lipSync.isDue(now: now) }) else { continue }
-            let aligned = recordings.recordsChannel(channels[c].id)
+            let aligned = compositeRecordedChannels.contains(channels[c].id)
             for u in channels[c].users.indices {
                 let due = channels[c].users[u].lipSync.isDue(now: now)
                 guard due || aligned, channels[c].users[u].receivesAny else { continue }
@@ -74,7 +74,8 @@ extension ControlPlane {
             while end < jobs.count, jobs[end].ref == jobs[start].ref { end += 1 }
             defer { start = end }
             guard let c = index(jobs[start].ref, hint: jobs[start].hint.channel), channels[c].joined else { continue }
-            let group = recordings.recordsChannel(channels[c].id) ? Self.slowestLatency(jobs[start..<end]) : nil
+            let group =
+                compositeRecordedChannels.contains(channels[c].id) ? Self.slowestLatency(jobs[start..<end]) : nil
             for j in start..<end where jobs[j].due {
                 guard let u = userIndex(c, jobs[j].uid, hint: jobs[j].hint.user),
                     channels[c].users[u].receiving == jobs[j].ids,

@@ -47,7 +47,6 @@ extension ControlPlane {
     /// What a playout round's decoding of user `u`'s audio gave: reports DECODING, FAILED or
     /// FROZEN. Returns true when the stream has a frame to mix.
     mutating func audioDecoded(_ c: Int, _ u: Int, _ receiver: AudioReceiver, freezeMicroseconds: Int64) -> Bool {
-        reportRecordingFailure(c, u, .audio)
         switch receiver.lastOutput {
         case .audio:
             channels[c].stats.audioFramesDecoded += 1
@@ -87,7 +86,6 @@ extension ControlPlane {
     ) -> FeedbackRequest? {
         let awaitingKeyframe = keyframe.awaiting
         let uid = channels[c].users[u].uid
-        reportRecordingFailure(c, u, .video)
         channels[c].users[u].reception.videoDecoded(
             decodedNow, rendered: canvasSizes[channels[c].users[u].key] != nil, now: now)
         if decodedNow > 0 {
@@ -174,11 +172,9 @@ extension ControlPlane {
         return nil
     }
 
-    /// Reports, once, that the recording of user `u`'s `kind` failed writing.
-    private mutating func reportRecordingFailure(_ c: Int, _ u: Int, _ kind: MediaKind) {
-        guard let recording = recordings.recorder(RecordingSlot(channels[c].users[u].key, kind)),
-            let failure = recording.takeFailureToReport()
-        else { return }
-        emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: recording.path, message: failure))
+    /// The recording of user `u`'s stream to `path` failed writing with `message` (the engine
+    /// reports each failure once).
+    mutating func recordingFailed(_ c: Int, _ u: Int, path: String, message: String) {
+        emit(c, .recordingFailed(uid: channels[c].users[u].uid, path: path, message: message))
     }
 }

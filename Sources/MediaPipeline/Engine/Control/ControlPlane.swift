@@ -24,10 +24,9 @@ struct ControlPlane: Sendable {
     /// ``CanvasStore``), for the video layer it calls for (adaptive stream) and whether a
     /// stream's pictures are rendered.
     var canvasSizes: [StreamKey: (width: Int, height: Int)] = [:]
-    /// The recordings running: the media side's (the engine's), read here to report a
-    /// recording's failure and to align the users of a channel recorded as a composite.
-    /// Changed by the engine under this value's lock.
-    let recordings: RecordingStore
+    /// The channels recorded as a composite (the engine's ``RecordingStore`` holds their
+    /// recorders): their users are aligned with each other (``lipSyncJobs(into:)``).
+    var compositeRecordedChannels: Set<String> = []
     var stats = EngineStatistics()
     var observer: AudioFrameObserver?
     /// Who sees every decoded remote picture (``MediaEngine/setVideoFrameObserver(_:)``).
@@ -64,9 +63,8 @@ struct ControlPlane: Sendable {
 
     let configuration: EngineConfiguration
 
-    init(configuration: EngineConfiguration, recordings: RecordingStore = RecordingStore()) {
+    init(configuration: EngineConfiguration) {
         self.configuration = configuration
-        self.recordings = recordings
         keyframeRequestIntervalMicroseconds = Int64(configuration.keyframeRequestIntervalMs) * 1000
     }
 
