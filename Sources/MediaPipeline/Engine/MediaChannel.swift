@@ -193,8 +193,9 @@ public final class MediaChannel: Sendable {
     /// `uid`'s totals since its streams were subscribed (not per report interval); nil for a
     /// user not in the channel.
     public func remoteStreamTotals(_ uid: UInt32) -> RemoteStreamTotals? {
-        // The control plane's counts under the control lock; the receivers' own counts after it.
-        let found: RemoteStreamTotals? = engine.read(
+        // The control plane's counts, and the user's receivers as the router has them, under the
+        // control lock (one user's, not a later one's); the receivers' own counts after it.
+        let found: (RemoteStreamTotals, RemoteReceivers)? = engine.read(
             ref,
             { state in
                 guard let u = state.userIndex(uid) else { return nil }
@@ -204,10 +205,10 @@ public final class MediaChannel: Sendable {
                 totals.videoFramesDropped = user.reception.videoFramesDropped
                 totals.nacksSent = user.reception.nacksSent
                 totals.keyframeRequestsSent = user.reception.keyframeRequestsSent
-                return totals
+                return (totals, engine.routes.withLock { $0.receivers(channelId: ref.id, uid: uid) })
             }, otherwise: nil)
-        guard var totals = found else { return nil }
-        let receivers = engine.routes.withLock { $0.receivers(channelId: ref.id, uid: uid) }
+        guard let (counted, receivers) = found else { return nil }
+        var totals = counted
         if let audio = receivers.audio {
             let counters = audio.counters
             totals.audioPacketsLost = audio.packetsLost
