@@ -93,21 +93,15 @@ final class ReceiveRoute: Sendable {
         var keyframeWanted: UInt32?
     }
 
-    /// Hands `packet` of `kind`, arrived at clock time `now`, to the receiver of its kind (if
-    /// any) and counts it in the tally (``deliver(_:_:now:audio:video:tally:)``).
-    func deliver(_ packet: RTPPacket, _ kind: MediaKind, now: Int64) -> Feedback {
-        Self.deliver(packet, kind, now: now, audio: audio, video: video, tally: tally)
-    }
+    /// The route's receivers.
+    var receivers: RemoteReceivers { RemoteReceivers(audio: audio, video: video) }
 
-    /// Hands `packet` of `kind`, arrived at clock time `now`, to `audio` or `video` (if there is
-    /// one of its kind) and counts it in `tally`: the one delivery of both paths, with the
-    /// control lock (a packet that needs a decision) or without it. Audio waits in its
+    /// Hands `packet` of `kind`, arrived at clock time `now`, to the receiver of its kind (if
+    /// there is one) and counts it in the tally: the one delivery of both paths, inside a
+    /// control input (a packet that needs a decision) or without it. Audio waits in its
     /// receiver's pending list until the receiver's next access (``AudioReceiver/arrive(_:now:)``);
     /// its NACKs go with the playout's tick.
-    static func deliver(
-        _ packet: RTPPacket, _ kind: MediaKind, now: Int64, audio: AudioReceiver?, video: VideoReceiver?,
-        tally: ArrivalTally
-    ) -> Feedback {
+    func deliver(_ packet: RTPPacket, _ kind: MediaKind, now: Int64) -> Feedback {
         if kind == .audio, let audio {
             audio.arrive(packet, now: now)
             return Feedback()
@@ -190,15 +184,14 @@ struct ReceiveRoutes: Sendable {
     /// The receivers of `uid` in `channelId` (none when it has no route): what the media side
     /// works on when the control plane names a user.
     func receivers(channelId: String, uid: UInt32) -> RemoteReceivers {
-        guard let route = route(channelId: channelId, uid: uid) else { return RemoteReceivers() }
-        return RemoteReceivers(audio: route.audio, video: route.video)
+        route(channelId: channelId, uid: uid)?.receivers ?? RemoteReceivers()
     }
 
     /// The receivers of every user in `channelId` (every joined channel when nil), in uid
     /// order: for reads and teardown, not a per-packet path (it allocates).
     func receivers(inChannel channelId: String? = nil) -> [RemoteReceivers] {
         ([first].compactMap { $0 } + others).filter { channelId == nil || $0.id == channelId }.flatMap { channel in
-            channel.users.map { RemoteReceivers(audio: $0.route.audio, video: $0.route.video) }
+            channel.users.map(\.route.receivers)
         }
     }
 
