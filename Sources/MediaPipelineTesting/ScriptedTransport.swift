@@ -3,7 +3,8 @@ import MediaPipeline
 
 /// A transport for tests that scripts what a network does: join answers held until released,
 /// or refused; RTP packets dropped, held and released in any order, or duplicated. Everything
-/// else goes to the ``LocalHub`` underneath.
+/// else goes to the ``LocalHub`` underneath. It carries one video layer: a publisher's low
+/// layer is not sent.
 public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     /// What happens to a join request.
     public enum JoinScript: Sendable {
@@ -32,9 +33,9 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var joinScript = JoinScript.answerAtOnce
-    private var packetScript: @Sendable (RTPPacket, String, UInt32) -> PacketFate = { _, _, _ in .deliver }
+    private var packetScript: @Sendable (RTPPacket, MediaStreamID) -> PacketFate = { _, _ in .deliver }
     private var heldJoins: [() -> Void] = []
-    private var heldPackets: [(RTPPacket, String, UInt32)] = []
+    private var heldPackets: [(RTPPacket, MediaStreamID)] = []
     private var rtcpObserver: (@Sendable ([UInt8], String, UInt32) -> Void)?
 
     /// A scripted transport over `hub`.
@@ -43,9 +44,8 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
     /// Sets what happens to the joins asked from now on.
     public func scriptJoins(_ script: JoinScript) { lock.withLock { joinScript = script } }
 
-    /// Sets the fate of each RTP packet sent from now on: called with the packet, its channel
-    /// and its sender.
-    public func scriptPackets(_ fate: @escaping @Sendable (RTPPacket, String, UInt32) -> PacketFate) {
+    /// Sets the fate of each RTP packet sent from now on: called with the packet and its stream.
+    public func scriptPackets(_ fate: @escaping @Sendable (RTPPacket, MediaStreamID) -> PacketFate) {
         lock.withLock { packetScript = fate }
     }
 
@@ -75,9 +75,7 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
             defer { heldPackets.removeAll() }
             return heldPackets
         }
-        for (packet, channelId, uid) in reversed ? packets.reversed() : packets {
-            hub.send(packet, channelId: channelId, from: uid)
-        }
+        for (packet, stream) in reversed ? packets.reversed() : packets { hub.send(packet, stream: stream) }
     }
 
     // MARK: - MediaTransport
@@ -113,18 +111,19 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
         hub.setMedia(channelId: channelId, uid: uid, media: media)
     }
 
-    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+    public func send(_ packet: RTPPacket, stream: MediaStreamID) {
+        guard stream.layer == .high else { return }
         let fate: PacketFate = lock.withLock {
-            let fate = packetScript(packet, channelId, uid)
-            if case .hold = fate { heldPackets.append((packet, channelId, uid)) }
+            let fate = packetScript(packet, stream)
+            if case .hold = fate { heldPackets.append((packet, stream)) }
             return fate
         }
         switch fate {
-        case .deliver: hub.send(packet, channelId: channelId, from: uid)
+        case .deliver: hub.send(packet, stream: stream)
         case .drop, .hold: break
         case .duplicate:
-            hub.send(packet, channelId: channelId, from: uid)
-            hub.send(packet, channelId: channelId, from: uid)
+            hub.send(packet, stream: stream)
+            hub.send(packet, stream: stream)
         }
     }
 
@@ -133,13 +132,12 @@ public final class ScriptedTransport: MediaTransport, @unchecked Sendable {
         hub.sendRTCP(bytes, channelId: channelId, from: uid, to: recipient)
     }
 
-    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
-        hub.resend(packet, channelId: channelId, from: uid, to: recipient)
+    public func resend(_ packet: RTPPacket, stream: MediaStreamID, to recipient: UInt32) {
+        guard stream.layer == .high else { return }
+        hub.resend(packet, stream: stream, to: recipient)
     }
 
-    public func setSubscribed(
-        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
-    ) {
-        hub.setSubscribed(subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
+    public func setSubscribed(_ subscribed: Bool, to stream: MediaStreamID, subscriber: UInt32) {
+        hub.setSubscribed(subscribed, to: stream, subscriber: subscriber)
     }
 }

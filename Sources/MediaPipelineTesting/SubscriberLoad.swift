@@ -46,8 +46,12 @@ public final class SubscriberLoad {
         var video: RTPPacketizer
         /// The low layer's packetizer, with dual stream: its own SSRC, the high one's time base.
         var lowVideo: RTPPacketizer?
+        let audioStream: MediaStreamID, videoStream: MediaStreamID, lowVideoStream: MediaStreamID
         init(uid: UInt32, dualStream: Bool) throws {
             self.uid = uid
+            audioStream = .audio(channelId: SubscriberLoad.channelId, uid: uid)
+            videoStream = .video(channelId: SubscriberLoad.channelId, uid: uid)
+            lowVideoStream = videoStream.withLayer(.low)
             audio = try RTPPacketizer(codec: .opus, ssrc: uid * 2, payloadType: RTPPayloadType.opus)
             video = try RTPPacketizer(codec: .vp8, ssrc: uid * 2 + 1, payloadType: RTPPayloadType.vp8)
             if dualStream {
@@ -59,22 +63,20 @@ public final class SubscriberLoad {
         }
         /// Sends an Opus packet, or a video frame as the high layer.
         func send(_ frame: EncodedFrame, through hub: LocalHub) {
-            let channelId = SubscriberLoad.channelId
             if frame.codec == .opus {
-                try? audio.packetize(frame) { hub.send($0, channelId: channelId, from: uid) }
+                try? audio.packetize(frame) { hub.send($0, stream: audioStream) }
             } else {
-                try? video.packetize(frame) { hub.send($0, layer: .high, channelId: channelId, from: uid) }
+                try? video.packetize(frame) { hub.send($0, stream: videoStream) }
             }
         }
         /// Sends a video frame as the low layer.
         func sendLow(_ frame: EncodedFrame, through hub: LocalHub) {
-            let channelId = SubscriberLoad.channelId
-            try? lowVideo?.packetize(frame) { hub.send($0, layer: .low, channelId: channelId, from: uid) }
+            try? lowVideo?.packetize(frame) { hub.send($0, stream: lowVideoStream) }
         }
         func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {}
         func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {}
         func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {}
-        func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {}
+        func transportReceive(_ packet: RTPPacket, stream: MediaStreamID) {}
         func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {}
         func transportConnectionStateChanged(
             channelId: String, state: ConnectionState, reason: ConnectionChangedReason

@@ -171,7 +171,7 @@ struct ControlPlaneTests {
         let muted = plane.drain()
         #expect(
             muted.contains(
-                .transport(.setSubscribed(false, channelId: "a", subscriber: 10, publisher: 42, kind: .audio))))
+                .transport(.setSubscribed(false, to: .audio(channelId: "a", uid: 42), subscriber: 10))))
         #expect(
             muted.contains(
                 .event(

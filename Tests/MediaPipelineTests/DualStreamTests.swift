@@ -186,6 +186,8 @@ struct DualStreamTests {
         let lowSpan = Double(pictures.last!.atMicroseconds - pictures[firstLow].atMicroseconds) / 1e6
         #expect(abs(Double(lowCount - 1) / lowSpan - 1e6 / 140_000) < 1.5, "\(lowCount) low pictures in \(lowSpan) s")
         #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .low)
+        #expect(s.channel.remoteVideoStats(1)?.stream == .video(channelId: "a", uid: 1, layer: .low))
+        #expect(s.channel.remoteAudioStats(1)?.stream == .audio(channelId: "a", uid: 1))
         #expect(s.host.engine.statistics.keyframeRequestsReceived - requestsBefore == 1)
 
         try s.channel.setRemoteVideoStreamType(1, type: .high)

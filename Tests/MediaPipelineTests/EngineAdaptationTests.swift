@@ -87,7 +87,7 @@ struct EngineAdaptationTests {
         let scripted = ScriptedTransport(hub: session.hub)
         let wire = WireLog()
         let clock = session.clock
-        scripted.scriptPackets { packet, _, _ in
+        scripted.scriptPackets { packet, _ in
             wire.record(packet, at: clock.nowMicroseconds)
             return .deliver
         }

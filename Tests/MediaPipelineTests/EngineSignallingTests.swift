@@ -142,17 +142,17 @@ struct EngineSignallingTests {
         try user.join("a", uid: 2, options: .subscribeOnly, role: .audience)
         try session.run(ticks: 30, video: true, publishers: [host])
         // Duplicate every packet for a while: nothing is decoded twice.
-        scripted.scriptPackets { _, _, _ in .duplicate }
+        scripted.scriptPackets { _, _ in .duplicate }
         let before = try user.channel("a").statistics
         try session.run(ticks: 20, video: true, publishers: [host])
         let doubled = try user.channel("a").statistics
         #expect(doubled.rxAudioFrames - before.rxAudioFrames == 10)
         #expect(doubled.rxPacketsLost == 0)
         // Hold four audio packets and deliver them in reverse: all arrive, none counted lost.
-        scripted.scriptPackets { packet, _, _ in packet.header.payloadType == RTPPayloadType.opus ? .hold : .deliver }
+        scripted.scriptPackets { packet, _ in packet.header.payloadType == RTPPayloadType.opus ? .hold : .deliver }
         for _ in 0..<8 { try host.pushAudio() }
         #expect(scripted.heldPacketCount == 4)
-        scripted.scriptPackets { _, _, _ in .deliver }
+        scripted.scriptPackets { _, _ in .deliver }
         scripted.releasePackets(reversed: true)
         let reordered = try user.channel("a").statistics
         #expect(reordered.rxAudioFrames - doubled.rxAudioFrames == 4)
@@ -160,7 +160,7 @@ struct EngineSignallingTests {
         // Drop one video packet: the loss is seen, the packet asked for (NACK) and resent, and
         // no keyframe is needed.
         let dropped = LockedValue(false)
-        scripted.scriptPackets { packet, _, _ in
+        scripted.scriptPackets { packet, _ in
             guard packet.header.payloadType == RTPPayloadType.vp8 else { return .deliver }
             return dropped.withLock { done in
                 defer { done = true }

@@ -193,7 +193,7 @@ struct FirstFramesTests {
         // The host's first video packet (the keyframe's first) is held back until the frame after
         // the keyframe has gone out whole.
         let held = HeldFirstVideoPacket()
-        scripted.scriptPackets { packet, _, _ in held.fate(of: packet) }
+        scripted.scriptPackets { packet, _ in held.fate(of: packet) }
         for (index, frame) in frames.enumerated() {
             try host.engine.pushEncodedFrame(
                 EncodedFrame(

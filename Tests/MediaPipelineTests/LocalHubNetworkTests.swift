@@ -15,7 +15,7 @@ private final class Recorder: TransportEndpoint, @unchecked Sendable {
     func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {}
     func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {}
     func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {}
-    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
+    func transportReceive(_ packet: RTPPacket, stream: MediaStreamID) {
         lock.withLock { arrivals.append((packet.header.sequenceNumber, clock.nowMicroseconds)) }
     }
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
@@ -50,7 +50,7 @@ private struct Network {
                 marker: false, payloadType: RTPPayloadType.opus, sequenceNumber: UInt16(truncatingIfNeeded: index),
                 timestamp: UInt32(index) * 960, ssrc: 1)
             bytes.withUnsafeMutableBytes { header.write(into: $0) }
-            hub.send(try RTPPacket(bytes), channelId: "n", from: 1)
+            hub.send(try RTPPacket(bytes), stream: .audio(channelId: "n", uid: 1))
             for _ in 0..<intervalMs {
                 clock.advance(byMicroseconds: 1000)
                 hub.deliverDue()

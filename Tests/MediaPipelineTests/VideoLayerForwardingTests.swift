@@ -7,17 +7,23 @@ import Testing
 final class LayerRecorder: TransportEndpoint, @unchecked Sendable {
     private let lock = NSLock()
     private var packetsReceived: [RTPPacket] = []
+    private var streamsReceived: [MediaStreamID] = []
     private var feedbackReceived: [[UInt8]] = []
     private var switchesReceived: [VideoStreamType] = []
     var packets: [RTPPacket] { lock.withLock { packetsReceived } }
+    /// The stream each packet was delivered as, in order.
+    var streams: [MediaStreamID] { lock.withLock { streamsReceived } }
     var feedback: [[UInt8]] { lock.withLock { feedbackReceived } }
     var switches: [VideoStreamType] { lock.withLock { switchesReceived } }
-    func clear() { lock.withLock { (packetsReceived, feedbackReceived) = ([], []) } }
+    func clear() { lock.withLock { (packetsReceived, streamsReceived, feedbackReceived) = ([], [], []) } }
     func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {}
     func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {}
     func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia) {}
-    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        lock.withLock { packetsReceived.append(packet) }
+    func transportReceive(_ packet: RTPPacket, stream: MediaStreamID) {
+        lock.withLock {
+            packetsReceived.append(packet)
+            streamsReceived.append(stream)
+        }
     }
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32) {
         lock.withLock { feedbackReceived.append(bytes) }
@@ -86,11 +92,11 @@ struct VideoLayerForwardingTests {
     /// Sends frame `index` of both layers (low on even frames: half the rate), keyframes where said.
     func sendFrame(_ layers: inout TwoLayers, _ index: Int, highKey: Bool = false, lowKey: Bool = false) {
         for packet in layers.frame(index, .high, keyframe: highKey) {
-            hub.send(packet, layer: .high, channelId: "c", from: 1)
+            hub.send(packet, stream: .video(channelId: "c", uid: 1))
         }
         guard index % 2 == 0 || lowKey else { return }
         for packet in layers.frame(index, .low, keyframe: lowKey) {
-            hub.send(packet, layer: .low, channelId: "c", from: 1)
+            hub.send(packet, stream: .video(channelId: "c", uid: 1, layer: .low))
         }
     }
 
@@ -133,6 +139,11 @@ struct VideoLayerForwardingTests {
         #expect(afterLow.count == 11 * 3 + 3)
         #expect(subscriber.switches == [.low])
         try expectContinuous(afterLow, ssrc: 0x1111)
+        // Each packet is delivered as the stream of the layer it was forwarded from: the 33
+        // high packets, then the 3 low ones, as one continuous stream on the wire.
+        let high = MediaStreamID.video(channelId: "c", uid: 1)
+        #expect(
+            subscriber.streams == Array(repeating: high, count: 33) + Array(repeating: high.withLayer(.low), count: 3))
         // The low payloads arrive whole after their descriptor.
         let lowSent = layers.frame(99, .low, keyframe: false)[0]
         #expect(afterLow.last!.bytes.count == lowSent.bytes.count)
@@ -148,7 +159,7 @@ struct VideoLayerForwardingTests {
         #expect(requests.lost.first?.sequence == lowNext &- 2)
         // And its retransmission arrives as the subscriber knows it.
         let resent = try #require(layers.frame(98, .low, keyframe: false).first)
-        hub.resend(resent, channelId: "c", from: 1, to: 2)
+        hub.resend(resent, stream: .video(channelId: "c", uid: 1, layer: .low), to: 2)
         #expect(subscriber.packets.last?.header.ssrc == 0x1111)
 
         // Back to high: one request naming the high SSRC, then the high keyframe switches.
@@ -189,7 +200,7 @@ struct VideoLayerForwardingTests {
         var layers = TwoLayers()
         for index in 0..<4 {
             for packet in layers.frame(index, .high, keyframe: index == 0) {
-                hub.send(packet, layer: .high, channelId: "c", from: 1)
+                hub.send(packet, stream: .video(channelId: "c", uid: 1))
             }
         }
         #expect(subscriber.packets.count == 12)
@@ -208,11 +219,13 @@ struct VideoLayerForwardingTests {
         hub.lowVideoStreamStopped(channelId: "c", uid: 1)
         for index in 2..<4 {
             for packet in layers.frame(index, .high, keyframe: false) {
-                hub.send(packet, layer: .high, channelId: "c", from: 1)
+                hub.send(packet, stream: .video(channelId: "c", uid: 1))
             }
         }
         #expect(try FeedbackRequests.of(publisher.feedback).pictureLoss == [0x1111])
-        for packet in layers.frame(4, .high, keyframe: true) { hub.send(packet, layer: .high, channelId: "c", from: 1) }
+        for packet in layers.frame(4, .high, keyframe: true) {
+            hub.send(packet, stream: .video(channelId: "c", uid: 1))
+        }
         #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 2, publisher: 1) == .high)
         #expect(subscriber.switches == [.low, .high])
         // Continuous from the first packet: the high frame sent before the publisher was

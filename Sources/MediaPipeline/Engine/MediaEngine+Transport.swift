@@ -7,7 +7,7 @@ import Logging
 final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     weak var engine: MediaEngine?
     /// The engine's receive router and clock, held here so a packet whose route is settled
-    /// reaches its receiver without loading the engine (``transportReceive(_:channelId:from:)``).
+    /// reaches its receiver without loading the engine (``transportReceive(_:stream:)``).
     private let routes: LockedValue<ReceiveRoutes>
     private let clock: MediaClock
 
@@ -28,15 +28,13 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     /// The packet path: the route's receiver takes the packet, without the control lock and
     /// without the engine; only a packet that needs a decision or asks for feedback reaches the
     /// engine.
-    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+    /// A packet whose payload type is not of the stream's kind is dropped.
+    func transportReceive(_ packet: RTPPacket, stream: MediaStreamID) {
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == stream.kind else { return }
+        let (channelId, uid) = (stream.channelId, stream.uid)
         let now = clock.nowMicroseconds
         // Delivered under the routes lock, so the snapshot and the route need no retain.
-        guard
-            let feedback = routes.withLock({
-                $0.deliverSettled(packet, codec.kind, channelId: channelId, uid: uid, now: now)
-            })
-        else {
+        guard let feedback = routes.withLock({ $0.deliverSettled(packet, stream: stream, now: now) }) else {
             engine?.receiveDeciding(packet, codec.kind, channelId: channelId, from: uid)
             return
         }

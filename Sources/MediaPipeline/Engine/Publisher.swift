@@ -31,9 +31,9 @@ final class Publisher: @unchecked Sendable {
     /// the last two Opus frames sent, oldest first (shared, not copied, until packetized).
     var audioRedundancyDistance = 0
     private var recentAudio: [EncodedFrame] = []
-    /// Where the current frame goes: (channel, uid) pairs, the publishing channel first. Reused
-    /// between frames.
-    var targets: [(channelId: String, uid: UInt32)] = []
+    /// Where the current frame goes: the local stream of its kind in each channel it is sent
+    /// to, the publishing channel first. Reused between frames.
+    var targets: [MediaStreamID] = []
     /// The publishing channel the current frame is counted in.
     var targetChannel: ChannelRef?
     /// The low video layer, in dual stream mode.
@@ -41,9 +41,9 @@ final class Publisher: @unchecked Sendable {
     /// The low layer's packetizer, kept while the mode is off or reconfigured: its numbers go on
     /// where they stopped, as a forwarder still on the low layer expects.
     var lowPacketizer: RTPPacketizer?
-    /// Where low-layer packets went (channel, uid): each is told when the mode is turned off,
-    /// even one no longer a target then.
-    var lowTargets: [(channelId: String, uid: UInt32)] = []
+    /// Where low-layer packets went: each is told when the mode is turned off, even one no
+    /// longer a target then.
+    var lowTargets: [MediaStreamID] = []
 
     init(configuration: EngineConfiguration, identity: RTPIdentity) {
         self.configuration = configuration
@@ -220,8 +220,8 @@ extension MediaEngine {
     private func sendLow(_ frame: EncodedFrame, _ publisher: Publisher) {
         let keepsHistory = configuration.videoRetransmission
         let now = self.now
-        for target in publisher.targets where !publisher.lowTargets.contains(where: { $0 == target }) {
-            publisher.lowTargets.append(target)
+        for target in publisher.targets where !publisher.lowTargets.contains(target.withLayer(.low)) {
+            publisher.lowTargets.append(target.withLayer(.low))
         }
         do {
             if publisher.lowPacketizer?.codec != frame.codec {
@@ -229,9 +229,7 @@ extension MediaEngine {
             }
             try publisher.lowPacketizer?.packetize(frame) { packet in
                 if keepsHistory { retransmitter.withLock { $0.lowHistory.store(packet, now: now) } }
-                for target in publisher.targets {
-                    transport.send(packet, layer: .low, channelId: target.channelId, from: target.uid)
-                }
+                for target in publisher.targets { transport.send(packet, stream: target.withLayer(.low)) }
             }
         } catch {
             return  // an encoder's empty frame (pushed ones are refused before): nothing to send
@@ -308,9 +306,7 @@ extension MediaEngine {
                 publisher.payloadBytesSent[kind] += Int64(packet.payloadByteCount)
                 // Kept before it leaves: a NACK may come back before the next packet is sent.
                 if keepsHistory { retransmitter.withLock { $0.history.store(packet, now: now) } }
-                for target in publisher.targets {
-                    transport.send(packet, channelId: target.channelId, from: target.uid)
-                }
+                for target in publisher.targets { transport.send(packet, stream: target) }
             }
         } catch {
             return  // an encoder's empty frame (pushed ones are refused before): nothing to send

@@ -34,8 +34,10 @@ public enum NetworkQuality: Int, Sendable, Equatable, Comparable {
 /// One remote user's audio over the last statistics interval (2 s) and since subscribing,
 /// as Agora's `RemoteAudioStats`.
 public struct RemoteAudioStats: Sendable, Equatable {
-    /// The remote user.
-    public var uid: UInt32
+    /// The stream these figures are of: the remote user's audio in its channel.
+    public var stream: MediaStreamID
+    /// The remote user (Agora's `uid`): the stream's publisher.
+    public var uid: UInt32 { stream.uid }
     /// Reception quality over the interval.
     public var quality: NetworkQuality = .unknown
     /// Half the round trip to the user, in milliseconds (0 before one is measured).
@@ -68,22 +70,26 @@ public struct RemoteAudioStats: Sendable, Equatable {
     /// (RFC 2198) a later packet carried.
     public var packetsRecoveredByFEC: Int64 = 0
 
-    /// Nothing measured yet.
-    public init(uid: UInt32) { self.uid = uid }
+    /// Nothing measured yet, of the audio `stream`.
+    public init(stream: MediaStreamID) { self.stream = stream }
 }
 
 /// One remote user's video over the last statistics interval (2 s) and since subscribing,
 /// as Agora's `RemoteVideoStats`.
 public struct RemoteVideoStats: Sendable, Equatable {
-    /// The remote user.
-    public var uid: UInt32
+    /// The stream these figures are of: the remote user's video in its channel, of the layer
+    /// received (``rxStreamType``).
+    public var stream: MediaStreamID
+    /// The remote user (Agora's `uid`): the stream's publisher.
+    public var uid: UInt32 { stream.uid }
     /// Half the round trip to the user, in milliseconds (0 before one is measured).
     public var delayMs: Int64 = 0
     /// The size of the last decoded picture.
     public var width = 0, height = 0
-    /// The video layer received (Agora's `rxStreamType`): ``VideoStreamType/low`` once the
-    /// transport forwards the publisher's low stream, as asked or as a fallback.
-    public var rxStreamType = VideoStreamType.high
+    /// The video layer received (Agora's `rxStreamType`), the stream's layer:
+    /// ``VideoStreamType/low`` once the transport forwards the publisher's low stream, as asked
+    /// or as a fallback.
+    public var rxStreamType: VideoStreamType { stream.layer }
     /// Bitrate received over the interval, in kbit/s.
     public var receivedBitrateKbps: Int = 0
     /// Frames per second decoded and rendered over the interval.
@@ -118,8 +124,8 @@ public struct RemoteVideoStats: Sendable, Equatable {
     /// the waits for retransmissions).
     public var renderDelayMs: Int64 = 0
 
-    /// Nothing measured yet.
-    public init(uid: UInt32) { self.uid = uid }
+    /// Nothing measured yet, of the video `stream`.
+    public init(stream: MediaStreamID) { self.stream = stream }
 }
 
 /// A channel's figures over the last statistics interval (2 s), as Agora's `RtcStats`.

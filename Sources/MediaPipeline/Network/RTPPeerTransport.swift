@@ -175,21 +175,23 @@ public final class RTPPeerTransport: MediaTransport, @unchecked Sendable {
 
     public func setMedia(channelId: String, uid: UInt32, media: PublishedMedia) {}
 
-    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        worker.send(packet, channelId: channelId)
+    /// The peer takes one video stream: the low layer of a publisher in dual stream mode is
+    /// not sent.
+    public func send(_ packet: RTPPacket, stream: MediaStreamID) {
+        guard stream.layer == .high else { return }
+        worker.send(packet, channelId: stream.channelId)
     }
 
-    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
-        worker.send(packet, channelId: channelId, paced: false)
+    public func resend(_ packet: RTPPacket, stream: MediaStreamID, to recipient: UInt32) {
+        guard stream.layer == .high else { return }
+        worker.send(packet, channelId: stream.channelId, paced: false)
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
         worker.sendRTCP(bytes, channelId: channelId)
     }
 
-    public func setSubscribed(
-        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
-    ) {
-        worker.shared.withLock { $0.unsubscribed[kind == .audio ? 0 : 1] = !subscribed }
+    public func setSubscribed(_ subscribed: Bool, to stream: MediaStreamID, subscriber: UInt32) {
+        worker.shared.withLock { $0.unsubscribed[stream.kind == .audio ? 0 : 1] = !subscribed }
     }
 }

@@ -502,7 +502,7 @@ final class RTPPeerWorker: @unchecked Sendable {
             datagram, header: header, enginePayloadType: enginePayloadType, map: route.wireToEngine,
             into: &state.packets)
         endpoint.transportReceive(
-            packet, channelId: channelId, from: RTPPeerTransport.peerUid)
+            packet, stream: MediaStreamID(channelId: channelId, uid: RTPPeerTransport.peerUid, kind: route.kind))
     }
 
     /// A retransmission in its own payload type and SSRC (RFC 4588 §4): its payload starts with
@@ -526,7 +526,9 @@ final class RTPPeerWorker: @unchecked Sendable {
                 datagram, header: header, enginePayloadType: routes[index].wireToEngine[Int(original)], ssrc: ssrc,
                 into: &state.packets)
         else { return }
-        endpoint.transportReceive(packet, channelId: channelId, from: RTPPeerTransport.peerUid)
+        endpoint.transportReceive(
+            packet,
+            stream: MediaStreamID(channelId: channelId, uid: RTPPeerTransport.peerUid, kind: routes[index].kind))
     }
 
     private func handleRTCP(

@@ -157,16 +157,17 @@ struct ReceiveRoutes: Sendable {
     /// No channel.
     static let empty = ReceiveRoutes([])
 
-    /// Delivers `packet` of `kind` from `uid` in `channelId`, arrived at `now`, when its route
-    /// is settled (``ReceiveRoute/deliver(_:_:now:)``), in place: the route is not copied out
-    /// (no retain of its receivers). Nil when the channel is not joined, the user is not known
-    /// there or its route is not settled: the control plane then decides.
-    func deliverSettled(_ packet: RTPPacket, _ kind: MediaKind, channelId: String, uid: UInt32, now: Int64)
-        -> ReceiveRoute.Feedback?
-    {
-        if let first, first.id == channelId { return Self.deliver(packet, kind, uid: uid, first.users, now: now) }
-        for channel in others where channel.id == channelId {
-            return Self.deliver(packet, kind, uid: uid, channel.users, now: now)
+    /// Delivers `packet` of `stream`, arrived at `now`, when its route is settled
+    /// (``ReceiveRoute/deliver(_:_:now:)``), in place: the route is not copied out (no retain of
+    /// its receivers). Both layers of a user's video go to its one video receiver (a forwarder
+    /// makes them one stream). Nil when the channel is not joined, the user is not known there
+    /// or its route is not settled: the control plane then decides.
+    func deliverSettled(_ packet: RTPPacket, stream: MediaStreamID, now: Int64) -> ReceiveRoute.Feedback? {
+        if let first, first.id == stream.channelId {
+            return Self.deliver(packet, stream.kind, uid: stream.uid, first.users, now: now)
+        }
+        for channel in others where channel.id == stream.channelId {
+            return Self.deliver(packet, stream.kind, uid: stream.uid, channel.users, now: now)
         }
         return nil
     }
@@ -205,7 +206,7 @@ struct ReceiveRoutes: Sendable {
         return low < users.count && users[low].uid == uid ? low : nil
     }
 
-    /// ``deliverSettled(_:_:channelId:uid:now:)`` within one channel's `users`, found by a
+    /// ``deliverSettled(_:stream:now:)`` within one channel's `users`, found by a
     /// binary search (no hashing, no allocation).
     private static func deliver(_ packet: RTPPacket, _ kind: MediaKind, uid: UInt32, _ users: [User], now: Int64)
         -> ReceiveRoute.Feedback?

@@ -57,7 +57,9 @@ struct NackResponder: RTCPVisitor {
                     ssrc: ssrc, sequenceNumber: sequenceNumber, to: subscriber, now: now,
                     roundTripMicroseconds: roundTrip)
         }
-        if let packet { engine.transport.resend(packet, channelId: channelId, from: localUid, to: subscriber) }
+        guard let packet else { return }
+        let stream = MediaStreamID.video(channelId: channelId, uid: localUid, layer: low ? .low : .high)
+        engine.transport.resend(packet, stream: stream, to: subscriber)
     }
 
     mutating func endOfMessage() { (forVideo, forLowVideo) = (false, false) }

@@ -4,7 +4,7 @@
 struct DeliveryQueue {
     /// What a held-back packet is.
     enum Payload {
-        case rtp(RTPPacket)
+        case rtp(RTPPacket, MediaStreamID)
         case rtcp([UInt8])
     }
 

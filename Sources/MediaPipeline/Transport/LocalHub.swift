@@ -6,7 +6,7 @@
 /// It is also the network simulator: each link (channel, publisher, receiver) can lose, delay,
 /// jitter, reorder, duplicate and rate-limit packets (``LinkConditions``), deterministically
 /// for a given seed and sequence of calls. Packets a link holds back arrive when the hub's
-/// clock reaches their time, at the next ``send(_:channelId:from:)`` or ``deliverDue()``: a
+/// clock reaches their time, at the next ``send(_:stream:)`` or ``deliverDue()``: a
 /// simulation that advances a virtual clock calls ``deliverDue()`` after each step.
 ///
 /// Thread-safe. Endpoints are called outside the hub's lock.
@@ -287,15 +287,11 @@ public final class LocalHub: MediaTransport, Sendable {
 
     // MARK: - Media
 
-    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        send(packet, layer: .high, channelId: channelId, from: uid)
-    }
-
-    /// Forwards `packet` of `layer`. A publisher's video goes through a `VideoLayerForwarder`
+    /// Forwards `packet` of `stream`. A publisher's video goes through a `VideoLayerForwarder`
     /// per subscriber once it sent a low layer; until then (and for audio) each packet goes to
     /// every subscriber by reference.
-    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+    public func send(_ packet: RTPPacket, stream: MediaStreamID) {
+        let (channelId, uid, layer) = (stream.channelId, stream.uid, stream.layer)
         enum Path {
             case none
             case plain([Recipient], TransportEndpoint, hasLinks: Bool)
@@ -307,7 +303,7 @@ public final class LocalHub: MediaTransport, Sendable {
             guard let sender = network.rooms[channelId]?.members[uid], sender.isBroadcaster,
                 let endpoint = sender.endpoint
             else { return (.none, hasHeld) }
-            if codec.kind == .video {
+            if stream.kind == .video {
                 let ssrc = packet.header.ssrc
                 if layer == .high && sender.videoSSRC != ssrc {
                     network.rooms[channelId]!.members[uid]!.videoSSRC = ssrc
@@ -325,40 +321,40 @@ public final class LocalHub: MediaTransport, Sendable {
         case .none:
             return
         case .layered:
-            sendLayered(packet, layer: layer, channelId: channelId, from: uid)
+            sendLayered(packet, stream: stream)
         case .plain(let receivers, let senderEndpoint, let hasLinks):
-            let stream = Member.streamKey(uid, codec.kind)
+            let key = Member.streamKey(uid, stream.kind)
             var delivered: Int64 = 0
             for receiver in receivers {
                 guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
-                    !receiver.unsubscribed.contains(stream)
+                    !receiver.unsubscribed.contains(key)
                 else { continue }
-                delivered += deliver(
-                    packet, hasLinks: hasLinks, channelId: channelId, from: uid, to: receiver.uid, endpoint)
+                delivered += deliver(packet, hasLinks: hasLinks, stream: stream, to: receiver.uid, endpoint)
             }
             network.withLock { $0.packetsForwarded += delivered }
         }
     }
 
-    /// Delivers `packet` from `uid` to `receiver` across their link (if links are set); returns
-    /// the copies delivered now.
+    /// Delivers `packet` of `stream` to `receiver` across their link (if links are set);
+    /// returns the copies delivered now.
     private func deliver(
-        _ packet: RTPPacket, hasLinks: Bool, channelId: String, from uid: UInt32, to receiver: UInt32,
-        _ endpoint: TransportEndpoint
+        _ packet: RTPPacket, hasLinks: Bool, stream: MediaStreamID, to receiver: UInt32, _ endpoint: TransportEndpoint
     ) -> Int64 {
         var copies = 1
         if hasLinks {
-            let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver)
-            copies = route(.rtp(packet), byteCount: packet.bytes.count, key: key, to: endpoint, from: uid)
+            let key = LinkKey(channelId: stream.channelId, publisher: stream.uid, receiver: receiver)
+            copies = route(
+                .rtp(packet, stream), byteCount: packet.bytes.count, key: key, to: endpoint, from: stream.uid)
         }
-        for _ in 0..<copies { endpoint.transportReceive(packet, channelId: channelId, from: uid) }
+        for _ in 0..<copies { endpoint.transportReceive(packet, stream: stream) }
         return Int64(copies)
     }
 
     /// Forwards a layered publisher's video packet: each subscriber's forwarder decides (under
     /// the lock, as its state is per packet), then the deliveries, keyframe requests and switch
     /// announcements go out.
-    private func sendLayered(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
+    private func sendLayered(_ packet: RTPPacket, stream: MediaStreamID) {
+        let (channelId, uid, layer) = (stream.channelId, stream.uid, stream.layer)
         var work = LayeredWork()
         let (publisher, hasLinks) = network.withLock { network -> (TransportEndpoint?, Bool) in
             swap(&work, &network.layeredWork)
@@ -398,8 +394,7 @@ public final class LocalHub: MediaTransport, Sendable {
         var delivered: Int64 = 0
         for delivery in work.deliveries {
             delivered += deliver(
-                delivery.packet, hasLinks: hasLinks, channelId: channelId, from: uid, to: delivery.receiver,
-                delivery.endpoint)
+                delivery.packet, hasLinks: hasLinks, stream: stream, to: delivery.receiver, delivery.endpoint)
         }
         for request in work.keyframeRequests {
             let message = RTCPCompound.serialize([.pictureLossIndication(senderSSRC: 0, mediaSSRC: request.ssrc)])
@@ -425,17 +420,17 @@ public final class LocalHub: MediaTransport, Sendable {
         let (decision, switched) = forwarder.forward(packet, layer: layer, highSSRC: highSSRC)
         return (decision, switched, forwarder.takeKeyframeRequest())
     }
-    /// Carries a retransmission from `uid` to `recipient` only, across their link, if the
+    /// Carries a retransmission of `stream` to `recipient` only, across their link, if the
     /// recipient still receives that stream.
-    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType) else { return }
+    public func resend(_ packet: RTPPacket, stream: MediaStreamID, to recipient: UInt32) {
+        let (channelId, uid) = (stream.channelId, stream.uid)
         let (target, out, hasLinks, hasHeld) = network.withLock {
             network -> (TransportEndpoint?, RTPPacket, Bool, Bool) in
             guard let room = network.rooms[channelId], let member = room.members[recipient], member.receivesMedia,
-                !member.unsubscribed.contains(Member.streamKey(uid, codec.kind))
+                !member.unsubscribed.contains(Member.streamKey(uid, stream.kind))
             else { return (nil, packet, false, !network.held.isEmpty) }
             var out = packet
-            if codec.kind == .video, let publisher = room.members[uid], let highSSRC = publisher.videoSSRC,
+            if stream.kind == .video, let publisher = room.members[uid], let highSSRC = publisher.videoSSRC,
                 let lowSSRC = publisher.lowVideoSSRC
             {
                 // A layered publisher's packet goes as the recipient's forwarder rewrites it.
@@ -451,7 +446,7 @@ public final class LocalHub: MediaTransport, Sendable {
         }
         if hasHeld { deliverDue() }
         guard let target else { return }
-        let copies = deliver(out, hasLinks: hasLinks, channelId: channelId, from: uid, to: recipient, target)
+        let copies = deliver(out, hasLinks: hasLinks, stream: stream, to: recipient, target)
         network.withLock { $0.packetsForwarded += copies }
     }
 
@@ -539,25 +534,23 @@ public final class LocalHub: MediaTransport, Sendable {
         while let delivery = network.withLock({ $0.held.popDue(now: now) }) {
             guard let endpoint = delivery.endpoint else { continue }
             switch delivery.payload {
-            case .rtp(let packet):
+            case .rtp(let packet, let stream):
                 network.withLock { $0.packetsForwarded += 1 }
-                endpoint.transportReceive(packet, channelId: delivery.channelId, from: delivery.from)
+                endpoint.transportReceive(packet, stream: stream)
             case .rtcp(let bytes):
                 endpoint.transportReceiveRTCP(bytes, channelId: delivery.channelId, from: delivery.from)
             }
         }
     }
 
-    public func setSubscribed(
-        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
-    ) {
+    public func setSubscribed(_ subscribed: Bool, to stream: MediaStreamID, subscriber: UInt32) {
         network.withLock { network in
-            guard var room = network.rooms[channelId], var member = room.members[subscriber] else { return }
-            let stream = Member.streamKey(publisher, kind)
-            if subscribed { member.unsubscribed.remove(stream) } else { member.unsubscribed.insert(stream) }
+            guard var room = network.rooms[stream.channelId], var member = room.members[subscriber] else { return }
+            let key = Member.streamKey(stream.uid, stream.kind)
+            if subscribed { member.unsubscribed.remove(key) } else { member.unsubscribed.insert(key) }
             room.members[subscriber] = member
             room.rebuildReceivers()
-            network.rooms[channelId] = room
+            network.rooms[stream.channelId] = room
         }
     }
 

@@ -8,9 +8,11 @@ public protocol TransportEndpoint: AnyObject, Sendable {
     func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason)
     /// A broadcaster in `channelId` started or stopped sending audio or video.
     func transportMediaChanged(channelId: String, uid: UInt32, media: PublishedMedia)
-    /// An RTP packet of `uid`'s media in `channelId` (its codec is told by the payload type,
-    /// ``RTPPayloadType``). The packet's bytes are shared, never copied.
-    func transportReceive(_ packet: RTPPacket, channelId: String, from uid: UInt32)
+    /// An RTP packet of `stream` (its codec is told by the payload type, ``RTPPayloadType``).
+    /// The packet's bytes are shared, never copied. A transport that forwards one layer of a
+    /// publisher's video at a time names the layer the packet came from; the packets of every
+    /// layer reach the endpoint as one continuous stream.
+    func transportReceive(_ packet: RTPPacket, stream: MediaStreamID)
     /// An RTCP compound packet that `uid` in `channelId` sent to this endpoint: feedback on the
     /// streams this endpoint publishes there (PLI, FIR, NACK, reports).
     func transportReceiveRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32)
@@ -49,11 +51,6 @@ extension TransportEndpoint {
 }
 
 extension MediaTransport {
-    /// Transports that carry one video layer: the high layer is sent, the low one dropped.
-    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
-        if layer == .high { send(packet, channelId: channelId, from: uid) }
-    }
-
     /// Transports that carry one video layer: nothing to choose.
     public func setRemoteVideoStreamType(
         _ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?
@@ -153,23 +150,25 @@ public protocol MediaTransport: AnyObject, Sendable {
     func setRole(channelId: String, uid: UInt32, role: ClientRole)
     /// Announces which media `uid` sends in `channelId`.
     func setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
-    /// Forwards the RTP `packet` from `uid` to every other media-receiving member of
-    /// `channelId` subscribed to it, except members behind the same endpoint as the sender.
-    func send(_ packet: RTPPacket, channelId: String, from uid: UInt32)
-    /// Carries the RTP `packet` from `uid` to `recipient` alone in `channelId`: a
+    /// Sends the RTP `packet` of `stream`, which the sender publishes: forwarded to every other
+    /// media-receiving member of the stream's channel subscribed to it, except members behind
+    /// the same endpoint as the sender. A publisher in dual stream mode sends both layers of its
+    /// video, each with its own SSRC on one RTP time base. A transport that forwards layers
+    /// gives each subscriber one of them (``setRemoteVideoStreamType(_:channelId:subscriber:publisher:)``);
+    /// one that does not carries the high layer alone and drops the low one.
+    func send(_ packet: RTPPacket, stream: MediaStreamID)
+    /// Carries the RTP `packet` of `stream` to `recipient` alone in the stream's channel: a
     /// retransmission that `recipient` asked for with a NACK (the other subscribers have it).
-    func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32)
+    func resend(_ packet: RTPPacket, stream: MediaStreamID, to recipient: UInt32)
     /// Carries the RTCP compound packet `bytes` from `uid` to `recipient` in `channelId`;
     /// recipient 0 means every other member receiving media there (sender reports).
     func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32)
-    /// Whether `subscriber` receives `publisher`'s `kind` in `channelId` (every stream is
-    /// received until told otherwise). An unsubscribed stream is not forwarded at all.
-    func setSubscribed(_ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
-    /// Sends the video `packet` of `layer` from `uid` in `channelId`: a publisher in dual stream
-    /// mode sends both layers, each with its own SSRC on one RTP time base. A transport that
-    /// forwards layers gives each subscriber one of them (``setRemoteVideoStreamType(_:channelId:subscriber:publisher:)``);
-    /// one that does not carries the high layer alone.
-    func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32)
+    /// Whether `subscriber` receives `stream` in the stream's channel (every stream is received
+    /// until told otherwise). An unsubscribed stream is not forwarded at all. A subscription to
+    /// video holds for every layer of it: which layer is forwarded is chosen with
+    /// ``setRemoteVideoStreamType(_:channelId:subscriber:publisher:)``, so `stream`'s layer is
+    /// not read.
+    func setSubscribed(_ subscribed: Bool, to stream: MediaStreamID, subscriber: UInt32)
     /// Which layer of `publisher`'s video `subscriber` wants in `channelId`; `publisher` nil sets
     /// the default for publishers not named (Agora's `setRemoteDefaultVideoStreamType`). A
     /// publisher that sends no low layer is forwarded high whatever is asked.

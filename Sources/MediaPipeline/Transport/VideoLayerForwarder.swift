@@ -1,15 +1,3 @@
-/// Which of a publisher's video streams a subscriber receives (Agora's `REMOTE_VIDEO_STREAM_TYPE`):
-/// the high stream as captured, or the low one a publisher with dual stream mode also sends
-/// (``MediaEngine/enableDualStreamMode(_:low:)``).
-public enum VideoStreamType: Int, Sendable, CaseIterable, CustomStringConvertible {
-    /// The publisher's stream as configured (Agora's `REMOTE_VIDEO_STREAM_HIGH`, 0).
-    case high = 0
-    /// The publisher's smaller, slower stream (Agora's `REMOTE_VIDEO_STREAM_LOW`, 1).
-    case low = 1
-
-    public var description: String { self == .high ? "high" : "low" }
-}
-
 /// What a selective forwarder does for one subscriber of one publisher's layered video: it
 /// forwards one layer at a time, switches to the layer the subscriber wants only on that
 /// layer's keyframe (asking the publisher for one, once per switch), and rewrites what it

@@ -96,16 +96,16 @@ extension ControlPlane {
 
     /// Fills `targets` with where local `kind` goes now: the publishing channel first, then its
     /// running, unpaused relay destinations; returns the publishing channel's ref.
-    func collectTargets(_ kind: MediaKind, into targets: inout [(channelId: String, uid: UInt32)]) -> ChannelRef? {
+    func collectTargets(_ kind: MediaKind, into targets: inout [MediaStreamID]) -> ChannelRef? {
         targets.removeAll(keepingCapacity: true)
         guard let c = publishingChannel(), !channels[c].joining, channels[c].publishedMedia.contains(kind) else {
             return nil
         }
         let state = channels[c]
-        targets.append((state.id, state.uid))
+        targets.append(MediaStreamID(channelId: state.id, uid: state.uid, kind: kind))
         if state.relayState == .running && !state.relayPaused {
             for (destination, uid) in zip(state.relayDestinations, state.relayUids) {
-                targets.append((destination.channelId, uid))
+                targets.append(MediaStreamID(channelId: destination.channelId, uid: uid, kind: kind))
             }
         }
         return state.ref

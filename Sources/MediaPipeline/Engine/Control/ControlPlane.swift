@@ -199,8 +199,9 @@ struct ControlPlane: Sendable {
             } else if channels[c].joined {
                 signal(
                     .setSubscribed(
-                        change.subscribed, channelId: change.ref.id, subscriber: channels[c].uid,
-                        publisher: change.publisher, kind: change.kind))
+                        change.subscribed,
+                        to: MediaStreamID(channelId: change.ref.id, uid: change.publisher, kind: change.kind),
+                        subscriber: channels[c].uid))
             }
         }
         subscriptionChanges = waiting

@@ -17,7 +17,7 @@ enum TransportCommand: Sendable, Equatable {
     case leave(channelId: String, uid: UInt32)
     case setRole(channelId: String, uid: UInt32, role: ClientRole)
     case setMedia(channelId: String, uid: UInt32, media: PublishedMedia)
-    case setSubscribed(Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind)
+    case setSubscribed(Bool, to: MediaStreamID, subscriber: UInt32)
     case setRemoteVideoStreamType(VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?)
 
     func run(on transport: MediaTransport) {
@@ -26,9 +26,8 @@ enum TransportCommand: Sendable, Equatable {
         case .setRole(let channelId, let uid, let role): transport.setRole(channelId: channelId, uid: uid, role: role)
         case .setMedia(let channelId, let uid, let media):
             transport.setMedia(channelId: channelId, uid: uid, media: media)
-        case .setSubscribed(let subscribed, let channelId, let subscriber, let publisher, let kind):
-            transport.setSubscribed(
-                subscribed, channelId: channelId, subscriber: subscriber, publisher: publisher, kind: kind)
+        case .setSubscribed(let subscribed, let stream, let subscriber):
+            transport.setSubscribed(subscribed, to: stream, subscriber: subscriber)
         case .setRemoteVideoStreamType(let type, let channelId, let subscriber, let publisher):
             transport.setRemoteVideoStreamType(
                 type, channelId: channelId, subscriber: subscriber, publisher: publisher)

@@ -415,7 +415,10 @@ actor JanusLegControl {
                     case .plugin(let data, _):
                         if let substream = data["substream"]?.intValue {
                             let type = JanusLayerChoices.type(ofSubstream: substream)
-                            leg.subscriptions.withLock { $0[uid] }?.janusLayer.withLock { $0 = type }
+                            if let subscription = leg.subscriptions.withLock({ $0[uid] }) {
+                                subscription.janusLayer.withLock { $0 = type }
+                                subscription.mapper.setVideoLayer(type)
+                            }
                             endpoint?.transportVideoStreamTypeChanged(channelId: channelId, uid: uid, type: type)
                         }
                     default: break

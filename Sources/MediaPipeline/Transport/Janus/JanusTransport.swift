@@ -239,14 +239,10 @@ public final class JanusTransport: MediaTransport, Sendable {
             audioExpectedLossFloorPercent: configuration.audioExpectedLossPercent, audioRetransmission: true)
     }
 
-    public func send(_ packet: RTPPacket, channelId: String, from uid: UInt32) {
-        leg(channelId)?.sendRTP(packet)
-    }
-
-    /// Both layers go on the publishing connection, as the encodings of its simulcast (a low
-    /// layer Janus did not take is dropped there).
-    public func send(_ packet: RTPPacket, layer: VideoStreamType, channelId: String, from uid: UInt32) {
-        leg(channelId)?.sendRTP(packet)
+    /// Both layers of video go on the publishing connection, as the encodings of its simulcast
+    /// (a low layer Janus did not take is dropped there).
+    public func send(_ packet: RTPPacket, stream: MediaStreamID) {
+        leg(stream.channelId)?.sendRTP(packet)
     }
 
     /// Asks Janus for the substream of `publisher`'s simulcast that `type` is (nil: for every
@@ -258,19 +254,17 @@ public final class JanusTransport: MediaTransport, Sendable {
         leg(channelId)?.setVideoLayer(type, publisher: publisher)
     }
 
-    public func resend(_ packet: RTPPacket, channelId: String, from uid: UInt32, to recipient: UInt32) {
+    public func resend(_ packet: RTPPacket, stream: MediaStreamID, to recipient: UInt32) {
         // Janus keeps its own history towards its subscribers: what it asked for goes to it.
-        leg(channelId)?.sendRTP(packet)
+        leg(stream.channelId)?.sendRTP(packet)
     }
 
     public func sendRTCP(_ bytes: [UInt8], channelId: String, from uid: UInt32, to recipient: UInt32) {
         leg(channelId)?.sendRTCP(bytes, to: recipient)
     }
 
-    public func setSubscribed(
-        _ subscribed: Bool, channelId: String, subscriber: UInt32, publisher: UInt32, kind: MediaKind
-    ) {
-        leg(channelId)?.setSubscribed(subscribed, publisher: publisher, kind: kind)
+    public func setSubscribed(_ subscribed: Bool, to stream: MediaStreamID, subscriber: UInt32) {
+        leg(stream.channelId)?.setSubscribed(subscribed, publisher: stream.uid, kind: stream.kind)
     }
 
     func log(_ message: String) { logger.warning("\(message)") }

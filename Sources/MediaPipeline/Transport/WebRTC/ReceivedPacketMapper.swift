@@ -65,8 +65,20 @@ final class ReceivedPacketMapper: @unchecked Sendable {
     private var feedback = ByteRecycler(slotCount: 64, capacity: 1500)
     /// The media SSRC of each kind (audio 0, video 1), once its first packet came.
     private var mediaSSRC: [UInt32?] = [nil, nil]
-    /// Which kinds are handed on (audio 0, video 1); set from any thread.
-    private let subscribed = LockedValue([true, true])
+    /// Which kinds are handed on, and which layer of the sender's video the server forwards;
+    /// set from any thread.
+    private struct Handing {
+        var subscribed = [true, true]  // audio 0, video 1
+        var videoLayer = VideoStreamType.high
+
+        /// The stream a packet of `kindIndex` is of, if it is handed on.
+        func stream(_ kindIndex: Int, channelId: String, uid: UInt32) -> MediaStreamID? {
+            guard subscribed[kindIndex] else { return nil }
+            return kindIndex == 0
+                ? .audio(channelId: channelId, uid: uid) : .video(channelId: channelId, uid: uid, layer: videoLayer)
+        }
+    }
+    private let handing = LockedValue(Handing())
     private let counted = LockedValue(Counters())
 
     /// A mapper for `uid`'s streams in `channelId`.
@@ -94,7 +106,12 @@ final class ReceivedPacketMapper: @unchecked Sendable {
 
     /// Whether packets of `kind` are handed on (any thread).
     func setSubscribed(_ value: Bool, _ kind: MediaKind) {
-        subscribed.withLock { $0[kind == .audio ? 0 : 1] = value }
+        handing.withLock { $0.subscribed[kind == .audio ? 0 : 1] = value }
+    }
+
+    /// The layer of the sender's video the server forwards from now on (any thread).
+    func setVideoLayer(_ layer: VideoStreamType) {
+        handing.withLock { $0.videoLayer = layer }
     }
 
     /// One unprotected RTP packet.
@@ -112,7 +129,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         }
         let kindIndex = codec.kind == .audio ? 0 : 1
         mediaSSRC[kindIndex] = header.ssrc
-        guard subscribed.withLock({ $0[kindIndex] }) else {
+        guard let stream = handing.withLock({ $0.stream(kindIndex, channelId: channelId, uid: uid) }) else {
             counted.withLock { $0.unsubscribed += 1 }
             return
         }
@@ -127,7 +144,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             $0.lastPacketAt = now
             if kindIndex == 1 { $0.lastVideoPacketAt = now }
         }
-        endpoint.transportReceive(packet, channelId: channelId, from: uid)
+        endpoint.transportReceive(packet, stream: stream)
     }
 
     /// A retransmission (RFC 4588 §4): the original sequence number leads its payload.
@@ -139,7 +156,11 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             counted.withLock { $0.ignored += 1 }
             return
         }
-        guard subscribed.withLock({ $0[codec.kind == .audio ? 0 : 1] }) else {
+        guard
+            let stream = handing.withLock({
+                $0.stream(codec.kind == .audio ? 0 : 1, channelId: channelId, uid: uid)
+            })
+        else {
             counted.withLock { $0.unsubscribed += 1 }
             return
         }
@@ -152,7 +173,7 @@ final class ReceivedPacketMapper: @unchecked Sendable {
             $0.retransmissions += 1
             $0.bytes += Int64(datagram.count)
         }
-        endpoint.transportReceive(packet, channelId: channelId, from: uid)
+        endpoint.transportReceive(packet, stream: stream)
     }
 
     /// One unprotected RTCP compound packet from the sender (its sender reports) or the server.
