@@ -34,10 +34,12 @@ public enum NetworkQuality: Int, Sendable, Equatable, Comparable {
 /// One remote user's audio over the last statistics interval (2 s) and since subscribing,
 /// as Agora's `RemoteAudioStats`.
 public struct RemoteAudioStats: Sendable, Equatable {
+    /// The remote user.
+    public var uid: UInt32
+    /// The channel the user is in.
+    public var channelId: String
     /// The stream these figures are of: the remote user's audio in its channel.
-    public var stream: MediaStreamID
-    /// The remote user (Agora's `uid`): the stream's publisher.
-    public var uid: UInt32 { stream.uid }
+    public var stream: MediaStreamID { .audio(channelId: channelId, uid: uid) }
     /// Reception quality over the interval.
     public var quality: NetworkQuality = .unknown
     /// Half the round trip to the user, in milliseconds (0 before one is measured).
@@ -70,26 +72,30 @@ public struct RemoteAudioStats: Sendable, Equatable {
     /// (RFC 2198) a later packet carried.
     public var packetsRecoveredByFEC: Int64 = 0
 
-    /// Nothing measured yet, of the audio `stream`.
-    public init(stream: MediaStreamID) { self.stream = stream }
+    /// Nothing measured yet, of `uid`'s audio in `channelId`.
+    public init(channelId: String, uid: UInt32) {
+        self.channelId = channelId
+        self.uid = uid
+    }
 }
 
 /// One remote user's video over the last statistics interval (2 s) and since subscribing,
 /// as Agora's `RemoteVideoStats`.
 public struct RemoteVideoStats: Sendable, Equatable {
+    /// The remote user.
+    public var uid: UInt32
+    /// The channel the user is in.
+    public var channelId: String
     /// The stream these figures are of: the remote user's video in its channel, of the layer
     /// received (``rxStreamType``).
-    public var stream: MediaStreamID
-    /// The remote user (Agora's `uid`): the stream's publisher.
-    public var uid: UInt32 { stream.uid }
+    public var stream: MediaStreamID { .video(channelId: channelId, uid: uid, layer: rxStreamType) }
     /// Half the round trip to the user, in milliseconds (0 before one is measured).
     public var delayMs: Int64 = 0
     /// The size of the last decoded picture.
     public var width = 0, height = 0
-    /// The video layer received (Agora's `rxStreamType`), the stream's layer:
-    /// ``VideoStreamType/low`` once the transport forwards the publisher's low stream, as asked
-    /// or as a fallback.
-    public var rxStreamType: VideoStreamType { stream.layer }
+    /// The video layer received (Agora's `rxStreamType`): ``VideoStreamType/low`` once the
+    /// transport forwards the publisher's low stream, as asked or as a fallback.
+    public var rxStreamType = VideoStreamType.high
     /// Bitrate received over the interval, in kbit/s.
     public var receivedBitrateKbps: Int = 0
     /// Frames per second decoded and rendered over the interval.
@@ -124,8 +130,11 @@ public struct RemoteVideoStats: Sendable, Equatable {
     /// the waits for retransmissions).
     public var renderDelayMs: Int64 = 0
 
-    /// Nothing measured yet, of the video `stream`.
-    public init(stream: MediaStreamID) { self.stream = stream }
+    /// Nothing measured yet, of `uid`'s video in `channelId`.
+    public init(channelId: String, uid: UInt32) {
+        self.channelId = channelId
+        self.uid = uid
+    }
 }
 
 /// A channel's figures over the last statistics interval (2 s), as Agora's `RtcStats`.

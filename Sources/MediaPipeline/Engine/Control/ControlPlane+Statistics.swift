@@ -96,7 +96,7 @@ extension ControlPlane {
         )
         var reception = channels[c].users[u].reception
         let last = reception.lastAudio
-        var report = RemoteAudioStats(stream: .audio(channelId: channels[c].id, uid: channels[c].users[u].uid))
+        var report = RemoteAudioStats(channelId: channels[c].id, uid: channels[c].users[u].uid)
         let halfRoundTrip = ((channels[c].users[u].roundTripMicroseconds ?? 0) + 1000) / 2000
         report.networkTransportDelayMs = halfRoundTrip
         let delayTicks = counters.delayTicks - last.delayTicks
@@ -137,9 +137,8 @@ extension ControlPlane {
     {
         let (expected, lost) = (video.expected, video.lost)
         var reception = channels[c].users[u].reception
-        var report = RemoteVideoStats(
-            stream: .video(
-                channelId: channels[c].id, uid: channels[c].users[u].uid, layer: channels[c].users[u].rxStreamType))
+        var report = RemoteVideoStats(channelId: channels[c].id, uid: channels[c].users[u].uid)
+        report.rxStreamType = channels[c].users[u].rxStreamType
         report.delayMs = ((channels[c].users[u].roundTripMicroseconds ?? 0) + 1000) / 2000
         report.width = channels[c].users[u].reportedWidth
         report.height = channels[c].users[u].reportedHeight
