@@ -549,7 +549,8 @@ final class AudioReceiver: @unchecked Sendable {
         // Keep what is left at the front, then decode until a whole 10 ms is there.
         let left = decodedEnd - decodedStart
         if decodedStart > 0 {
-            for i in 0..<left { decoded[i] = decoded[decodedStart + i] }
+            // One memmove (the ranges may overlap), not an element loop.
+            if left > 0 { decoded.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: left) }
             decodedStart = 0
             decodedEnd = left
         }
@@ -598,7 +599,7 @@ final class AudioReceiver: @unchecked Sendable {
                 inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
             }
         }
-        for i in 0..<frame.count { frame[i] = decoded[decodedStart + i] }
+        frame.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: frame.count)
         decodedStart += frame.count
         playoutCounters.ticks += 1
         if concealed {

@@ -60,7 +60,8 @@ enum TimeStretcher {
         // What followed the second period moves back by one period.
         let from = (start + 2 * lag) * channels
         let to = (start + lag) * channels
-        for index in 0..<((frames - 2 * lag) * channels) { buffer[to + index] = buffer[from + index] }
+        let moved = (frames - 2 * lag) * channels
+        if moved > 0 { (buffer.baseAddress! + to).update(from: buffer.baseAddress! + from, count: moved) }
         return lag
     }
 
@@ -73,11 +74,11 @@ enum TimeStretcher {
         guard frames >= framesNeeded(sampleRate: sampleRate) else { return 0 }
         let (lag, correlation) = period(buffer, start: start, channels: channels, sampleRate: sampleRate)
         guard correlation >= minimumCorrelation, (start + frames + lag) * channels <= buffer.count else { return 0 }
-        // Everything after the first period moves on by one period ...
-        var index = (frames - lag) * channels - 1
-        while index >= 0 {
-            buffer[(start + 2 * lag) * channels + index] = buffer[(start + lag) * channels + index]
-            index -= 1
+        // Everything after the first period moves on by one period (one memmove) ...
+        let moved = (frames - lag) * channels
+        if moved > 0 {
+            (buffer.baseAddress! + (start + 2 * lag) * channels)
+                .update(from: buffer.baseAddress! + (start + lag) * channels, count: moved)
         }
         // ... and the gap gets the second period fading into a repeat of the first.
         crossfade(buffer, from: start + 2 * lag, into: start, at: start + lag, frames: lag, channels: channels)
