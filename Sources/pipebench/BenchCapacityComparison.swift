@@ -38,6 +38,12 @@ struct CapacitySearchResult: Codable {
 /// two, starting from three times the engine's high-layer capacity just found. Then, as a
 /// search's peak follows the largest trial it made, both run one trial at the engine's capacity
 /// on all threads, each in a fresh child, for their peak memory at the same load.
+///
+/// The searches run one after the other for about a minute each, so a machine whose speed
+/// drifts (other work on its host) moves their ratio by more than the engine's own overhead.
+/// Last, pairs of single trials at the C reference's capacity on all threads, engine then C
+/// alternating, each in a fresh child, give the engine's speed against C's at the same load
+/// a few seconds apart: the median of the pairs' real-time factor ratios.
 struct CapacityComparison {
     /// Decode threads of the full figure (1 runs one pair of searches only).
     let threads: Int
@@ -50,6 +56,14 @@ struct CapacityComparison {
     /// One trial of each target at the engine's capacity on all threads, by target (none when
     /// the engine kept up with no user count).
     private(set) var sameLoad: [CapacityTarget: CapacitySearchResult] = [:]
+    /// The alternating pairs' real-time factors (engine, C reference) at ``pairedUsers`` users
+    /// on all threads.
+    private(set) var pairs: [(engine: Double, reference: Double)] = []
+    /// The users of the alternating pairs: the C reference's capacity on all threads.
+    private(set) var pairedUsers = 0
+
+    /// Alternating pairs of trials run after the searches.
+    static let pairCount = 3
 
     /// How many times the high layer's capacity the low layer's search tries first.
     static let lowLayerFirstTrialFactor = 3
@@ -90,6 +104,27 @@ struct CapacityComparison {
             sameLoad[target] = try Self.runChild(
                 target, threads: threads, options: options + ["--capacity-users", "\(users)"])
         }
+        pairedUsers = reference[threads]?.users ?? 0
+        guard pairedUsers > 0 else { return }
+        for pair in 0..<Self.pairCount {
+            progress("alternating pair \(pair + 1) of \(Self.pairCount), \(pairedUsers) users", 1)
+            let factors = try [CapacityTarget.engine, .cReference].map { target in
+                try Self.runChild(
+                    target, threads: threads, options: options + ["--capacity-users", "\(pairedUsers)"]
+                ).trials.first?.realtimeFactor ?? 0
+            }
+            pairs.append((factors[0], factors[1]))
+        }
+    }
+
+    /// The median of the alternating pairs' ours/C real-time factor ratios, with the lowest and
+    /// highest; nil without pairs.
+    var pairedRatio: (median: Double, lowest: Double, highest: Double)? {
+        let ratios = pairs.map { Self.ratio($0.engine, $0.reference) }.sorted()
+        guard let lowest = ratios.first, let highest = ratios.last else { return nil }
+        let middle = ratios.count / 2
+        let median = ratios.count % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2
+        return (median, lowest, highest)
     }
 
     /// "1 thread", "2 threads".
@@ -198,6 +233,13 @@ struct CapacityComparison {
                 figures["capacityLowLayerAllocationsPerTick"] = allocations
             }
         }
+        if let paired = pairedRatio {
+            figures["capacityPairedUsers"] = pairedUsers
+            figures["capacityPairedRatioToCReference"] = paired.median
+            figures["capacityPairedRealtimeFactors"] = pairs.map {
+                ["engine": $0.engine, "cReference": $0.reference] as [String: Any]
+            }
+        }
         if let ours = sameLoad[.engine], let c = sameLoad[.cReference] {
             figures["peakMemoryUsersSameLoad"] = ours.users
             figures["peakMemoryMBEngineSameLoad"] = ours.peakMemoryMB
@@ -216,6 +258,12 @@ struct CapacityComparison {
             lines.append(
                 "capacity, \(Self.threadsLabel(count)): engine \(ours) users, C reference \(c) users, ratio "
                     + "\(ours)/\(c) = " + String(format: "%.3f", Self.ratio(Double(ours), Double(c))))
+        }
+        if let paired = pairedRatio {
+            lines.append(
+                "capacity, \(Self.threadsLabel(threads)), \(pairs.count) alternating pairs of trials at the C "
+                    + "reference's \(pairedUsers) users: real-time factor ours/C median "
+                    + String(format: "%.3f (%.3f to %.3f)", paired.median, paired.lowest, paired.highest))
         }
         if let lowLayer {
             let high = engine[threads]?.users ?? 0
