@@ -45,7 +45,8 @@ struct CapacitySearchResult: Codable {
 /// alternating, each in a fresh child, give the engine's speed against C's at the same load
 /// a few seconds apart: the median of the pairs' real-time factor ratios.
 struct CapacityComparison {
-    /// Decode threads of the full figure (1 runs one pair of searches only).
+    /// Decode threads of the full figure (1 runs one pair of searches, then the pairs of trials,
+    /// on one thread).
     let threads: Int
     /// The engine's searches by thread count.
     private(set) var engine: [Int: CapacitySearchResult] = [:]
@@ -109,9 +110,13 @@ struct CapacityComparison {
         for pair in 0..<Self.pairCount {
             progress("alternating pair \(pair + 1) of \(Self.pairCount), \(pairedUsers) users", 1)
             let factors = try [CapacityTarget.engine, .cReference].map { target in
-                try Self.runChild(
-                    target, threads: threads, options: options + ["--capacity-users", "\(pairedUsers)"]
-                ).trials.first?.realtimeFactor ?? 0
+                let result = try Self.runChild(
+                    target, threads: threads, options: options + ["--capacity-users", "\(pairedUsers)"])
+                guard let trial = result.trials.first else {
+                    throw MediaError(
+                        .io, "the \(target.label)'s trial of \(pairedUsers) users (a child pipebench) gave no trial")
+                }
+                return trial.realtimeFactor
             }
             pairs.append((factors[0], factors[1]))
         }

@@ -16,18 +16,20 @@ public enum VideoStreamType: Int, Sendable, CaseIterable, CustomStringConvertibl
 /// ``TransportEndpoint/transportReceive(_:stream:)``), a subscription names
 /// (``MediaTransport/setSubscribed(_:to:subscriber:)``) and statistics are kept for
 /// (``RemoteAudioStats/stream``, ``RemoteVideoStats/stream``). The same uid in two channels
-/// publishes two sets of streams. On the wire each stream is one SSRC (RFC 3550); the two layers
-/// of a publisher's video share one RTP time base.
+/// publishes two sets of streams. A publisher sends each stream as one SSRC (RFC 3550); the two
+/// layers of its video share one RTP time base. A forwarder that gives a subscriber one layer at
+/// a time rewrites them into one SSRC, and names each packet with the layer it came from.
+/// Immutable: audio's layer is always ``VideoStreamType/high``.
 public struct MediaStreamID: Hashable, Sendable, CustomStringConvertible {
     /// The channel the stream is published in.
-    public var channelId: String
+    public let channelId: String
     /// The publisher.
-    public var uid: UInt32
+    public let uid: UInt32
     /// Audio or video.
-    public var kind: MediaKind
+    public let kind: MediaKind
     /// For video, the layer (``VideoStreamType/high`` for a publisher without dual stream);
     /// always ``VideoStreamType/high`` for audio.
-    public var layer: VideoStreamType
+    public let layer: VideoStreamType
 
     /// The stream of `uid`'s `kind` in `channelId`, of `layer` (video only; audio has one).
     public init(channelId: String, uid: UInt32, kind: MediaKind, layer: VideoStreamType = .high) {

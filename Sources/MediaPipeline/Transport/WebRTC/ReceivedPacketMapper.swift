@@ -30,11 +30,13 @@ struct PayloadTypeMap: Sendable, Equatable {
 /// Turns one remote sender's unprotected RTP and RTCP into the engine's packets: copied once
 /// into recycled storage with the payload type mapped to the engine's (and the blocks of
 /// redundant audio likewise), retransmissions in their own SSRC and payload type (RFC 4588)
-/// made the original packet again, and handed to the endpoint as user `uid` of `channelId`.
+/// made the original packet again, and handed to the endpoint as a stream of user `uid` in
+/// `channelId` (its video named with the layer the server last said it forwards).
 ///
 /// `@unchecked Sendable`: the packet state is confined to the thread that delivers the packets
 /// (a connection's ICE loop thread); ``payloadTypes`` is set before the connection starts, and
-/// what other threads touch (``counters``, the subscribed kinds) is behind locks.
+/// what other threads touch (``counters``, the subscribed kinds, the video layer forwarded) is
+/// behind locks.
 final class ReceivedPacketMapper: @unchecked Sendable {
     /// What was received and what was dropped.
     struct Counters: Sendable, Equatable {
