@@ -92,7 +92,9 @@ struct MediaStreamIDTests {
         try send(0..<50, as: .video(channelId: "a", uid: 9))
         #expect(channel.remoteStreamTotals(9)?.audioPacketsDecoded == 0)
         #expect(channel.remoteStreamTotals(9)?.videoFramesDecoded == 0)
+        #expect(viewer.engine.statistics.packetsDroppedUnknownKind == 50)
         try send(50..<100, as: .audio(channelId: "a", uid: 9))
         #expect((channel.remoteStreamTotals(9)?.audioPacketsDecoded ?? 0) > 30)
+        #expect(viewer.engine.statistics.packetsDroppedUnknownKind == 50)
     }
 }

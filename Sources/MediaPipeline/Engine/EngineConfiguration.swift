@@ -88,6 +88,11 @@ public struct EngineStatistics: Sendable, Equatable {
     public var liveAudioDecoders = 0, liveVideoDecoders = 0
     /// 10 ms playout frames mixed.
     public var playoutFrames: Int64 = 0
+    /// RTP packets a transport delivered that no receiver took: a payload type the engine does
+    /// not know (``RTPPayloadType``), or one of another kind than the stream the transport
+    /// named (an audio payload delivered as video). A transport that mislabels its streams
+    /// shows here.
+    public var packetsDroppedUnknownKind: Int64 = 0
 }
 
 /// Receives decoded audio before and after mixing. Called on the thread that pulls playout,

@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// The engine as the transport sees it: a separate object, so the transport's callbacks are not
 /// part of the engine's public API. Holds the engine weakly (the transport holds endpoints).
@@ -10,6 +11,9 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     /// reaches its receiver without loading the engine (``transportReceive(_:stream:)``).
     private let routes: LockedValue<ReceiveRoutes>
     private let clock: MediaClock
+    /// Packets dropped for a payload type unknown or of another kind than their stream
+    /// (``EngineStatistics/packetsDroppedUnknownKind``).
+    let packetsDroppedUnknownKind = Atomic<Int64>(0)
 
     init(routes: LockedValue<ReceiveRoutes>, clock: MediaClock) {
         self.routes = routes
@@ -30,7 +34,10 @@ final class EngineEndpoint: TransportEndpoint, @unchecked Sendable {
     /// engine.
     /// A packet whose payload type is not of the stream's kind is dropped.
     func transportReceive(_ packet: RTPPacket, stream: MediaStreamID) {
-        guard let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == stream.kind else { return }
+        guard let codec = RTPPayloadType.codec(packet.header.payloadType), codec.kind == stream.kind else {
+            packetsDroppedUnknownKind.wrappingAdd(1, ordering: .relaxed)
+            return
+        }
         let (channelId, uid) = (stream.channelId, stream.uid)
         let now = clock.nowMicroseconds
         // Delivered under the routes lock, so the snapshot and the route need no retain.

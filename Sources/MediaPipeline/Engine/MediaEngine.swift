@@ -241,6 +241,7 @@ public final class MediaEngine: Sendable {
             if receivers.audio?.isLive == true { statistics.liveAudioDecoders += 1 }
             if receivers.video?.isLive == true { statistics.liveVideoDecoders += 1 }
         }
+        statistics.packetsDroppedUnknownKind = endpoint.packetsDroppedUnknownKind.load(ordering: .relaxed)
         retransmitter.withLock {
             statistics.packetsRetransmitted = $0.history.packetsRetransmitted
             statistics.bytesRetransmitted = $0.history.bytesRetransmitted
