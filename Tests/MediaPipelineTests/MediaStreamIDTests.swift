@@ -57,7 +57,8 @@ struct MediaStreamIDTests {
         }
         receive(111, 1)
         receive(96, 1)
-        mapper.setVideoLayer(.low)
+        #expect(mapper.videoLayer == nil)
+        mapper.videoLayer = .low
         receive(96, 2)
         receive(111, 2)
         mapper.setSubscribed(false, .video)

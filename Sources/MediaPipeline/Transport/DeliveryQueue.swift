@@ -2,18 +2,18 @@
 /// sent): a binary heap whose storage is kept, so steady state allocates nothing. Guarded by
 /// the hub's lock.
 struct DeliveryQueue {
-    /// What a held-back packet is.
+    /// What a held-back packet is, with what its recipient is told about it.
     enum Payload {
+        /// A media packet of `stream`.
         case rtp(RTPPacket, MediaStreamID)
-        case rtcp([UInt8])
+        /// An RTCP compound packet that `from` sent in `channelId`.
+        case rtcp([UInt8], channelId: String, from: UInt32)
     }
 
     /// One packet on its way to one endpoint.
     struct Delivery {
         var dueMicroseconds: Int64
         var order: Int64
-        var channelId: String
-        var from: UInt32
         weak var endpoint: TransportEndpoint?
         var payload: Payload
 
@@ -31,11 +31,11 @@ struct DeliveryQueue {
 
     /// Holds `payload` for `endpoint` until `dueMicroseconds`.
     mutating func push(
-        _ payload: Payload, to endpoint: TransportEndpoint, channelId: String, from: UInt32, dueMicroseconds: Int64
+        _ payload: Payload, to endpoint: TransportEndpoint, dueMicroseconds: Int64
     ) {
         heap.append(
             Delivery(
-                dueMicroseconds: dueMicroseconds, order: nextOrder, channelId: channelId, from: from,
+                dueMicroseconds: dueMicroseconds, order: nextOrder,
                 endpoint: endpoint, payload: payload))
         nextOrder += 1
         var child = heap.count - 1

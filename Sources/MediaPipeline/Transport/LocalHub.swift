@@ -343,8 +343,7 @@ public final class LocalHub: MediaTransport, Sendable {
         var copies = 1
         if hasLinks {
             let key = LinkKey(channelId: stream.channelId, publisher: stream.uid, receiver: receiver)
-            copies = route(
-                .rtp(packet, stream), byteCount: packet.bytes.count, key: key, to: endpoint, from: stream.uid)
+            copies = route(.rtp(packet, stream), byteCount: packet.bytes.count, key: key, to: endpoint)
         }
         for _ in 0..<copies { endpoint.transportReceive(packet, stream: stream) }
         return Int64(copies)
@@ -481,7 +480,8 @@ public final class LocalHub: MediaTransport, Sendable {
                 var copies = 1
                 if hasLinks {
                     let key = LinkKey(channelId: channelId, publisher: uid, receiver: receiver.uid)
-                    copies = route(.rtcp(bytes), byteCount: bytes.count, key: key, to: endpoint, from: uid)
+                    copies = route(
+                        .rtcp(bytes, channelId: channelId, from: uid), byteCount: bytes.count, key: key, to: endpoint)
                 }
                 for _ in 0..<copies { endpoint.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
             }
@@ -491,9 +491,9 @@ public final class LocalHub: MediaTransport, Sendable {
         var copies = 1
         if hasLinks {
             copies = route(
-                .rtcp(bytes), byteCount: bytes.count,
+                .rtcp(bytes, channelId: channelId, from: uid), byteCount: bytes.count,
                 key: LinkKey(channelId: channelId, publisher: uid, receiver: recipient),
-                orElse: LinkKey(channelId: channelId, publisher: recipient, receiver: uid), to: target, from: uid)
+                orElse: LinkKey(channelId: channelId, publisher: recipient, receiver: uid), to: target)
         }
         for _ in 0..<copies { target.transportReceiveRTCP(bytes, channelId: channelId, from: uid) }
     }
@@ -502,7 +502,7 @@ public final class LocalHub: MediaTransport, Sendable {
     /// returns how many copies to deliver now (0, 1 or 2); copies that arrive later are held.
     private func route(
         _ payload: DeliveryQueue.Payload, byteCount: Int, key preferred: LinkKey, orElse fallback: LinkKey? = nil,
-        to endpoint: TransportEndpoint, from uid: UInt32
+        to endpoint: TransportEndpoint
     ) -> Int {
         let now = clock?.nowMicroseconds ?? 0
         return network.withLock { network in
@@ -513,15 +513,13 @@ public final class LocalHub: MediaTransport, Sendable {
             guard let fate else { return 0 }
             var immediate = fate.first <= 0 ? 1 : 0
             if fate.first > 0 {
-                network.held.push(
-                    payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + fate.first)
+                network.held.push(payload, to: endpoint, dueMicroseconds: now + fate.first)
             }
             if let second = fate.second {
                 if second <= 0 {
                     immediate += 1
                 } else {
-                    network.held.push(
-                        payload, to: endpoint, channelId: key.channelId, from: uid, dueMicroseconds: now + second)
+                    network.held.push(payload, to: endpoint, dueMicroseconds: now + second)
                 }
             }
             return immediate
@@ -537,8 +535,8 @@ public final class LocalHub: MediaTransport, Sendable {
             case .rtp(let packet, let stream):
                 network.withLock { $0.packetsForwarded += 1 }
                 endpoint.transportReceive(packet, stream: stream)
-            case .rtcp(let bytes):
-                endpoint.transportReceiveRTCP(bytes, channelId: delivery.channelId, from: delivery.from)
+            case .rtcp(let bytes, let channelId, let from):
+                endpoint.transportReceiveRTCP(bytes, channelId: channelId, from: from)
             }
         }
     }

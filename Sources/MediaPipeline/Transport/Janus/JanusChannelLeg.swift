@@ -286,8 +286,9 @@ final class JanusPublication: Sendable {
     }
 }
 
-/// One remote publisher's subscription: its handle, its connection, its packet mapper, and the
-/// mids Janus gave its streams.
+/// One remote publisher's subscription: its handle, its connection, its packet mapper (which
+/// keeps the layer Janus last said it switched the subscription to), and the mids Janus gave
+/// its streams.
 final class JanusSubscription: Sendable {
     let handle: JanusHandle
     let connection: WebRTCConnection
@@ -299,8 +300,6 @@ final class JanusSubscription: Sendable {
     /// The video layer Janus was last told to send (nil: nothing told yet, it climbs to the
     /// highest).
     let toldLayer = LockedValue<VideoStreamType?>(nil)
-    /// The layer Janus last said it switched the subscription to (its `substream` event).
-    let janusLayer = LockedValue<VideoStreamType?>(nil)
     /// When the low wish is told again, after the subscription was moved to the high substream
     /// because its low one went silent (``JanusLegControl/reviveSilentLowLayers(leg:)``).
     let lowLayerRetellAt = LockedValue<ContinuousClock.Instant?>(nil)

@@ -106,7 +106,7 @@ extension JanusLegControl {
                 continue
             }
             guard wanted == .low, told == .low else { continue }
-            if subscription.janusLayer.withLock({ $0 }) == .high {
+            if subscription.mapper.videoLayer == .high {
                 await reaskLow(uid, subscription, now: now)
                 continue
             }

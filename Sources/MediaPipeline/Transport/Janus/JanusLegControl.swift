@@ -415,10 +415,7 @@ actor JanusLegControl {
                     case .plugin(let data, _):
                         if let substream = data["substream"]?.intValue {
                             let type = JanusLayerChoices.type(ofSubstream: substream)
-                            if let subscription = leg.subscriptions.withLock({ $0[uid] }) {
-                                subscription.janusLayer.withLock { $0 = type }
-                                subscription.mapper.setVideoLayer(type)
-                            }
+                            leg.subscriptions.withLock { $0[uid] }?.mapper.videoLayer = type
                             endpoint?.transportVideoStreamTypeChanged(channelId: channelId, uid: uid, type: type)
                         }
                     default: break

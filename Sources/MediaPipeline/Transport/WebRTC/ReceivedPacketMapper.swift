@@ -71,13 +71,15 @@ final class ReceivedPacketMapper: @unchecked Sendable {
     /// set from any thread.
     private struct Handing {
         var subscribed = [true, true]  // audio 0, video 1
-        var videoLayer = VideoStreamType.high
+        /// Nil until the server says (its video is named high until then).
+        var videoLayer: VideoStreamType?
 
         /// The stream a packet of `kindIndex` is of, if it is handed on.
         func stream(_ kindIndex: Int, channelId: String, uid: UInt32) -> MediaStreamID? {
             guard subscribed[kindIndex] else { return nil }
             return kindIndex == 0
-                ? .audio(channelId: channelId, uid: uid) : .video(channelId: channelId, uid: uid, layer: videoLayer)
+                ? .audio(channelId: channelId, uid: uid)
+                : .video(channelId: channelId, uid: uid, layer: videoLayer ?? .high)
         }
     }
     private let handing = LockedValue(Handing())
@@ -111,9 +113,11 @@ final class ReceivedPacketMapper: @unchecked Sendable {
         handing.withLock { $0.subscribed[kind == .audio ? 0 : 1] = value }
     }
 
-    /// The layer of the sender's video the server forwards from now on (any thread).
-    func setVideoLayer(_ layer: VideoStreamType) {
-        handing.withLock { $0.videoLayer = layer }
+    /// The layer of the sender's video the server said it forwards (a Janus `substream`
+    /// event); nil before it said. Set and read from any thread.
+    var videoLayer: VideoStreamType? {
+        get { handing.withLock { $0.videoLayer } }
+        set { handing.withLock { $0.videoLayer = newValue } }
     }
 
     /// One unprotected RTP packet.
