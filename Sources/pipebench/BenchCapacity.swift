@@ -110,3 +110,35 @@ enum CapacityTarget: String, CaseIterable, ExpressibleByArgument {
         }
     }
 }
+
+extension BenchCapacity {
+    /// One interleaved trial: the engine's session and the C reference's, both of `users` on
+    /// `threads` and warmed up in this process, advanced by turns in slices of `sliceTicks`
+    /// ticks (engine, C, C, engine, engine, C, ...: each goes first as often as second) until
+    /// each has run ``seconds``; each one's real-time factor from its own slices' wall time.
+    /// A host whose speed drifts slows both alike, slice by slice, where trials a few seconds
+    /// apart differ by ±10 % on a shared host.
+    /// - Throws: ``SubscriberLoad/LayerMismatch`` when a user of the engine was not decoding or
+    ///   not shown from the high layer at the end; the C reference's decode failures.
+    func interleavedRealtimeFactors(
+        users: Int, threads: Int, sliceTicks: Int = 20
+    ) throws -> (engine: Double, reference: Double) {
+        let load = try warmedUpLoad(users: users, threads: threads, layer: .high)
+        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
+        for _ in 0..<100 { try session.advance() }
+        let slices = max(2, Int((seconds * 100 / Double(sliceTicks)).rounded()))
+        var (engineSeconds, referenceSeconds) = (0.0, 0.0)
+        for slice in 0..<(slices * 2) {
+            if slice % 4 == 0 || slice % 4 == 3 {
+                let (_, elapsed) = measure { for _ in 0..<sliceTicks { load.advance() } }
+                engineSeconds += elapsed
+            } else {
+                let (_, elapsed) = try measure { for _ in 0..<sliceTicks { try session.advance() } }
+                referenceSeconds += elapsed
+            }
+        }
+        try load.checkEveryUserShows(.high)
+        let sessionSeconds = Double(slices * sliceTicks) / 100
+        return (sessionSeconds / engineSeconds, sessionSeconds / referenceSeconds)
+    }
+}

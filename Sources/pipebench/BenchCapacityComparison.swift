@@ -8,6 +8,9 @@ struct CapacityTrialResult: Codable {
     var users: Int
     /// Session seconds per wall-clock second.
     var realtimeFactor: Double
+    /// In an interleaved trial, the C reference's session seconds per wall-clock second, its
+    /// slices taken by turns with the engine's (``realtimeFactor``) in the same process.
+    var referenceRealtimeFactor: Double?
 }
 
 /// One capacity search's result: what a child `pipebench bench --capacity-target` prints.
@@ -41,11 +44,12 @@ struct CapacitySearchResult: Codable {
 ///
 /// The searches run one after the other for about a minute each, so a machine whose speed
 /// drifts (other work on its host) moves their ratio by more than the engine's own overhead.
-/// Last, pairs of single trials at the C reference's capacity on all threads, engine then C
-/// alternating, each in a fresh child, give the engine's speed against C's at the same load
-/// a few seconds apart: the median of the pairs' real-time factor ratios.
+/// Last, interleaved trials at the C reference's capacity on all threads, each in a fresh
+/// child that runs both sessions by turns in slices of 200 ms
+/// (``BenchCapacity/interleavedRealtimeFactors(users:threads:sliceTicks:)``), give the engine's
+/// speed against C's at the same load and the same moments: the median of their ratios.
 struct CapacityComparison {
-    /// Decode threads of the full figure (1 runs one pair of searches, then the pairs of trials,
+    /// Decode threads of the full figure (1 runs one pair of searches, then the interleaved trials,
     /// on one thread).
     let threads: Int
     /// The engine's searches by thread count.
@@ -57,14 +61,14 @@ struct CapacityComparison {
     /// One trial of each target at the engine's capacity on all threads, by target (none when
     /// the engine kept up with no user count).
     private(set) var sameLoad: [CapacityTarget: CapacitySearchResult] = [:]
-    /// The alternating pairs' real-time factors (engine, C reference) at ``pairedUsers`` users
-    /// on all threads.
-    private(set) var pairs: [(engine: Double, reference: Double)] = []
-    /// The users of the alternating pairs: the C reference's capacity on all threads.
-    private(set) var pairedUsers = 0
+    /// The interleaved trials' real-time factors (engine, C reference) at ``interleavedUsers``
+    /// users on all threads.
+    private(set) var interleaved: [(engine: Double, reference: Double)] = []
+    /// The users of the interleaved trials: the C reference's capacity on all threads.
+    private(set) var interleavedUsers = 0
 
-    /// Alternating pairs of trials run after the searches.
-    static let pairCount = 3
+    /// Interleaved trials run after the searches.
+    static let interleavedTrialCount = 3
 
     /// How many times the high layer's capacity the low layer's search tries first.
     static let lowLayerFirstTrialFactor = 3
@@ -105,27 +109,25 @@ struct CapacityComparison {
             sameLoad[target] = try Self.runChild(
                 target, threads: threads, options: options + ["--capacity-users", "\(users)"])
         }
-        pairedUsers = reference[threads]?.users ?? 0
-        guard pairedUsers > 0 else { return }
-        for pair in 0..<Self.pairCount {
-            progress("alternating pair \(pair + 1) of \(Self.pairCount), \(pairedUsers) users", 1)
-            let factors = try [CapacityTarget.engine, .cReference].map { target in
-                let result = try Self.runChild(
-                    target, threads: threads, options: options + ["--capacity-users", "\(pairedUsers)"])
-                guard let trial = result.trials.first else {
-                    throw MediaError(
-                        .io, "the \(target.label)'s trial of \(pairedUsers) users (a child pipebench) gave no trial")
-                }
-                return trial.realtimeFactor
+        interleavedUsers = reference[threads]?.users ?? 0
+        guard interleavedUsers > 0 else { return }
+        for trial in 0..<Self.interleavedTrialCount {
+            progress("interleaved trial \(trial + 1) of \(Self.interleavedTrialCount), \(interleavedUsers) users", 1)
+            let result = try Self.runChild(
+                .engine, threads: threads,
+                options: options + ["--capacity-users", "\(interleavedUsers)", "--capacity-interleaved"])
+            guard let trial = result.trials.first, let reference = trial.referenceRealtimeFactor else {
+                throw MediaError(
+                    .io, "the interleaved trial of \(interleavedUsers) users (a child pipebench) gave no trial")
             }
-            pairs.append((factors[0], factors[1]))
+            interleaved.append((trial.realtimeFactor, reference))
         }
     }
 
-    /// The median of the alternating pairs' ours/C real-time factor ratios, with the lowest and
-    /// highest; nil without pairs.
-    var pairedRatio: (median: Double, lowest: Double, highest: Double)? {
-        let ratios = pairs.map { Self.ratio($0.engine, $0.reference) }.sorted()
+    /// The median of the interleaved trials' ours/C real-time factor ratios, with the lowest and
+    /// highest; nil without them.
+    var interleavedRatio: (median: Double, lowest: Double, highest: Double)? {
+        let ratios = interleaved.map { Self.ratio($0.engine, $0.reference) }.sorted()
         guard let lowest = ratios.first, let highest = ratios.last else { return nil }
         let middle = ratios.count / 2
         let median = ratios.count % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2
@@ -165,20 +167,35 @@ struct CapacityComparison {
     }
 
     /// The child's side: searches `target` on `threads` (or, given `users`, runs one trial of
-    /// that many) and prints the result as JSON, with the process's peak resident memory before
-    /// and after.
-    static func searchAndPrint(_ target: CapacityTarget, threads: Int, users: Int?, search: BenchCapacity) throws {
+    /// that many; `interleaved`, one interleaved trial of the engine and the C reference) and
+    /// prints the result as JSON, with the process's peak resident memory before and after.
+    static func searchAndPrint(
+        _ target: CapacityTarget, threads: Int, users: Int?, interleaved: Bool = false, search: BenchCapacity
+    ) throws {
         let before = Double(peakResidentKilobytes()) / 1024
-        var found: (users: Int, trials: [(users: Int, realtime: Double)])
-        if let users {
-            found = (users, [(users, try search.realtimeFactor(users: users, threads: threads, target: target))])
+        var found: (users: Int, trials: [CapacityTrialResult])
+        if let users, interleaved {
+            let factors = try search.interleavedRealtimeFactors(users: users, threads: threads)
+            found = (
+                users,
+                [
+                    CapacityTrialResult(
+                        users: users, realtimeFactor: factors.engine, referenceRealtimeFactor: factors.reference)
+                ]
+            )
+        } else if let users {
+            let factor = try search.realtimeFactor(users: users, threads: threads, target: target)
+            found = (users, [CapacityTrialResult(users: users, realtimeFactor: factor)])
         } else {
-            found = try search.capacity(
+            let searched = try search.capacity(
                 threads: threads, label: "\(target.label), \(threadsLabel(threads))", target: target)
+            found = (
+                searched.users,
+                searched.trials.map { CapacityTrialResult(users: $0.users, realtimeFactor: $0.realtime) }
+            )
         }
         var result = CapacitySearchResult(
-            target: target.rawValue, threads: threads, users: found.users,
-            trials: found.trials.map { CapacityTrialResult(users: $0.users, realtimeFactor: $0.realtime) },
+            target: target.rawValue, threads: threads, users: found.users, trials: found.trials,
             peakMemoryMB: Double(peakResidentKilobytes()) / 1024, peakMemoryMBBeforeSearch: before)
         if target == .engineLowLayer && users == nil {
             try BenchMeasure.checkCounter()
@@ -238,10 +255,10 @@ struct CapacityComparison {
                 figures["capacityLowLayerAllocationsPerTick"] = allocations
             }
         }
-        if let paired = pairedRatio {
-            figures["capacityPairedUsers"] = pairedUsers
-            figures["capacityPairedRatioToCReference"] = paired.median
-            figures["capacityPairedRealtimeFactors"] = pairs.map {
+        if let ratio = interleavedRatio {
+            figures["capacityInterleavedUsers"] = interleavedUsers
+            figures["capacityInterleavedRatioToCReference"] = ratio.median
+            figures["capacityInterleavedRealtimeFactors"] = interleaved.map {
                 ["engine": $0.engine, "cReference": $0.reference] as [String: Any]
             }
         }
@@ -264,11 +281,12 @@ struct CapacityComparison {
                 "capacity, \(Self.threadsLabel(count)): engine \(ours) users, C reference \(c) users, ratio "
                     + "\(ours)/\(c) = " + String(format: "%.3f", Self.ratio(Double(ours), Double(c))))
         }
-        if let paired = pairedRatio {
+        if let ratio = interleavedRatio {
             lines.append(
-                "capacity, \(Self.threadsLabel(threads)), \(pairs.count) alternating pairs of trials at the C "
-                    + "reference's \(pairedUsers) users: real-time factor ours/C median "
-                    + String(format: "%.3f (%.3f to %.3f)", paired.median, paired.lowest, paired.highest))
+                "capacity, \(Self.threadsLabel(threads)), \(interleaved.count) interleaved trials at the C "
+                    + "reference's \(interleavedUsers) users (both sessions in one process, by turns): real-time "
+                    + "factor ours/C median "
+                    + String(format: "%.3f (%.3f to %.3f)", ratio.median, ratio.lowest, ratio.highest))
         }
         if let lowLayer {
             let high = engine[threads]?.users ?? 0

@@ -35,6 +35,10 @@ struct BenchCommand: ParsableCommand {
     /// With `--capacity-target`: one trial of this many users instead of a search (the peak
     /// memory of both targets at the same load).
     @Option(help: .hidden) var capacityUsers: Int?
+    /// With `--capacity-target engine` and `--capacity-users`: one interleaved trial of the
+    /// engine and the C reference in this process
+    /// (``BenchCapacity/interleavedRealtimeFactors(users:threads:sliceTicks:)``).
+    @Flag(help: .hidden) var capacityInterleaved = false
     @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Skip the session capacity search.") var noCapacity = false
@@ -62,6 +66,9 @@ struct BenchCommand: ParsableCommand {
         if let capacityUsers, !(1...4096).contains(capacityUsers) {
             throw ValidationError("--capacity-users \(capacityUsers) is outside 1...4096")
         }
+        if capacityInterleaved, capacityTarget != .engine || capacityUsers == nil {
+            throw ValidationError("--capacity-interleaved needs --capacity-target engine and --capacity-users")
+        }
         if let capacityTarget {
             let media = try SampleMedia(
                 speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
@@ -71,7 +78,8 @@ struct BenchCommand: ParsableCommand {
                 media: media, seconds: capacitySeconds, maximumTrials: capacityMaxTrials,
                 firstTrialUsers: capacityFirstUsers, progress: { _, _ in })
             try CapacityComparison.searchAndPrint(
-                capacityTarget, threads: threads, users: capacityUsers, search: search)
+                capacityTarget, threads: threads, users: capacityUsers, interleaved: capacityInterleaved,
+                search: search)
             return
         }
         #if DEBUG
