@@ -344,14 +344,24 @@ final class AudioReceiver: @unchecked Sendable {
     private var decoder: AudioDecoding?
     private let sampleRate: Int
     private let channelCount: Int
-    /// Decoded samples not yet handed out, interleaved: room for the longest packet (120 ms)
-    /// after 30 ms kept for time stretching, and a stretch's period, allocated once.
+    /// Decoded samples, interleaved, allocated once (200 ms): those from `decodedStart` to
+    /// `decodedEnd` not handed out yet, the 10 ms just handed out (``frame``) before them.
+    /// What is left moves to the front only when less than ``decodedReserve`` follows it, so a
+    /// stream of 20 ms packets is decoded and played in place, never moved.
     private let decoded: UnsafeMutableBufferPointer<Int16>
     private var decodedStart = 0
     private var decodedEnd = 0
-    /// The current 10 ms frame, for the mixer and observers. Its address never changes, so a
-    /// mix can read many receivers' frames at once.
-    let frame: UnsafeMutableBufferPointer<Int16>
+    /// Room kept after the decoded samples at the start of a tick: the longest packet (120 ms)
+    /// and a stretch's period, with margin (140 ms).
+    private let decodedReserve: Int
+    /// Samples in one 10 ms frame (all channels).
+    private let frameSampleCount: Int
+    /// 10 ms of silence: ``frame`` when a tick produced nothing.
+    private let silence: UnsafeMutableBufferPointer<Int16>
+    /// The current 10 ms frame, for the mixer and observers: the decoded samples it was handed
+    /// out from, valid until the next ``produce(now:concealUpToMicroseconds:)``, so a mix can
+    /// read many receivers' frames at once; silence after a tick that produced nothing.
+    private(set) var frame: UnsafeMutableBufferPointer<Int16>
     /// Microseconds of consecutive 10 ms ticks without a packet.
     private(set) var starvedMicroseconds: Int64 = 0
     /// True after a packet failed to decode, until one decodes again.
@@ -390,12 +400,15 @@ final class AudioReceiver: @unchecked Sendable {
         decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
         decoded = .allocate(capacity: sampleRate * 200 / 1000 * channelCount)
         decoded.initialize(repeating: 0)
-        frame = .allocate(capacity: sampleRate / 100 * channelCount)
-        frame.initialize(repeating: 0)
+        decodedReserve = sampleRate * 140 / 1000 * channelCount
+        frameSampleCount = sampleRate / 100 * channelCount
+        silence = .allocate(capacity: frameSampleCount)
+        silence.initialize(repeating: 0)
+        frame = silence
     }
 
     deinit {
-        frame.deallocate()
+        silence.deallocate()
         decoded.deallocate()
     }
 
@@ -544,15 +557,17 @@ final class AudioReceiver: @unchecked Sendable {
         guard let decoder else { return .none }
         defer { publishedCounters.withLock { $0 = playoutCounters } }
         frameRTPTimestamp = nil
+        frame = silence
         roundNow = now
-        let needed = frame.count / channelCount
-        // Keep what is left at the front, then decode until a whole 10 ms is there.
+        let needed = frameSampleCount / channelCount
+        // Make room when little is left after what is buffered (one memmove, the ranges may
+        // overlap), then decode until a whole 10 ms is there.
         let left = decodedEnd - decodedStart
-        if decodedStart > 0 {
-            // One memmove (the ranges may overlap), not an element loop.
-            if left > 0 { decoded.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: left) }
-            decodedStart = 0
-            decodedEnd = left
+        if left == 0 {
+            (decodedStart, decodedEnd) = (0, 0)
+        } else if decodedStart > 0, decoded.count - decodedEnd < decodedReserve {
+            decoded.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: left)
+            (decodedStart, decodedEnd) = (0, left)
         }
         var concealed = false
         var comfortNoise = false
@@ -599,8 +614,8 @@ final class AudioReceiver: @unchecked Sendable {
                 inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
             }
         }
-        frame.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: frame.count)
-        decodedStart += frame.count
+        frame = UnsafeMutableBufferPointer(start: decoded.baseAddress! + decodedStart, count: frameSampleCount)
+        decodedStart += frameSampleCount
         playoutCounters.ticks += 1
         if concealed {
             playoutCounters.concealedTicks += 1
