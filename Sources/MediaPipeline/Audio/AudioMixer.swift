@@ -102,11 +102,13 @@ public final class AudioMixer {
                 }
                 guard start != 0 || end != 0 else { continue }
                 let samples = input.samples
+                // Int16 to Float through Int: the generic conversion from Int16 is a call per
+                // sample, which keeps these loops from being vectorised.
                 if start == end {
                     if first {
-                        for i in 0..<count { sum[i] = Float(samples[i]) * end }
+                        for i in 0..<count { sum[i] = Float(Int(samples[i])) * end }
                     } else {
-                        for i in 0..<count { sum[i] += Float(samples[i]) * end }
+                        for i in 0..<count { sum[i] += Float(Int(samples[i])) * end }
                     }
                 } else {
                     if first { sum.update(repeating: 0) }
@@ -115,7 +117,7 @@ public final class AudioMixer {
                     var i = 0
                     while i < count {
                         g += step
-                        for c in 0..<channels { sum[i + c] += Float(samples[i + c]) * g }
+                        for c in 0..<channels { sum[i + c] += Float(Int(samples[i + c])) * g }
                         i += channels
                     }
                 }
