@@ -4,8 +4,12 @@ import MediaPipeline
 /// channel replay pre-encoded sample media (their Opus packets and VP8 frames restamped with
 /// session time, packetized as RTP) straight into a ``LocalHub``; one local engine
 /// subscribes to all of them, decodes and mixes their audio every 10 ms and decodes and renders
-/// their video into a canvas each. What it costs to run is what one subscriber costs: the
-/// session capacity of `pipebench bench` and the benchmarks' subscriber tick are measured on it.
+/// their video into a canvas each. Each tick's packets are made by the broadcasters
+/// (``stageSenders()``, the work of remote machines) and then sent, received, decoded, mixed
+/// and rendered (``runSubscriber()``): what that costs is what one subscriber costs, with the
+/// hub's forwarding standing for its network's delivery. The session capacity of
+/// `pipebench bench` times ``runSubscriber()`` alone; the benchmarks' subscriber tick times
+/// both (``advance()``).
 ///
 /// With `dualStream`, each broadcaster sends as a publisher in dual stream mode does: its
 /// high video as the high layer and the sample's low layer (``SampleMedia/lowVP8Frames()``)
@@ -34,6 +38,11 @@ public final class SubscriberLoad {
     /// The subscribing engine's channel.
     public let channel: MediaChannel
     private var playout: [Int16]
+    /// The packets the broadcasters send in this tick, in order, with their streams: staged by
+    /// ``stageSenders()``, sent through the hub by ``runSubscriber()``. Reused every tick.
+    private var outbox: [(RTPPacket, MediaStreamID)] = []
+    /// Whether the staged tick has video (set by ``stageSenders()``).
+    private var stagedVideo: Bool?
     private var tick = 0
     private var nextVideoMicroseconds: Int64 = 0
     private var videoIndex = 0
@@ -61,17 +70,17 @@ public final class SubscriberLoad {
                     codec: .vp8, ssrc: 0x8000_0000 | (uid * 2 + 1), payloadType: RTPPayloadType.vp8)
             }
         }
-        /// Sends an Opus packet, or a video frame as the high layer.
-        func send(_ frame: EncodedFrame, through hub: LocalHub) {
+        /// Packetizes an Opus packet, or a video frame as the high layer, into `outbox`.
+        func stage(_ frame: EncodedFrame, into outbox: inout [(RTPPacket, MediaStreamID)]) {
             if frame.codec == .opus {
-                try? audio.packetize(frame) { hub.send($0, stream: audioStream) }
+                try? audio.packetize(frame) { outbox.append(($0, audioStream)) }
             } else {
-                try? video.packetize(frame) { hub.send($0, stream: videoStream) }
+                try? video.packetize(frame) { outbox.append(($0, videoStream)) }
             }
         }
-        /// Sends a video frame as the low layer.
-        func sendLow(_ frame: EncodedFrame, through hub: LocalHub) {
-            try? lowVideo?.packetize(frame) { hub.send($0, stream: lowVideoStream) }
+        /// Packetizes a video frame as the low layer into `outbox`.
+        func stageLow(_ frame: EncodedFrame, into outbox: inout [(RTPPacket, MediaStreamID)]) {
+            try? lowVideo?.packetize(frame) { outbox.append(($0, lowVideoStream)) }
         }
         func transportUserJoined(channelId: String, uid: UInt32, media: PublishedMedia) {}
         func transportUserOffline(channelId: String, uid: UInt32, reason: UserOfflineReason) {}
@@ -120,6 +129,7 @@ public final class SubscriberLoad {
         }
         self.canvases = canvases
         playout = [Int16](repeating: 0, count: engine.playoutFrameSampleCount)
+        outbox.reserveCapacity(users * 16)
     }
 
     deinit {
@@ -134,31 +144,58 @@ public final class SubscriberLoad {
     /// video frame when one is due (15 fps), delivered through the hub (with dual stream, also
     /// the low-layer frame of the same picture when it has one: every other video frame); then
     /// 10 ms of playout is decoded and mixed, and when video came, it is decoded and rendered.
-    /// Returns whether video was rendered in this tick.
+    /// ``stageSenders()`` then ``runSubscriber()``. Returns whether video was rendered in this
+    /// tick.
     /// - Complexity: allocates nothing in steady state.
     @discardableResult
     public func advance() -> Bool {
+        stageSenders()
+        return runSubscriber()
+    }
+
+    /// The broadcasters' part of the next tick: their packets of this tick made (packetized as
+    /// remote engines would, on their own machines), not sent yet. What the subscriber costs is
+    /// ``runSubscriber()`` alone.
+    /// - Precondition: the last staged tick has been run.
+    /// - Complexity: allocates nothing in steady state.
+    public func stageSenders() {
+        precondition(stagedVideo == nil, "a tick is staged and not run")
+        outbox.removeAll(keepingCapacity: true)
         let now = clock.nowMicroseconds
         if tick % 2 == 0 {
             for (index, sender) in senders.enumerated() {
                 // Users start at different points of the speech, so their packets differ.
                 let packet = media.opusPackets[(tick / 2 + index * 37) % media.opusPackets.count]
-                sender.send(packet.restamped(now), through: hub)
+                sender.stage(packet.restamped(now), into: &outbox)
             }
         }
         let videoDue = now >= nextVideoMicroseconds
         if videoDue {
             let picture = videoIndex % media.vp8Frames.count
             let frame = media.vp8Frames[picture].restamped(now)
-            for sender in senders { sender.send(frame, through: hub) }
+            for sender in senders { sender.stage(frame, into: &outbox) }
             // The low frame of the same picture after the high one, as a dual stream publisher sends them.
             if dualStream, picture % media.lowLayerPictureStep == 0 {
                 let low = lowFrames[(picture / media.lowLayerPictureStep) % lowFrames.count].restamped(now)
-                for sender in senders { sender.sendLow(low, through: hub) }
+                for sender in senders { sender.stageLow(low, into: &outbox) }
             }
             videoIndex += 1
             nextVideoMicroseconds += Int64(1_000_000 / media.videoFrameRate)
         }
+        stagedVideo = videoDue
+    }
+
+    /// The subscriber's part of the staged tick: the broadcasters' packets sent through the hub
+    /// (which forwards them to the subscribing engine), 10 ms of playout decoded and mixed, and
+    /// when video came, video decoded and rendered; then the clock moves on by 10 ms. Returns
+    /// whether video was rendered.
+    /// - Precondition: a tick has been staged (``stageSenders()``).
+    /// - Complexity: allocates nothing in steady state.
+    @discardableResult
+    public func runSubscriber() -> Bool {
+        guard let videoDue = stagedVideo else { preconditionFailure("no tick is staged") }
+        stagedVideo = nil
+        for (packet, stream) in outbox { hub.send(packet, stream: stream) }
         playout.withUnsafeMutableBufferPointer { engine.pullPlayout(into: $0) }
         if videoDue { engine.renderVideo() }
         clock.advance(byMicroseconds: 10_000)
