@@ -215,9 +215,16 @@ extension ControlPlane {
     /// Reports DECODING: after a freeze for NETWORK_RECOVERY, otherwise for the reason the
     /// stream (re)started.
     mutating func reportDecoding(_ c: Int, _ u: Int, _ kind: MediaKind) {
-        let tracker = channels[c].users[u].trackers[kind]
+        // Read in place: through the arrays' getters this read, made for every stream every
+        // tick, copied the whole user (retaining all it holds).
+        let tracker = Self.tracker(of: &channels[c].users[u], kind)
         guard tracker.state != .decoding else { return }
         report(c, u, kind, .decoding, tracker.state == .frozen ? .networkRecovery : tracker.resumeReason)
+    }
+
+    /// `user`'s tracker of `kind`, read through an in-place (inout) access.
+    private static func tracker(of user: inout RemoteUser, _ kind: MediaKind) -> RemoteStreamTracker {
+        user.trackers[kind]
     }
 
     /// Media of `kind` arrived from user `u`: STARTING if stopped, and SUBSCRIBED.
