@@ -235,6 +235,87 @@ struct AudioReceiverTests {
         #expect(receiver.counters.packetsDecoded == 20)
     }
 
+    @Test(
+        "packets of every duration, 2.5 ms to 120 ms, arriving in bursts: every one decodes (the decoded samples keep room)"
+    )
+    func everyPacketDuration() throws {
+        // Runs of one duration each, in an order that puts 5 ms packets, whose stretching leaves
+        // samples over, right before 120 ms ones; 120 ms packets are two 60 ms frames (code 2).
+        let runs: [(durationMicroseconds: Int, count: Int)] = [
+            (20_000, 50), (5_000, 40), (120_000, 4), (2_500, 40), (60_000, 4), (5_000, 24), (120_000, 6),
+            (10_000, 20), (40_000, 5), (5_000, 16), (120_000, 5),
+        ]
+        let pcm = testTone(samplesPerChannel: 48 * 4_000)
+        var stream: [EncodedFrame] = []
+        var media = 0  // microseconds
+        for run in runs {
+            var configuration = OpusEncoderConfiguration()
+            configuration.frameDurationMicroseconds = min(run.durationMicroseconds, 60_000)
+            let encoder = try OpusEncoder(configuration: configuration)
+            let frameSamples = configuration.samplesPerFrame * 2
+            func encodeNext() throws -> EncodedFrame {
+                let start = media / 1_000 * 48 * 2
+                let samples = Array(pcm[start..<(start + frameSamples)])
+                media += configuration.frameDurationMicroseconds
+                return try encoder.encode(
+                    AudioFrame(samples: samples, sampleRate: 48000, channelCount: 2, timestampSamples: 0))
+            }
+            for _ in 0..<run.count {
+                let timestamp = Int64(media)
+                if run.durationMicroseconds == 120_000 {
+                    let (first, second) = (try encodeNext(), try encodeNext())
+                    stream.append(
+                        EncodedFrame(
+                            bytes: Self.twoFramePacket(first.bytes, second.bytes), codec: .opus, isKeyframe: true,
+                            timestampMicroseconds: timestamp, durationMicroseconds: 120_000))
+                } else {
+                    stream.append(try encodeNext().restamped(timestamp))
+                }
+            }
+        }
+        #expect(media == 3_940_000)
+        // Each packet is sent when its audio ends; some are held back up to 90 ms and come in bursts.
+        var random = SplitMix64(seed: 23)
+        let arrivals: [Int64?] = stream.map { frame in
+            let duration =
+                Int64(try! OpusDecoder.samplesPerChannel(inPacket: frame.bytes, sampleRate: 48000)) * 1000 / 48
+            let held = Int64.random(in: 0...3, using: &random) == 0 ? Int64.random(in: 0...90_000, using: &random) : 0
+            return frame.timestampMicroseconds + duration + held
+        }
+        let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
+        var failures: [String] = []
+        let order = stream.indices.sorted { arrivals[$0]! < arrivals[$1]! }
+        var next = 0
+        for tick in 0..<420 {
+            let now = Int64(tick) * 10_000
+            while next < order.count, arrivals[order[next]]! <= now {
+                receiver.enqueue(stream[order[next]], arrival: arrivals[order[next]]!)
+                next += 1
+            }
+            _ = receiver.produce(now: now, concealUpToMicroseconds: 100_000)
+            if receiver.failed, failures.count < 3 { failures.append("tick \(tick): \(receiver.failure ?? "?")") }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+        // Every packet was played but those that came after their time was concealed.
+        #expect(receiver.counters.packetsDecoded == Int64(stream.count) - Int64(receiver.latePackets))
+        #expect(receiver.latePackets < 5, "\(receiver.latePackets) late")
+        #expect(receiver.counters.accelerations + receiver.counters.expansions > 0, "the bursts were stretched")
+    }
+
+    /// An Opus packet of two frames of different sizes (RFC 6716 3.2.3, code 2) from two
+    /// single-frame packets of one configuration.
+    private static func twoFramePacket(_ first: [UInt8], _ second: [UInt8]) -> [UInt8] {
+        let length = first.count - 1
+        var packet: [UInt8] = [(first[0] & 0xFC) | 2]
+        if length < 252 {
+            packet.append(UInt8(length))
+        } else {
+            let low = 252 + length % 4
+            packet += [UInt8(low), UInt8((length - low) / 4)]
+        }
+        return packet + first.dropFirst() + second.dropFirst()
+    }
+
     @Test("shortening and lengthening by a pitch period keep a tone continuous")
     func timeStretch() {
         // A 200 Hz tone (period 240 frames at 48 kHz), stereo, 60 ms.

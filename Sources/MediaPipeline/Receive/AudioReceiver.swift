@@ -346,13 +346,17 @@ final class AudioReceiver: @unchecked Sendable {
     private let channelCount: Int
     /// Decoded samples, interleaved, allocated once (200 ms): those from `decodedStart` to
     /// `decodedEnd` not handed out yet, the 10 ms just handed out (``frame``) before them.
-    /// What is left moves to the front only when less than ``decodedReserve`` follows it, so a
-    /// stream of 20 ms packets is decoded and played in place, never moved.
+    /// What is left moves to the front only when less than ``decodedReserve`` lies from
+    /// `decodedStart` to the end, so a stream of 20 ms packets is mostly decoded and played in
+    /// place (after a stretch, whose period is not a multiple of 10 ms, what is left moves
+    /// every few ticks).
     private let decoded: UnsafeMutableBufferPointer<Int16>
     private var decodedStart = 0
     private var decodedEnd = 0
-    /// Room kept after the decoded samples at the start of a tick: the longest packet (120 ms)
-    /// and a stretch's period, with margin (140 ms).
+    /// Room a tick may write into from `decodedStart`: decoding stops once 30 ms are buffered
+    /// (the stretcher's window; 10 ms for playout alone), and the packet that gets it there may
+    /// be the longest, 120 ms (150 ms in all). A stretch's period needs none: lengthening is
+    /// refused without room, so the buffer is compacted first (``compactDecoded()``).
     private let decodedReserve: Int
     /// Samples in one 10 ms frame (all channels).
     private let frameSampleCount: Int
@@ -400,7 +404,7 @@ final class AudioReceiver: @unchecked Sendable {
         decoder = try codecs.makeAudioDecoder(sampleRate, channelCount)
         decoded = .allocate(capacity: sampleRate * 200 / 1000 * channelCount)
         decoded.initialize(repeating: 0)
-        decodedReserve = sampleRate * 140 / 1000 * channelCount
+        decodedReserve = sampleRate * 150 / 1000 * channelCount
         frameSampleCount = sampleRate / 100 * channelCount
         silence = .allocate(capacity: frameSampleCount)
         silence.initialize(repeating: 0)
@@ -560,14 +564,11 @@ final class AudioReceiver: @unchecked Sendable {
         frame = silence
         roundNow = now
         let needed = frameSampleCount / channelCount
-        // Make room when little is left after what is buffered (one memmove, the ranges may
-        // overlap), then decode until a whole 10 ms is there.
-        let left = decodedEnd - decodedStart
-        if left == 0 {
+        // Make room when a tick's decoding might not fit, then decode until a whole 10 ms is there.
+        if decodedEnd == decodedStart {
             (decodedStart, decodedEnd) = (0, 0)
-        } else if decodedStart > 0, decoded.count - decodedEnd < decodedReserve {
-            decoded.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: left)
-            (decodedStart, decodedEnd) = (0, left)
+        } else if decoded.count - decodedStart < decodedReserve {
+            compactDecoded()
         }
         var concealed = false
         var comfortNoise = false
@@ -623,6 +624,15 @@ final class AudioReceiver: @unchecked Sendable {
         }
         if comfortNoise && !concealed { playoutCounters.comfortNoiseTicks += 1 }
         return concealed ? .concealed : comfortNoise ? .comfortNoise : .audio
+    }
+
+    /// Moves the decoded samples not handed out yet to the front of the buffer (one memmove,
+    /// the ranges may overlap).
+    private func compactDecoded() {
+        guard decodedStart > 0 else { return }
+        let left = decodedEnd - decodedStart
+        if left > 0 { decoded.baseAddress!.update(from: decoded.baseAddress! + decodedStart, count: left) }
+        (decodedStart, decodedEnd) = (0, left)
     }
 
     private enum StepResult { case decoded, starved, stopped }
@@ -745,6 +755,9 @@ final class AudioReceiver: @unchecked Sendable {
                 playoutCounters.accelerations += 1
             }
         } else {
+            // A period inserted needs room after the buffered samples (rare: the delay fell
+            // below the target).
+            compactDecoded()
             let added = TimeStretcher.lengthen(
                 decoded, start: decodedStart / channelCount, frames: bufferedFrames, channels: channelCount,
                 sampleRate: sampleRate, minimumCorrelation: correlation)
