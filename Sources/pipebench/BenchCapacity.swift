@@ -126,29 +126,34 @@ enum CapacityTarget: String, CaseIterable, ExpressibleByArgument {
 extension BenchCapacity {
     /// One interleaved trial: the engine's session and the C reference's, both of `users` on
     /// `threads` and warmed up in this process, advanced by turns in slices of `sliceTicks`
-    /// ticks (engine, C, C, engine, engine, C, ...: each goes first as often as second) until
-    /// each has run ``seconds``; each one's real-time factor from its own slices' wall time.
+    /// ticks (engine, C, C, engine, engine, C, ...: an even number of slices each, so each goes
+    /// first as often as second) until each has run at least ``seconds``; each one's real-time
+    /// factor from its own slices' wall time (the engine's: ``subscriberSeconds(_:ticks:)``).
     /// A host whose speed drifts slows both alike, slice by slice, where trials a few seconds
     /// apart differ by ±10 % on a shared host.
     /// - Throws: ``SubscriberLoad/LayerMismatch`` when a user of the engine was not decoding or
-    ///   not shown from the high layer at the end; the C reference's decode failures.
+    ///   not shown from the high layer at the end; ``MediaError/Code/codecFailure`` when the C
+    ///   reference failed a decode or missed a packet or picture it was due.
     func interleavedRealtimeFactors(
         users: Int, threads: Int, sliceTicks: Int = 20
     ) throws -> (engine: Double, reference: Double) {
         let load = try warmedUpLoad(users: users, threads: threads, layer: .high)
         let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
         for _ in 0..<100 { try session.advance() }
-        let slices = max(2, Int((seconds * 100 / Double(sliceTicks)).rounded()))
+        let before = session.decodedSoFar
+        var slices = max(2, Int((seconds * 100 / Double(sliceTicks)).rounded(.up)))
+        slices += slices % 2
         var (engineSeconds, referenceSeconds) = (0.0, 0.0)
+        var referenceVideoTicks = 0
         for slice in 0..<(slices * 2) {
             if slice % 4 == 0 || slice % 4 == 3 {
                 engineSeconds += Self.subscriberSeconds(load, ticks: sliceTicks)
             } else {
-                let (_, elapsed) = try measure { for _ in 0..<sliceTicks { try session.advance() } }
-                referenceSeconds += elapsed
+                referenceSeconds += try session.advance(ticks: sliceTicks, videoTicks: &referenceVideoTicks)
             }
         }
         try load.checkEveryUserShows(.high)
+        try session.checkDecoded(ticks: slices * sliceTicks, videoTicks: referenceVideoTicks, since: before)
         let sessionSeconds = Double(slices * sliceTicks) / 100
         return (sessionSeconds / engineSeconds, sessionSeconds / referenceSeconds)
     }

@@ -68,6 +68,39 @@ final class CapacityReferenceSession {
         return result == 1
     }
 
+    /// Advances the session by `ticks` ticks, adding those that decoded video to `videoTicks`;
+    /// returns the wall seconds they took.
+    func advance(ticks: Int, videoTicks: inout Int) throws -> Double {
+        var video = 0
+        let (_, elapsed) = try measure {
+            for _ in 0..<ticks {
+                if try advance() { video += 1 }
+            }
+        }
+        videoTicks += video
+        return elapsed
+    }
+
+    /// Audio packets and pictures decoded so far (for ``checkDecoded(ticks:videoTicks:since:)``).
+    var decodedSoFar: (packets: Int, pictures: Int) { (audioPacketsDecoded, picturesRendered) }
+
+    /// Throws unless every user is decoding and, since `before`, `ticks` ticks (starting on an
+    /// even one) of which `videoTicks` had video decoded every packet and picture they were due.
+    /// - Throws: ``MediaError/Code/codecFailure`` naming what was missing.
+    func checkDecoded(ticks: Int, videoTicks: Int, since before: (packets: Int, pictures: Int)) throws {
+        guard usersDecoding == users else {
+            throw MediaError(.codecFailure, "C reference: only \(usersDecoding) of \(users) users are decoding")
+        }
+        let packets = audioPacketsDecoded - before.packets
+        let pictures = picturesRendered - before.pictures
+        guard packets == users * ((ticks + 1) / 2), pictures == users * videoTicks else {
+            throw MediaError(
+                .codecFailure,
+                "C reference: \(packets) packets and \(pictures) pictures decoded in \(ticks) ticks of \(users) users, "
+                    + "not \(users * ((ticks + 1) / 2)) and \(users * videoTicks)")
+        }
+    }
+
     /// Users that decoded audio and rendered video and never failed a decode.
     var usersDecoding: Int { Int(mp_capacity_reference_users_decoding(session)) }
     /// Opus packets decoded so far, all users together.
@@ -83,26 +116,11 @@ extension BenchCapacity {
     func referenceRealtimeFactor(users: Int, threads: Int) throws -> Double {
         let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
         for _ in 0..<100 { try session.advance() }  // decoders warmed, first keyframe decoded
-        let (packetsBefore, picturesBefore) = (session.audioPacketsDecoded, session.picturesRendered)
+        let before = session.decodedSoFar
         let ticks = Int((seconds * 100).rounded())
         var videoTicks = 0
-        let (_, elapsed) = try measure {
-            for _ in 0..<ticks {
-                if try session.advance() { videoTicks += 1 }
-            }
-        }
-        guard session.usersDecoding == users else {
-            throw MediaError(
-                .codecFailure, "C reference: only \(session.usersDecoding) of \(users) users are decoding")
-        }
-        let packets = session.audioPacketsDecoded - packetsBefore
-        let pictures = session.picturesRendered - picturesBefore
-        guard packets == users * ((ticks + 1) / 2), pictures == users * videoTicks else {
-            throw MediaError(
-                .codecFailure,
-                "C reference: \(packets) packets and \(pictures) pictures decoded in \(ticks) ticks of \(users) users, "
-                    + "not \(users * ((ticks + 1) / 2)) and \(users * videoTicks)")
-        }
+        let elapsed = try session.advance(ticks: ticks, videoTicks: &videoTicks)
+        try session.checkDecoded(ticks: ticks, videoTicks: videoTicks, since: before)
         return Double(ticks) / 100 / elapsed
     }
 }
