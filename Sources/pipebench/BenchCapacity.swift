@@ -138,8 +138,7 @@ extension BenchCapacity {
         users: Int, threads: Int, sliceTicks: Int = 20
     ) throws -> (engine: Double, reference: Double) {
         let load = try warmedUpLoad(users: users, threads: threads, layer: .high)
-        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
-        for _ in 0..<100 { try session.advance() }
+        let session = try warmedUpReference(users: users, threads: threads)
         let before = session.decodedSoFar
         var slices = max(2, Int((seconds * 100 / Double(sliceTicks)).rounded(.up)))
         slices += slices % 2
@@ -149,7 +148,9 @@ extension BenchCapacity {
             if slice % 4 == 0 || slice % 4 == 3 {
                 engineSeconds += Self.subscriberSeconds(load, ticks: sliceTicks)
             } else {
-                referenceSeconds += try session.advance(ticks: sliceTicks, videoTicks: &referenceVideoTicks)
+                let (seconds, videoTicks) = try session.advance(ticks: sliceTicks)
+                referenceSeconds += seconds
+                referenceVideoTicks += videoTicks
             }
         }
         try load.checkEveryUserShows(.high)

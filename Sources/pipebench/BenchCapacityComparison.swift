@@ -173,19 +173,16 @@ struct CapacityComparison {
         _ target: CapacityTarget, threads: Int, users: Int?, interleaved: Bool = false, search: BenchCapacity
     ) throws {
         let before = Double(peakResidentKilobytes()) / 1024
-        var found: (users: Int, trials: [CapacityTrialResult])
-        if let users, interleaved {
-            let factors = try search.interleavedRealtimeFactors(users: users, threads: threads)
-            found = (
-                users,
-                [
-                    CapacityTrialResult(
-                        users: users, realtimeFactor: factors.engine, referenceRealtimeFactor: factors.reference)
-                ]
-            )
-        } else if let users {
-            let factor = try search.realtimeFactor(users: users, threads: threads, target: target)
-            found = (users, [CapacityTrialResult(users: users, realtimeFactor: factor)])
+        let found: (users: Int, trials: [CapacityTrialResult])
+        if let users {
+            var trial = CapacityTrialResult(users: users, realtimeFactor: 0)
+            if interleaved {
+                (trial.realtimeFactor, trial.referenceRealtimeFactor) =
+                    try search.interleavedRealtimeFactors(users: users, threads: threads)
+            } else {
+                trial.realtimeFactor = try search.realtimeFactor(users: users, threads: threads, target: target)
+            }
+            found = (users, [trial])
         } else {
             let searched = try search.capacity(
                 threads: threads, label: "\(target.label), \(threadsLabel(threads))", target: target)

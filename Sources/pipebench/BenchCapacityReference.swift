@@ -68,17 +68,17 @@ final class CapacityReferenceSession {
         return result == 1
     }
 
-    /// Advances the session by `ticks` ticks, adding those that decoded video to `videoTicks`;
-    /// returns the wall seconds they took.
-    func advance(ticks: Int, videoTicks: inout Int) throws -> Double {
-        var video = 0
-        let (_, elapsed) = try measure {
+    /// Advances the session by `ticks` ticks; returns the wall seconds they took and how many
+    /// of them decoded video.
+    func advance(ticks: Int) throws -> (seconds: Double, videoTicks: Int) {
+        let (videoTicks, seconds) = try measure {
+            var videoTicks = 0
             for _ in 0..<ticks {
-                if try advance() { video += 1 }
+                if try advance() { videoTicks += 1 }
             }
+            return videoTicks
         }
-        videoTicks += video
-        return elapsed
+        return (seconds, videoTicks)
     }
 
     /// Audio packets and pictures decoded so far (for ``checkDecoded(ticks:videoTicks:since:)``).
@@ -114,13 +114,19 @@ extension BenchCapacity {
     /// warm-up, then ``seconds`` timed; session seconds per wall-clock second. Checks that every
     /// user decoded, and that the timed ticks decoded every packet and frame they were due.
     func referenceRealtimeFactor(users: Int, threads: Int) throws -> Double {
-        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
-        for _ in 0..<100 { try session.advance() }  // decoders warmed, first keyframe decoded
+        let session = try warmedUpReference(users: users, threads: threads)
         let before = session.decodedSoFar
         let ticks = Int((seconds * 100).rounded())
-        var videoTicks = 0
-        let elapsed = try session.advance(ticks: ticks, videoTicks: &videoTicks)
+        let (elapsed, videoTicks) = try session.advance(ticks: ticks)
         try session.checkDecoded(ticks: ticks, videoTicks: videoTicks, since: before)
         return Double(ticks) / 100 / elapsed
+    }
+
+    /// A C reference session of `users` on `threads`, advanced one second: decoders warmed,
+    /// first keyframe decoded (as ``warmedUpLoad(users:threads:layer:)`` warms the engine's).
+    func warmedUpReference(users: Int, threads: Int) throws -> CapacityReferenceSession {
+        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
+        for _ in 0..<100 { try session.advance() }
+        return session
     }
 }

@@ -276,7 +276,7 @@ struct AudioReceiverTests {
         #expect(media == 3_940_000)
         // Each packet is sent when its audio ends; some are held back up to 90 ms and come in bursts.
         var random = SplitMix64(seed: 23)
-        let arrivals: [Int64?] = stream.map { frame in
+        let arrivals: [Int64] = stream.map { frame in
             let duration =
                 Int64(try! OpusDecoder.samplesPerChannel(inPacket: frame.bytes, sampleRate: 48000)) * 1000 / 48
             let held = Int64.random(in: 0...3, using: &random) == 0 ? Int64.random(in: 0...90_000, using: &random) : 0
@@ -284,12 +284,12 @@ struct AudioReceiverTests {
         }
         let receiver = try AudioReceiver(sampleRate: 48000, channelCount: 2)
         var failures: [String] = []
-        let order = stream.indices.sorted { arrivals[$0]! < arrivals[$1]! }
+        let order = stream.indices.sorted { arrivals[$0] < arrivals[$1] }
         var next = 0
         for tick in 0..<420 {
             let now = Int64(tick) * 10_000
-            while next < order.count, arrivals[order[next]]! <= now {
-                receiver.enqueue(stream[order[next]], arrival: arrivals[order[next]]!)
+            while next < order.count, arrivals[order[next]] <= now {
+                receiver.enqueue(stream[order[next]], arrival: arrivals[order[next]])
                 next += 1
             }
             _ = receiver.produce(now: now, concealUpToMicroseconds: 100_000)

@@ -565,11 +565,7 @@ final class AudioReceiver: @unchecked Sendable {
         roundNow = now
         let needed = frameSampleCount / channelCount
         // Make room when a tick's decoding might not fit, then decode until a whole 10 ms is there.
-        if decodedEnd == decodedStart {
-            (decodedStart, decodedEnd) = (0, 0)
-        } else if decoded.count - decodedStart < decodedReserve {
-            compactDecoded()
-        }
+        if decodedEnd == decodedStart || decoded.count - decodedStart < decodedReserve { compactDecoded() }
         var concealed = false
         var comfortNoise = false
         var starved = false
@@ -627,7 +623,7 @@ final class AudioReceiver: @unchecked Sendable {
     }
 
     /// Moves the decoded samples not handed out yet to the front of the buffer (one memmove,
-    /// the ranges may overlap).
+    /// the ranges may overlap; none when nothing is left).
     private func compactDecoded() {
         guard decodedStart > 0 else { return }
         let left = decodedEnd - decodedStart
