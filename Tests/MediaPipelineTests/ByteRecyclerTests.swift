@@ -49,4 +49,29 @@ struct ByteRecyclerTests {
         #expect(small == [1, 2, 3, 4])
         #expect(large == (0..<100).map { UInt8($0) })
     }
+
+    @Test("concatenated pieces: the bytes in order, in the slot's own storage once it is free again")
+    func concatenatesPieces() {
+        var recycler = ByteRecycler(slotCount: 1, capacity: 64)
+        let pieces: [[UInt8]] = [[1, 2, 3], [], [4, 5], Array(6...40)]
+        func concatenated() -> [UInt8] {
+            recycler.bytes(
+                count: 40,
+                concatenating: { append in
+                    for piece in pieces { piece.withUnsafeBytes { append($0) } }
+                })
+        }
+        let first = concatenated()
+        #expect(first == Array(1...40))
+        let firstAddress = address(first)
+        // Still held: the one slot cannot be reused, and the held array keeps its bytes.
+        let second = concatenated()
+        #expect(second == Array(1...40) && first == Array(1...40))
+        #expect(address(second) != firstAddress)
+        // Released: the slot's storage is reused in place.
+        let secondAddress = address(second)
+        _ = consume second
+        _ = consume first
+        #expect(address(concatenated()) == secondAddress)
+    }
 }

@@ -506,17 +506,16 @@ struct RTPFrameAssembler {
         var recycler = ByteRecycler.vacant
         swap(&recycler, &self.recycler)
         defer { swap(&recycler, &self.recycler) }
-        let bytes = recycler.bytes(count: total) { out in
-            var offset = 0
-            for sequence in sequences {
-                let index = slot(sequence)!
-                slots[index]!.withUnsafePayload { payload in
-                    let data = UnsafeRawBufferPointer(rebasing: payload[slotDataOffset[index]...])
-                    UnsafeMutableRawBufferPointer(rebasing: out[offset..<(offset + data.count)]).copyMemory(from: data)
-                    offset += data.count
+        let bytes = recycler.bytes(
+            count: total,
+            concatenating: { append in
+                for sequence in sequences {
+                    let index = slot(sequence)!
+                    slots[index]!.withUnsafePayload {
+                        append(UnsafeRawBufferPointer(rebasing: $0[slotDataOffset[index]...]))
+                    }
                 }
-            }
-        }
+            })
         let frame = EncodedFrame(
             bytes: bytes, codec: codec, isKeyframe: isKeyframe,
             timestampMicroseconds: microseconds(slotTimestamp[firstIndex]), durationMicroseconds: 0,

@@ -83,6 +83,19 @@ struct ByteRecycler: Sendable {
         return slots[index]
     }
 
+    /// An array of `count` bytes made of the pieces `pieces` passes, in order, to the append
+    /// function it is given: copied once, with no zero fill first (``bytes(count:fill:)`` writes
+    /// every byte twice). In recycled storage when the next slot is free.
+    /// - Precondition: the pieces add up to `count` bytes.
+    mutating func bytes(
+        count: Int, concatenating pieces: (_ append: (UnsafeRawBufferPointer) -> Void) -> Void
+    ) -> [UInt8] {
+        let index = takeSlot(for: count)
+        pieces { piece in slots[index].append(contentsOf: piece.assumingMemoryBound(to: UInt8.self)) }
+        precondition(slots[index].count == count, "pieces of \(slots[index].count) bytes, not \(count)")
+        return slots[index]
+    }
+
     /// Zeros copied from, a chunk at a time.
     private static let zeros = [UInt8](repeating: 0, count: 4096)
 
