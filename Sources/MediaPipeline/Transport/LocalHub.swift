@@ -98,12 +98,41 @@ public final class LocalHub: MediaTransport, Sendable {
         }
     }
 
+    /// How one packet is forwarded: not at all (its sender is gone or not a broadcaster), to
+    /// every receiver by reference, or through the layered publisher's forwarders.
+    private enum SendPath {
+        case none
+        case plain([Recipient], TransportEndpoint, hasLinks: Bool)
+        case layered
+    }
+
     private struct Room {
         var members: [UInt32: Member] = [:]
         var order: [UInt32] = []
         /// Members that receive media, in join order: a snapshot rebuilt whenever membership or
         /// a subscription changes, so sending takes it in one lock hold and never allocates.
         var receivers: [Recipient] = []
+
+        /// How `packet` of `stream` is forwarded, noting what a video packet says of its sender
+        /// (its layers' SSRCs, its last high packet). Reads and writes the sender in place: one
+        /// lookup, no copy of the member.
+        mutating func sendPath(_ packet: RTPPacket, stream: MediaStreamID, hasLinks: Bool) -> SendPath {
+            guard let index = members.index(forKey: stream.uid), members.values[index].isBroadcaster,
+                let endpoint = members.values[index].endpoint
+            else { return .none }
+            if stream.kind == .video {
+                let ssrc = packet.header.ssrc
+                if stream.layer == .high {
+                    if members.values[index].videoSSRC != ssrc { members.values[index].videoSSRC = ssrc }
+                    members.values[index].lastHighVideo = packet
+                } else if members.values[index].lowVideoSSRC != ssrc || !members.values[index].sendsLowVideo {
+                    members.values[index].lowVideoSSRC = ssrc
+                    members.values[index].sendsLowVideo = true
+                }
+                if stream.layer == .low || members.values[index].lowVideoSSRC != nil { return .layered }
+            }
+            return .plain(receivers, endpoint, hasLinks: hasLinks)
+        }
 
         mutating func rebuildReceivers() {
             receivers = order.compactMap { members[$0] }.filter(\.receivesMedia).map(Recipient.init)
@@ -291,30 +320,12 @@ public final class LocalHub: MediaTransport, Sendable {
     /// per subscriber once it sent a low layer; until then (and for audio) each packet goes to
     /// every subscriber by reference.
     public func send(_ packet: RTPPacket, stream: MediaStreamID) {
-        let (channelId, uid, layer) = (stream.channelId, stream.uid, stream.layer)
-        enum Path {
-            case none
-            case plain([Recipient], TransportEndpoint, hasLinks: Bool)
-            case layered
-        }
         // One lock hold: the room's receivers as they are now (subscriptions included).
-        let (path, hasHeld) = network.withLock { network -> (Path, Bool) in
+        let (path, hasHeld) = network.withLock { network -> (SendPath, Bool) in
             let hasHeld = !network.held.isEmpty
-            guard let sender = network.rooms[channelId]?.members[uid], sender.isBroadcaster,
-                let endpoint = sender.endpoint
-            else { return (.none, hasHeld) }
-            if stream.kind == .video {
-                let ssrc = packet.header.ssrc
-                if layer == .high && sender.videoSSRC != ssrc {
-                    network.rooms[channelId]!.members[uid]!.videoSSRC = ssrc
-                } else if layer == .low && (sender.lowVideoSSRC != ssrc || !sender.sendsLowVideo) {
-                    network.rooms[channelId]!.members[uid]!.lowVideoSSRC = ssrc
-                    network.rooms[channelId]!.members[uid]!.sendsLowVideo = true
-                }
-                if layer == .high { network.rooms[channelId]!.members[uid]!.lastHighVideo = packet }
-                if layer == .low || sender.lowVideoSSRC != nil { return (.layered, hasHeld) }
-            }
-            return (.plain(network.rooms[channelId]!.receivers, endpoint, hasLinks: !network.links.isEmpty), hasHeld)
+            guard let room = network.rooms.index(forKey: stream.channelId) else { return (.none, hasHeld) }
+            let path = network.rooms.values[room].sendPath(packet, stream: stream, hasLinks: !network.links.isEmpty)
+            return (path, hasHeld)
         }
         if hasHeld { deliverDue() }
         switch path {
@@ -323,7 +334,7 @@ public final class LocalHub: MediaTransport, Sendable {
         case .layered:
             sendLayered(packet, stream: stream)
         case .plain(let receivers, let senderEndpoint, let hasLinks):
-            let key = Member.streamKey(uid, stream.kind)
+            let key = Member.streamKey(stream.uid, stream.kind)
             var delivered: Int64 = 0
             for receiver in receivers {
                 guard let endpoint = receiver.endpoint, endpoint !== senderEndpoint,
