@@ -9,8 +9,7 @@ enum ReceivedPacketCopy {
         _ datagram: UnsafeRawBufferPointer, header: RTPHeader, enginePayloadType: UInt8, map: [UInt8],
         into storage: inout ByteRecycler
     ) -> RTPPacket {
-        let bytes = storage.bytes(count: datagram.count) { copy in
-            copy.copyMemory(from: datagram)
+        let bytes = storage.bytes(copying: datagram) { copy in
             copy[1] = copy[1] & 0x80 | enginePayloadType
             if enginePayloadType == RTPPayloadType.red, header.byteCount + header.paddingByteCount <= copy.count {
                 AudioRedundancy.mapBlockPayloadTypes(

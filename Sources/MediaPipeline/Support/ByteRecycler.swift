@@ -68,10 +68,15 @@ struct ByteRecycler: Sendable {
         return index
     }
 
-    /// An array holding a copy of `bytes`, in recycled storage when the next slot is free.
-    mutating func bytes(copying bytes: UnsafeRawBufferPointer) -> [UInt8] {
+    /// An array holding a copy of `bytes`, then changed in place by `patch` (a packet's header
+    /// fields rewritten), in recycled storage when the next slot is free: the bytes are written
+    /// once, where ``bytes(count:fill:)`` would zero them first.
+    mutating func bytes(
+        copying bytes: UnsafeRawBufferPointer, patch: (UnsafeMutableRawBufferPointer) -> Void = { _ in }
+    ) -> [UInt8] {
         let index = takeSlot(for: bytes.count)
-        slots[index].append(contentsOf: bytes)
+        slots[index].append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        slots[index].withUnsafeMutableBytes(patch)
         return slots[index]
     }
 

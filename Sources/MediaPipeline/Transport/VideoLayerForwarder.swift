@@ -171,8 +171,7 @@ struct VideoLayerForwarder: Sendable {
         header.ssrc = ssrc
         let places = Self.fieldPlaces(packet)
         let bytes = packet.bytes.withUnsafeBytes { source in
-            recycler.bytes(count: source.count) { out in
-                out.copyMemory(from: source)
+            recycler.bytes(copying: source) { out in
                 out.storeBytes(of: header.sequenceNumber.bigEndian, toByteOffset: 2, as: UInt16.self)
                 out.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
                 if let at = places.pictureId {
