@@ -47,8 +47,15 @@ public final class AudioMixer {
     /// Samples per channel per frame (10 ms).
     public let samplesPerChannel: Int
     private var sum: [Float]
-    private var gains: [StreamKey: (gain: Float, generation: UInt64)] = [:]
-    private var generation: UInt64 = 0
+    /// The last mix's sources in input order, each with the gain it reached: where the next
+    /// mix's ramps start. Sources absent from a mix are forgotten, so they fade in on return.
+    private var sources: [(key: StreamKey, gain: Float)] = []
+    /// This mix's, built while mixing and then swapped with ``sources`` (both keep their storage).
+    private var nextSources: [(key: StreamKey, gain: Float)] = []
+    /// Positions in ``sources`` by key, made only when a mix's inputs are not in the last mix's
+    /// order (a source came or went).
+    private var positions: [StreamKey: Int] = [:]
+    private var positionsValid = false
     private var limiter: PeakLimiter
 
     /// A mixer of 10 ms frames at `sampleRate` with `channelCount` channels.
@@ -76,13 +83,15 @@ public final class AudioMixer {
     func mix(_ inputs: ArraySlice<MixerInput>, into output: UnsafeMutableBufferPointer<Int16>) {
         let count = samplesPerChannel * channelCount
         precondition(output.count == count, "mixer output must hold one 10 ms frame")
-        generation &+= 1
-        if inputs.count == 1, let only = inputs.first, only.gain == 1, gains[only.key]?.gain == 1 {
+        nextSources.removeAll(keepingCapacity: true)
+        positionsValid = false
+        var cursor = 0  // where the next input is looked for first in the last mix's sources
+        defer { swap(&sources, &nextSources) }
+        if inputs.count == 1, let only = inputs.first, only.gain == 1, lastGain(of: only.key, &cursor) == 1 {
             // One source at unity gain: no ramp, no limiter, exactly the input.
             precondition(only.samples.count == count, "mixer input must hold one 10 ms frame")
             _ = output.initialize(fromContentsOf: only.samples)
-            gains[only.key] = (1, generation)
-            forgetAbsentSources(present: 1)
+            nextSources.append((only.key, 1))
             return
         }
         sum.withUnsafeMutableBufferPointer { sum in
@@ -92,14 +101,8 @@ public final class AudioMixer {
             for input in inputs {
                 precondition(input.samples.count == count, "mixer input must hold one 10 ms frame")
                 let end = max(0, min(4, input.gain))
-                let start: Float
-                if let index = gains.index(forKey: input.key) {
-                    start = gains.values[index].gain
-                    gains.values[index] = (end, generation)
-                } else {
-                    start = 0
-                    gains[input.key] = (end, generation)
-                }
+                let start = lastGain(of: input.key, &cursor) ?? 0
+                nextSources.append((input.key, end))
                 guard start != 0 || end != 0 else { continue }
                 let samples = input.samples
                 // Int16 to Float through Int: the generic conversion from Int16 is a call per
@@ -126,14 +129,27 @@ public final class AudioMixer {
             if first { sum.update(repeating: 0) }
             limiter.process(sum, channelCount: channels, into: output)
         }
-        forgetAbsentSources(present: inputs.count)
     }
 
-    /// Drops the remembered gain of sources missing from this mix, so they fade in on return.
-    private func forgetAbsentSources(present: Int) {
-        guard gains.count > present else { return }
-        let current = generation
-        gains = gains.filter { $0.value.generation == current }
+    /// The gain `key` reached in the last mix, nil if it was not in it. Inputs mostly come in the
+    /// last mix's order, so `cursor`, just past the last one found, is looked at first: no
+    /// hashing while the sources stay the same; a dictionary of positions otherwise.
+    private func lastGain(of key: StreamKey, _ cursor: inout Int) -> Float? {
+        if cursor < sources.count, sources[cursor].key == key {
+            cursor += 1
+            return sources[cursor - 1].gain
+        }
+        if !positionsValid {
+            positions.removeAll(keepingCapacity: true)
+            // The first of a key that came twice (a stream fading out beside its successor).
+            for (position, source) in sources.enumerated() where positions[source.key] == nil {
+                positions[source.key] = position
+            }
+            positionsValid = true
+        }
+        guard let position = positions[key] else { return nil }
+        cursor = position + 1
+        return sources[position].gain
     }
 
     /// The limiter's current gain (1 when idle), for tests and meters.
