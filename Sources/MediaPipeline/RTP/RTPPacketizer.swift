@@ -191,13 +191,22 @@ public struct RTPPacketizer {
             ssrc: ssrc)
         nextSequenceNumber &+= 1
         let descriptorBytes = descriptor?.byteCount ?? 0
-        let bytes = recycler.bytes(count: RTPHeader.fixedByteCount + descriptorBytes + data.count) { out in
-            header.write(into: out)
-            var offset = RTPHeader.fixedByteCount
+        let headBytes = RTPHeader.fixedByteCount + descriptorBytes
+        // The header and descriptor are written on the stack, then the packet is made of them and
+        // the data, each byte written once.
+        let bytes = withUnsafeTemporaryAllocation(byteCount: headBytes, alignment: 1) { head in
+            header.write(into: head)
             if let descriptor {
-                offset += descriptor.write(into: UnsafeMutableRawBufferPointer(rebasing: out[offset...]))
+                let written = descriptor.write(
+                    into: UnsafeMutableRawBufferPointer(rebasing: head[RTPHeader.fixedByteCount...]))
+                precondition(written == descriptorBytes, "descriptor wrote \(written) of \(descriptorBytes) bytes")
             }
-            UnsafeMutableRawBufferPointer(rebasing: out[offset...]).copyMemory(from: data)
+            return recycler.bytes(
+                count: headBytes + data.count,
+                concatenating: { append in
+                    append(UnsafeRawBufferPointer(head))
+                    append(data)
+                })
         }
         return RTPPacket(trusted: bytes, header: header)
     }
