@@ -94,4 +94,60 @@ struct AudioMixerTests {
         let back = mix(mixer, [(key, quiet, 1)])
         #expect(back.first! < 100 && back.last! == 1000)
     }
+
+    /// A frame of `value` in every sample.
+    private func constant(_ value: Int16) -> [Int16] { [Int16](repeating: value, count: frame) }
+
+    @Test("gains follow their streams, not their positions: reordered, removed from the middle, at gain 0, back again")
+    func gainsFollowStreams() throws {
+        let mixer = try AudioMixer()
+        let (a, b, c) = (
+            StreamKey(channelId: "m", uid: 1), StreamKey(channelId: "m", uid: 2), StreamKey(channelId: "n", uid: 1)
+        )
+        let (loud, middle, soft) = (constant(1000), constant(100), constant(10))
+        _ = mix(mixer, [(a, loud, 1), (b, middle, 1), (c, soft, 1)])  // fading in
+        #expect(mix(mixer, [(a, loud, 1), (b, middle, 1), (c, soft, 1)]).allSatisfy { $0 == 1110 })
+        #expect(mix(mixer, [(c, soft, 1), (a, loud, 1), (b, middle, 1)]).allSatisfy { $0 == 1110 })
+        #expect(mix(mixer, [(c, soft, 1), (a, loud, 1)]).allSatisfy { $0 == 1010 })
+        // Back after a frame away: it fades in, the others stay where they were.
+        let back = mix(mixer, [(c, soft, 1), (b, middle, 1), (a, loud, 1)])
+        #expect(back.first! >= 1010 && back.first! < 1012 && back.last! == 1110, "\(back.first!) \(back.last!)")
+        #expect(zip(back, back.dropFirst()).allSatisfy { $0 <= $1 })
+        // Different gains keep to their streams whatever the order.
+        let lowering = mix(mixer, [(a, loud, 1), (b, loud, 0.5)])  // b glides from 1 to 0.5
+        #expect(lowering.first! > 1990 && lowering.last! == 1500, "\(lowering.first!) \(lowering.last!)")
+        #expect(mix(mixer, [(b, loud, 0.5), (a, loud, 1)]).allSatisfy { $0 == 1500 })
+        // A stream held at gain 0 between two others adds nothing, and moves nothing.
+        _ = mix(mixer, [(a, loud, 1), (b, middle, 0), (c, soft, 1)])
+        #expect(mix(mixer, [(a, loud, 1), (b, middle, 0), (c, soft, 1)]).allSatisfy { $0 == 1010 })
+        #expect(mix(mixer, [(a, loud, 1), (b, middle, 0), (c, soft, 1)]).allSatisfy { $0 == 1010 })
+    }
+
+    @Test("a stream replaced under its key, its successor beside its fade-out in either order, carries on at its gain")
+    func replacedStreamCarriesOn() throws {
+        let key = StreamKey(channelId: "r", uid: 3)
+        let (old, successor) = (constant(1000), constant(100))
+        for successorFirst in [true, false] {
+            let mixer = try AudioMixer()
+            _ = mix(mixer, [(key, old, 1)])
+            #expect(mix(mixer, [(key, old, 1)]) == old)
+            let both: [(StreamKey, [Int16], Float)] = [(key, successor, 1), (key, old, 0)]
+            let handover = mix(mixer, successorFirst ? both : both.reversed())
+            #expect(
+                handover.first! > 1090 && handover.last! == 100,
+                "\(successorFirst): \(handover.first!) \(handover.last!)")
+            #expect(mix(mixer, [(key, successor, 1)]) == successor, "successor first: \(successorFirst)")
+        }
+    }
+
+    @Test("a ramp starts where the stream's gain was, after a frame in which its key came twice")
+    func rampStartsAtLastGain() throws {
+        let mixer = try AudioMixer()
+        let key = StreamKey(channelId: "g", uid: 9)
+        let samples = constant(1000)
+        _ = mix(mixer, [(key, samples, 0.5)])
+        _ = mix(mixer, [(key, samples, 0.8), (key, samples, 0)])
+        let rising = mix(mixer, [(key, samples, 1)])
+        #expect(rising.first! > 790 && rising.first! < 810 && rising.last! == 1000, "\(rising.first!) \(rising.last!)")
+    }
 }

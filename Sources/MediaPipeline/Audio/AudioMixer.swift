@@ -48,12 +48,14 @@ public final class AudioMixer {
     public let samplesPerChannel: Int
     private var sum: [Float]
     /// The last mix's sources in input order, each with the gain it reached: where the next
-    /// mix's ramps start. Sources absent from a mix are forgotten, so they fade in on return.
+    /// mix's ramps start. Sources absent from a mix, or that reached gain 0 in it, are
+    /// forgotten, so they fade in on return; a key given twice in one mix (a stream fading out
+    /// at gain 0 beside its successor) is thus remembered by its audible input, whatever the order.
     private var sources: [(key: StreamKey, gain: Float)] = []
     /// This mix's, built while mixing and then swapped with ``sources`` (both keep their storage).
     private var nextSources: [(key: StreamKey, gain: Float)] = []
-    /// Positions in ``sources`` by key, made only when a mix's inputs are not in the last mix's
-    /// order (a source came or went).
+    /// Positions in ``sources`` by key, made only when an input is not where the last mix's
+    /// order puts it (a source came, went, moved, or sits at gain 0).
     private var positions: [StreamKey: Int] = [:]
     private var positionsValid = false
     private var limiter: PeakLimiter
@@ -87,7 +89,8 @@ public final class AudioMixer {
         positionsValid = false
         var cursor = 0  // where the next input is looked for first in the last mix's sources
         defer { swap(&sources, &nextSources) }
-        if inputs.count == 1, let only = inputs.first, only.gain == 1, lastGain(of: only.key, &cursor) == 1 {
+        var probe = 0
+        if inputs.count == 1, let only = inputs.first, only.gain == 1, lastGain(of: only.key, &probe) == 1 {
             // One source at unity gain: no ramp, no limiter, exactly the input.
             precondition(only.samples.count == count, "mixer input must hold one 10 ms frame")
             _ = output.initialize(fromContentsOf: only.samples)
@@ -102,7 +105,7 @@ public final class AudioMixer {
                 precondition(input.samples.count == count, "mixer input must hold one 10 ms frame")
                 let end = max(0, min(4, input.gain))
                 let start = lastGain(of: input.key, &cursor) ?? 0
-                nextSources.append((input.key, end))
+                if end != 0 { nextSources.append((input.key, end)) }
                 guard start != 0 || end != 0 else { continue }
                 let samples = input.samples
                 // Int16 to Float through Int: the generic conversion from Int16 is a call per
@@ -141,10 +144,7 @@ public final class AudioMixer {
         }
         if !positionsValid {
             positions.removeAll(keepingCapacity: true)
-            // The first of a key that came twice (a stream fading out beside its successor).
-            for (position, source) in sources.enumerated() where positions[source.key] == nil {
-                positions[source.key] = position
-            }
+            for (position, source) in sources.enumerated() { positions[source.key] = position }
             positionsValid = true
         }
         guard let position = positions[key] else { return nil }
