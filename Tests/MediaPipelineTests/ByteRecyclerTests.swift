@@ -74,4 +74,15 @@ struct ByteRecyclerTests {
         _ = consume first
         #expect(address(concatenated()) == secondAddress)
     }
+
+    @Test("a copy patched in place: the patch is in the new array only, and a larger copy grows the slots")
+    func copiesAndPatches() {
+        var recycler = ByteRecycler(slotCount: 1, capacity: 8)
+        let first = [UInt8]([1, 2, 3, 4]).withUnsafeBytes { recycler.bytes(copying: $0) { $0[0] = 9 } }
+        #expect(first == [9, 2, 3, 4])
+        let second = [UInt8]([5, 6, 7, 8]).withUnsafeBytes { recycler.bytes(copying: $0) { $0[1] = 0 } }
+        #expect(second == [5, 0, 7, 8] && first == [9, 2, 3, 4])
+        let large = [UInt8](0..<40).withUnsafeBytes { recycler.bytes(copying: $0) { $0[39] = 255 } }
+        #expect(large == Array(0..<39) + [255] && second == [5, 0, 7, 8])
+    }
 }

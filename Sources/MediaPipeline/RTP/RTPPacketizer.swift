@@ -215,6 +215,8 @@ public struct RTPPacketizer {
 /// What the packetizer needs of a payload descriptor.
 protocol PayloadDescriptorWriting {
     var byteCount: Int { get }
+    /// Writes every one of the descriptor's ``byteCount`` bytes at the start of `bytes` (the
+    /// packetizer's buffer is not zeroed first); returns ``byteCount``.
     func write(into bytes: UnsafeMutableRawBufferPointer) -> Int
 }
 

@@ -75,7 +75,7 @@ struct ByteRecycler: Sendable {
         copying bytes: UnsafeRawBufferPointer, patch: (UnsafeMutableRawBufferPointer) -> Void = { _ in }
     ) -> [UInt8] {
         let index = takeSlot(for: bytes.count)
-        slots[index].append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        slots[index].append(contentsOf: bytes)
         slots[index].withUnsafeMutableBytes(patch)
         return slots[index]
     }
@@ -96,7 +96,7 @@ struct ByteRecycler: Sendable {
         count: Int, concatenating pieces: (_ append: (UnsafeRawBufferPointer) -> Void) -> Void
     ) -> [UInt8] {
         let index = takeSlot(for: count)
-        pieces { piece in slots[index].append(contentsOf: piece.assumingMemoryBound(to: UInt8.self)) }
+        pieces { piece in slots[index].append(contentsOf: piece) }
         precondition(slots[index].count == count, "pieces of \(slots[index].count) bytes, not \(count)")
         return slots[index]
     }
@@ -105,8 +105,7 @@ struct ByteRecycler: Sendable {
     private static let zeros = [UInt8](repeating: 0, count: 4096)
 
     /// Appends `count` zero bytes to `bytes` with block copies: an append of
-    /// `repeatElement(0, count:)` goes element by element (about a nanosecond a byte, the
-    /// packetizer's and frame assembler's largest cost).
+    /// `repeatElement(0, count:)` goes element by element (about a nanosecond a byte).
     private static func appendZeros(_ count: Int, to bytes: inout [UInt8]) {
         zeros.withUnsafeBufferPointer { zeros in
             var remaining = count

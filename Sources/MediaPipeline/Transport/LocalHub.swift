@@ -123,7 +123,7 @@ public final class LocalHub: MediaTransport, Sendable {
             if stream.kind == .video {
                 let ssrc = packet.header.ssrc
                 if stream.layer == .high {
-                    if members.values[index].videoSSRC != ssrc { members.values[index].videoSSRC = ssrc }
+                    members.values[index].videoSSRC = ssrc
                     members.values[index].lastHighVideo = packet
                 } else if members.values[index].lowVideoSSRC != ssrc || !members.values[index].sendsLowVideo {
                     members.values[index].lowVideoSSRC = ssrc
