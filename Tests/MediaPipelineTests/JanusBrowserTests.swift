@@ -571,12 +571,18 @@ struct JanusBrowserTests {
             c.pictures(in: "channel-1", uid: Self.browserUID).map { "\($0.width ?? 0)x\($0.height ?? 0)" }
         }
         // Janus relays the first keyframe of either encoding, before the low wish applies: a
-        // run of low pictures, then (after the switch C asked for) high ones.
+        // run of low pictures, then (after the switch C asked for) high ones; and C's statistics
+        // (every 2 s) say low, then high.
+        func statsShowSwitch() -> Bool {
+            let stats = c.events("remoteVideoStats", in: "channel-1", uid: Self.browserUID)
+            guard let low = stats.firstIndex(where: { $0.text.contains("rxStreamType: low") }) else { return false }
+            return stats[low...].contains { $0.text.contains("rxStreamType: high") }
+        }
         let switched = await c.waitFor(within: 40) { _ in
             let seen = sizes()
             guard let firstLow = seen.firstIndex(of: "320x180") else { return false }
             return seen[firstLow...].filter { $0 == "320x180" }.count >= 15
-                && seen[firstLow...].filter { $0 == "640x360" }.count >= 30
+                && seen[firstLow...].filter { $0 == "640x360" }.count >= 30 && statsShowSwitch()
         }
         let page = driver.page
         let encodings = ["video:h", "video:l"].map { rid in
