@@ -191,23 +191,16 @@ public struct RTPPacketizer {
             ssrc: ssrc)
         nextSequenceNumber &+= 1
         let descriptorBytes = descriptor?.byteCount ?? 0
-        let headBytes = RTPHeader.fixedByteCount + descriptorBytes
-        // The header and descriptor are written on the stack, then the packet is made of them and
-        // the data, each byte written once.
-        let bytes = withUnsafeTemporaryAllocation(byteCount: headBytes, alignment: 1) { head in
-            header.write(into: head)
-            if let descriptor {
-                let written = descriptor.write(
-                    into: UnsafeMutableRawBufferPointer(rebasing: head[RTPHeader.fixedByteCount...]))
-                precondition(written == descriptorBytes, "descriptor wrote \(written) of \(descriptorBytes) bytes")
-            }
-            return recycler.bytes(
-                count: headBytes + data.count,
-                concatenating: { append in
-                    append(UnsafeRawBufferPointer(head))
-                    append(data)
-                })
-        }
+        let bytes = recycler.bytes(
+            headCount: RTPHeader.fixedByteCount + descriptorBytes,
+            writeHead: { head in
+                header.write(into: head)
+                if let descriptor {
+                    let written = descriptor.write(
+                        into: UnsafeMutableRawBufferPointer(rebasing: head[RTPHeader.fixedByteCount...]))
+                    precondition(written == descriptorBytes, "descriptor wrote \(written) of \(descriptorBytes) bytes")
+                }
+            }, body: data)
         return RTPPacket(trusted: bytes, header: header)
     }
 }

@@ -39,10 +39,8 @@ enum ReceivedPacketCopy {
             sequenceNumber: UInt16(datagram[header.byteCount]) << 8 | UInt16(datagram[header.byteCount + 1]),
             timestamp: header.timestamp, ssrc: ssrc)
         let payload = UnsafeRawBufferPointer(rebasing: datagram[payloadStart..<payloadEnd])
-        let bytes = storage.bytes(count: RTPHeader.fixedByteCount + payload.count) { copy in
-            restored.write(into: copy)
-            UnsafeMutableRawBufferPointer(rebasing: copy[RTPHeader.fixedByteCount...]).copyMemory(from: payload)
-        }
+        let bytes = storage.bytes(
+            headCount: RTPHeader.fixedByteCount, writeHead: { restored.write(into: $0) }, body: payload)
         return RTPPacket(trusted: bytes, header: restored)
     }
 }

@@ -101,6 +101,23 @@ struct ByteRecycler: Sendable {
         return slots[index]
     }
 
+    /// An array of a head of `headCount` bytes, written by `writeHead` (on the stack: every one
+    /// of its bytes), followed by a copy of `body`: a packet's header and payload descriptor,
+    /// then its data, each byte written once. In recycled storage when the next slot is free.
+    mutating func bytes(
+        headCount: Int, writeHead: (UnsafeMutableRawBufferPointer) -> Void, body: UnsafeRawBufferPointer
+    ) -> [UInt8] {
+        withUnsafeTemporaryAllocation(byteCount: headCount, alignment: 1) { head in
+            writeHead(head)
+            return bytes(
+                count: headCount + body.count,
+                concatenating: { append in
+                    append(UnsafeRawBufferPointer(head))
+                    append(body)
+                })
+        }
+    }
+
     /// Zeros copied from, a chunk at a time.
     private static let zeros = [UInt8](repeating: 0, count: 4096)
 
