@@ -51,8 +51,10 @@ struct mp_capacity_reference {
     long long tick;
     long long now_microseconds;
     long long next_video_microseconds;
+    // Pictures due so far; every `video_picture_step`-th has a frame, the next of the frames.
     long long video_index;
     long long video_interval_microseconds;
+    int video_picture_step;
     // The mix: a 32-bit sum per sample, saturated to 16 bits.
     int32_t sum[TICK_FRAMES * CHANNELS];
     int16_t mix[TICK_FRAMES * CHANNELS];
@@ -73,6 +75,7 @@ struct mp_capacity_reference {
     // The packet and frame of the current round (set before the round, read by its jobs).
     long long audio_position;
     const uint8_t *video_frame;
+    int video_frame_number;
     size_t video_frame_size;
     // The first failure, guarded by `error_mutex`.
     pthread_mutex_t error_mutex;
@@ -209,8 +212,8 @@ static void reference_decode_video(mp_capacity_reference *reference, int index) 
                                               (unsigned int)reference->video_frame_size, NULL, 0);
     if (status != VPX_CODEC_OK) {
         user->failed = 1;
-        reference_fail(reference, "user %d: vpx_codec_decode of frame %lld failed: %s", index,
-                       reference->video_index % reference->vp8_count, vpx_codec_error(&user->vpx));
+        reference_fail(reference, "user %d: vpx_codec_decode of frame %d failed: %s", index,
+                       reference->video_frame_number, vpx_codec_error(&user->vpx));
         return;
     }
     vpx_codec_iter_t iterator = NULL;
@@ -218,8 +221,7 @@ static void reference_decode_video(mp_capacity_reference *reference, int index) 
     while ((image = vpx_codec_get_frame(&user->vpx, &iterator)) != NULL) last = image;
     if (last == NULL) {
         user->failed = 1;
-        reference_fail(reference, "user %d: VP8 frame %lld gave no picture", index,
-                       reference->video_index % reference->vp8_count);
+        reference_fail(reference, "user %d: VP8 frame %d gave no picture", index, reference->video_frame_number);
         return;
     }
     if (last->fmt != VPX_IMG_FMT_I420) {
@@ -266,13 +268,16 @@ static int copy_media(const uint8_t *bytes, const size_t *offsets, int count, ui
 mp_capacity_reference *mp_capacity_reference_create(int users, int threads, const uint8_t *opus_bytes,
                                                     const size_t *opus_offsets, int opus_count,
                                                     const uint8_t *vp8_bytes, const size_t *vp8_offsets,
-                                                    int vp8_count, int video_frames_per_second, int canvas_width,
-                                                    int canvas_height, char *error, size_t error_capacity) {
+                                                    int vp8_count, int video_frames_per_second,
+                                                    int video_picture_step, int canvas_width, int canvas_height,
+                                                    char *error, size_t error_capacity) {
     if (users < 1 || users > 4096 || threads < 1 || threads > 64 || opus_count < 1 || vp8_count < 1 ||
-        video_frames_per_second < 1 || canvas_width < 2 || canvas_height < 2) {
+        video_frames_per_second < 1 || video_picture_step < 1 || canvas_width < 2 || canvas_height < 2) {
         snprintf(error, error_capacity,
-                 "invalid reference session: %d users, %d threads, %d packets, %d frames, %d fps, canvas %dx%d",
-                 users, threads, opus_count, vp8_count, video_frames_per_second, canvas_width, canvas_height);
+                 "invalid reference session: %d users, %d threads, %d packets, %d frames, %d fps, picture step %d, "
+                 "canvas %dx%d",
+                 users, threads, opus_count, vp8_count, video_frames_per_second, video_picture_step, canvas_width,
+                 canvas_height);
         return NULL;
     }
     mp_capacity_reference *reference = calloc(1, sizeof *reference);
@@ -289,6 +294,7 @@ mp_capacity_reference *mp_capacity_reference_create(int users, int threads, cons
     reference->opus_count = opus_count;
     reference->vp8_count = vp8_count;
     reference->video_interval_microseconds = 1000000 / video_frames_per_second;
+    reference->video_picture_step = video_picture_step;
     if (copy_media(opus_bytes, opus_offsets, opus_count, &reference->opus_bytes, &reference->opus_offsets) != 0 ||
         copy_media(vp8_bytes, vp8_offsets, vp8_count, &reference->vp8_bytes, &reference->vp8_offsets) != 0) {
         snprintf(error, error_capacity, "out of memory for the media");
@@ -364,20 +370,24 @@ int mp_capacity_reference_advance(mp_capacity_reference *reference) {
     }
     // Every tick: this tick's 10 ms of every user, mixed on the calling thread.
     reference_mix(reference);
-    // When a video frame is due: every user decodes it and renders it, across the threads.
-    int video_due = now >= reference->next_video_microseconds;
-    if (video_due) {
-        int frame = (int)(reference->video_index % reference->vp8_count);
-        reference->video_frame = reference->vp8_bytes + reference->vp8_offsets[frame];
-        reference->video_frame_size = reference->vp8_offsets[frame + 1] - reference->vp8_offsets[frame];
-        reference_run(reference, reference_decode_video, reference->user_count);
-        if (reference->failed) return -1;
+    // When a picture with a frame is due: every user decodes it and renders it, across the threads.
+    int video_decoded = 0;
+    if (now >= reference->next_video_microseconds) {
+        if (reference->video_index % reference->video_picture_step == 0) {
+            int frame = (int)((reference->video_index / reference->video_picture_step) % reference->vp8_count);
+            reference->video_frame_number = frame;
+            reference->video_frame = reference->vp8_bytes + reference->vp8_offsets[frame];
+            reference->video_frame_size = reference->vp8_offsets[frame + 1] - reference->vp8_offsets[frame];
+            reference_run(reference, reference_decode_video, reference->user_count);
+            if (reference->failed) return -1;
+            video_decoded = 1;
+        }
         reference->video_index += 1;
         reference->next_video_microseconds += reference->video_interval_microseconds;
     }
     reference->now_microseconds += 10000;
     reference->tick += 1;
-    return video_due;
+    return video_decoded;
 }
 
 int mp_capacity_reference_users_decoding(const mp_capacity_reference *reference) {

@@ -15,7 +15,7 @@ struct CapacityTrialResult: Codable {
 
 /// One capacity search's result: what a child `pipebench bench --capacity-target` prints.
 struct CapacitySearchResult: Codable {
-    /// What was searched: `engine`, `engine-low` or `c-reference`.
+    /// What was searched: `engine`, `engine-low`, `c-reference` or `c-reference-low`.
     var target: String
     /// Decode threads.
     var threads: Int
@@ -34,11 +34,14 @@ struct CapacitySearchResult: Codable {
 }
 
 /// The session capacity of the engine against its C reference: each search runs in a child
-/// process of pipebench (`bench --only capacity --capacity-target engine|engine-low|c-reference`),
-/// so that each has a peak resident memory of its own. Per thread count the engine's search
-/// runs, then the C reference's; 1 thread first, then all threads, where the engine's search on
-/// the low layer (every user a dual stream publisher, its low layer shown) runs between the
-/// two, starting from three times the engine's high-layer capacity just found. Then, as a
+/// process of pipebench (`bench --only capacity --capacity-target
+/// engine|engine-low|c-reference|c-reference-low`), so that each has a peak resident memory of its
+/// own. Per thread count the engine's search runs, then the C reference's; 1 thread first, then
+/// all threads, where the engine's search on the low layer (every user a dual stream publisher,
+/// its low layer shown) runs between the two, starting from three times the engine's
+/// high-layer capacity just found, and the C reference's search on the low layer runs last,
+/// starting from the engine's low-layer capacity: the low layer's ceiling with every user's
+/// audio decoded, which says how much of low/high the media allow at all. Then, as a
 /// search's peak follows the largest trial it made, both run one trial at the engine's capacity
 /// on all threads, each in a fresh child, for their peak memory at the same load.
 ///
@@ -46,7 +49,7 @@ struct CapacitySearchResult: Codable {
 /// drifts (other work on its host) moves their ratio by more than the engine's own overhead.
 /// Last, interleaved trials at the C reference's capacity on all threads, each in a fresh
 /// child that runs both sessions by turns in slices of 200 ms
-/// (``BenchCapacity/interleavedRealtimeFactors(users:threads:sliceTicks:)``), give the engine's
+/// (``BenchCapacity/interleavedRealtimeFactors(users:threads:layer:sliceTicks:)``), give the engine's
 /// speed against C's at the same load and the same moments: the median of their ratios.
 struct CapacityComparison {
     /// Decode threads of the full figure (1 runs one pair of searches, then the interleaved trials,
@@ -58,6 +61,8 @@ struct CapacityComparison {
     private(set) var reference: [Int: CapacitySearchResult] = [:]
     /// The engine's search on the low layer, on all threads.
     private(set) var lowLayer: CapacitySearchResult?
+    /// The C reference's search on the low layer, on all threads.
+    private(set) var referenceLowLayer: CapacitySearchResult?
     /// One trial of each target at the engine's capacity on all threads, by target (none when
     /// the engine kept up with no user count).
     private(set) var sameLoad: [CapacityTarget: CapacitySearchResult] = [:]
@@ -74,30 +79,35 @@ struct CapacityComparison {
     static let lowLayerFirstTrialFactor = 3
 
     /// Runs the searches: for 1 thread and then `threads`, the engine's, (on `threads`) the
-    /// engine's on the low layer, and the C reference's, each in a child process given `options`
-    /// (samples, seconds, trial bounds) and its first trial's users (`firstTrialUsers`; the
-    /// low layer's: ``lowLayerFirstTrialFactor`` × the engine's capacity on `threads`).
+    /// engine's on the low layer, the C reference's, and (on `threads`) the C reference's on the
+    /// low layer, each in a child process given `options` (samples, seconds, trial bounds) and
+    /// its first trial's users (`firstTrialUsers`; the engine's low layer's:
+    /// ``lowLayerFirstTrialFactor`` × the engine's capacity on `threads`; the C reference's low
+    /// layer's: the engine's low-layer capacity).
     /// - Throws: ``MediaError/Code/io`` when a child fails or prints no result.
     init(threads: Int, options: [String], firstTrialUsers: Int, progress: (String, Double) -> Void) throws {
         self.threads = threads
         let counts = threads == 1 ? [1] : [1, threads]
-        let searches = counts.count * 2 + 1
+        let searches = counts.count * 2 + 2
         var done = 0
         for count in counts {
             let targets: [CapacityTarget] =
-                count == threads ? [.engine, .engineLowLayer, .cReference] : [.engine, .cReference]
+                count == threads
+                ? [.engine, .engineLowLayer, .cReference, .cReferenceLowLayer] : [.engine, .cReference]
             for target in targets {
                 progress("capacity, \(target.label), \(Self.threadsLabel(count))", Double(done) / Double(searches))
                 var first = firstTrialUsers
                 if target == .engineLowLayer, let high = engine[count]?.users, high > 0 {
                     first = min(4096, high * Self.lowLayerFirstTrialFactor)
                 }
+                if target == .cReferenceLowLayer, let low = lowLayer?.users, low > 0 { first = low }
                 let result = try Self.runChild(
                     target, threads: count, options: options + ["--capacity-first-users", "\(first)"])
                 switch target {
                 case .engine: engine[count] = result
                 case .engineLowLayer: lowLayer = result
                 case .cReference: reference[count] = result
+                case .cReferenceLowLayer: referenceLowLayer = result
                 }
                 done += 1
             }
@@ -178,7 +188,7 @@ struct CapacityComparison {
             var trial = CapacityTrialResult(users: users, realtimeFactor: 0)
             if interleaved {
                 (trial.realtimeFactor, trial.referenceRealtimeFactor) =
-                    try search.interleavedRealtimeFactors(users: users, threads: threads)
+                    try search.interleavedRealtimeFactors(users: users, threads: threads, layer: target.layer)
             } else {
                 trial.realtimeFactor = try search.realtimeFactor(users: users, threads: threads, target: target)
             }
@@ -219,8 +229,8 @@ struct CapacityComparison {
     }
 
     /// The figures for `--json`: the C reference's users and trials, ours/C per thread count,
-    /// the low layer's users, trials and peak memory with low/high, and both peak memories with
-    /// their ratio.
+    /// the low layer's users, trials and peak memory with low/high, the C reference's on the
+    /// low layer with its low/high and ours/C there, and both peak memories with their ratio.
     var jsonFigures: [String: Any] {
         let (one, all) = (reference[1]?.users ?? 0, reference[threads]?.users ?? 0)
         let (engineOne, engineAll) = (engine[1]?.users ?? 0, engine[threads]?.users ?? 0)
@@ -252,6 +262,17 @@ struct CapacityComparison {
                 figures["capacityLowLayerAllocationsPerTick"] = allocations
             }
         }
+        if let referenceLowLayer {
+            figures["capacityUsersCReferenceLowLayer"] = referenceLowLayer.users
+            figures["capacityRatioLowToHighCReference"] = Self.ratio(Double(referenceLowLayer.users), Double(all))
+            figures["capacityTrialsCReferenceLowLayer"] = referenceLowLayer.trials.map {
+                ["users": $0.users, "realtimeFactor": $0.realtimeFactor] as [String: Any]
+            }
+            if let lowLayer {
+                figures["capacityRatioToCReferenceLowLayer"] = Self.ratio(
+                    Double(lowLayer.users), Double(referenceLowLayer.users))
+            }
+        }
         if let ratio = interleavedRatio {
             figures["capacityInterleavedUsers"] = interleavedUsers
             figures["capacityInterleavedRatioToCReference"] = ratio.median
@@ -269,7 +290,8 @@ struct CapacityComparison {
     }
 
     /// The printed lines: users per thread count with ours/C, the low layer's users with
-    /// low/high, then the peak memories.
+    /// low/high, the C reference's on the low layer with its low/high and ours/C there, then
+    /// the peak memories.
     var lines: [String] {
         var lines: [String] = []
         for count in (threads == 1 ? [1] : [1, threads]) {
@@ -294,6 +316,15 @@ struct CapacityComparison {
                     + String(format: "peak memory %.1f MB", lowLayer.peakMemoryMB)
                     + (lowLayer.allocationsPerTick.map { String(format: "; %.2f allocations per tick", $0) } ?? "")
                     + ")")
+        }
+        if let referenceLowLayer {
+            let (low, high) = (referenceLowLayer.users, reference[threads]?.users ?? 0)
+            lines.append(
+                "capacity, low layer, C reference (\(Self.threadsLabel(threads))): \(low) users, "
+                    + String(format: "%.2f", Self.ratio(Double(low), Double(high)))
+                    + "× its high layer's \(high) users; the engine's low layer against it: "
+                    + "\(lowLayer?.users ?? 0)/\(low) = "
+                    + String(format: "%.3f", Self.ratio(Double(lowLayer?.users ?? 0), Double(low))))
         }
         let memory = (engine: peakMemoryMB(engine), reference: peakMemoryMB(reference))
         lines.append(

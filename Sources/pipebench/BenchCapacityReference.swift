@@ -14,11 +14,19 @@ final class CapacityReferenceSession {
     let users: Int
 
     /// A session of `users` users on `threads` threads, each rendered into a `canvasWidth` ×
-    /// `canvasHeight` canvas. The media are copied into the C session.
+    /// `canvasHeight` canvas from `layer`: the sample's VP8 frames at its frame rate, or its low
+    /// layer (``SampleMedia/lowVP8Frames()``) on every ``SampleMedia/lowLayerPictureStep``-th
+    /// picture, as a ``SubscriberLoad`` with dual stream sends them. The media are copied into
+    /// the C session.
     /// - Throws: ``MediaError/Code/codecFailure`` naming what the C side could not make.
-    init(media: SampleMedia, users: Int, threads: Int, canvasWidth: Int = 320, canvasHeight: Int = 180) throws {
+    init(
+        media: SampleMedia, users: Int, threads: Int, layer: VideoStreamType = .high, canvasWidth: Int = 320,
+        canvasHeight: Int = 180
+    ) throws {
         let opus = Self.laidEndToEnd(media.opusPackets)
-        let vp8 = Self.laidEndToEnd(media.vp8Frames)
+        let frames = layer == .low ? try media.lowVP8Frames() : media.vp8Frames
+        let pictureStep = layer == .low ? media.lowLayerPictureStep : 1
+        let vp8 = Self.laidEndToEnd(frames)
         var message = [CChar](repeating: 0, count: 256)
         let made = opus.bytes.withUnsafeBufferPointer { opusBytes in
             opus.offsets.withUnsafeBufferPointer { opusOffsets in
@@ -28,8 +36,8 @@ final class CapacityReferenceSession {
                             mp_capacity_reference_create(
                                 Int32(users), Int32(threads), opusBytes.baseAddress, opusOffsets.baseAddress,
                                 Int32(media.opusPackets.count), vp8Bytes.baseAddress, vp8Offsets.baseAddress,
-                                Int32(media.vp8Frames.count), Int32(media.videoFrameRate), Int32(canvasWidth),
-                                Int32(canvasHeight), text.baseAddress, text.count)
+                                Int32(frames.count), Int32(media.videoFrameRate), Int32(pictureStep),
+                                Int32(canvasWidth), Int32(canvasHeight), text.baseAddress, text.count)
                         }
                     }
                 }
@@ -113,8 +121,8 @@ extension BenchCapacity {
     /// One trial of the C reference, timed as the engine's trial is: one second of session
     /// warm-up, then ``seconds`` timed; session seconds per wall-clock second. Checks that every
     /// user decoded, and that the timed ticks decoded every packet and frame they were due.
-    func referenceRealtimeFactor(users: Int, threads: Int) throws -> Double {
-        let session = try warmedUpReference(users: users, threads: threads)
+    func referenceRealtimeFactor(users: Int, threads: Int, layer: VideoStreamType = .high) throws -> Double {
+        let session = try warmedUpReference(users: users, threads: threads, layer: layer)
         let before = session.decodedSoFar
         let ticks = Int((seconds * 100).rounded())
         let (elapsed, videoTicks) = try session.advance(ticks: ticks)
@@ -122,10 +130,13 @@ extension BenchCapacity {
         return Double(ticks) / 100 / elapsed
     }
 
-    /// A C reference session of `users` on `threads`, advanced one second: decoders warmed,
-    /// first keyframe decoded (as ``warmedUpLoad(users:threads:layer:)`` warms the engine's).
-    func warmedUpReference(users: Int, threads: Int) throws -> CapacityReferenceSession {
-        let session = try CapacityReferenceSession(media: media, users: users, threads: threads)
+    /// A C reference session of `users` on `threads` showing `layer`, advanced one second:
+    /// decoders warmed, first keyframe decoded (as ``warmedUpLoad(users:threads:layer:)`` warms
+    /// the engine's).
+    func warmedUpReference(
+        users: Int, threads: Int, layer: VideoStreamType = .high
+    ) throws -> CapacityReferenceSession {
+        let session = try CapacityReferenceSession(media: media, users: users, threads: threads, layer: layer)
         for _ in 0..<100 { try session.advance() }
         return session
     }

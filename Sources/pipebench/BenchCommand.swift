@@ -35,9 +35,9 @@ struct BenchCommand: ParsableCommand {
     /// With `--capacity-target`: one trial of this many users instead of a search (the peak
     /// memory of both targets at the same load).
     @Option(help: .hidden) var capacityUsers: Int?
-    /// With `--capacity-target engine` and `--capacity-users`: one interleaved trial of the
-    /// engine and the C reference in this process
-    /// (``BenchCapacity/interleavedRealtimeFactors(users:threads:sliceTicks:)``).
+    /// With `--capacity-target engine` (or `engine-low`) and `--capacity-users`: one interleaved
+    /// trial of the engine and the C reference on that layer in this process
+    /// (``BenchCapacity/interleavedRealtimeFactors(users:threads:layer:sliceTicks:)``).
     @Flag(help: .hidden) var capacityInterleaved = false
     @Option(help: "Decode threads for the full capacity figure (default: the machine's cores).")
     var threads = ProcessInfo.processInfo.activeProcessorCount
@@ -66,14 +66,17 @@ struct BenchCommand: ParsableCommand {
         if let capacityUsers, !(1...4096).contains(capacityUsers) {
             throw ValidationError("--capacity-users \(capacityUsers) is outside 1...4096")
         }
-        if capacityInterleaved, capacityTarget != .engine || capacityUsers == nil {
-            throw ValidationError("--capacity-interleaved needs --capacity-target engine and --capacity-users")
+        if capacityInterleaved,
+            capacityTarget != .engine && capacityTarget != .engineLowLayer || capacityUsers == nil
+        {
+            throw ValidationError(
+                "--capacity-interleaved needs --capacity-target engine or engine-low, and --capacity-users")
         }
         if let capacityTarget {
             let media = try SampleMedia(
                 speechWAV: "\(samples)/speech-48k-stereo.wav", videoIVF: "\(samples)/motion-640x360.ivf")
             // The low layer is prepared with the rest, before the search (and its peak memory) begins.
-            if capacityTarget == .engineLowLayer { _ = try media.lowVP8Frames() }
+            if capacityTarget.layer == .low { _ = try media.lowVP8Frames() }
             let search = BenchCapacity(
                 media: media, seconds: capacitySeconds, maximumTrials: capacityMaxTrials,
                 firstTrialUsers: capacityFirstUsers, progress: { _, _ in })

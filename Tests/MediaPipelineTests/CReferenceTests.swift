@@ -6,7 +6,7 @@ struct CReferenceTests {
     /// A bounded capacity run of the release pipebench (one trial per search, of 2 users, half a
     /// second each; the low layer's of 6): the engine's and the C reference's searches run in
     /// child processes and report users, ours/C and peak memory, then one trial each at the
-    /// engine's capacity; and the low layer's search.
+    /// engine's capacity; and the low layer's searches, the engine's and the C reference's.
     @Test("the capacity section reports the C reference's users, ours/C, both peak memories and the low layer's users")
     func capacityAgainstCReference() throws {
         let releasePipebench = try Fixtures.releasePipebench()
@@ -82,5 +82,19 @@ struct CReferenceTests {
         #expect((object["peakMemoryMBEngineLowLayer"] as? Double ?? 0) > 0)
         let allocations = try #require(object["capacityLowLayerAllocationsPerTick"] as? Double)
         #expect(allocations == 0, "\(allocations) allocations per tick on the low layer")
+        // The C reference's search on the low layer, last, from the engine's low-layer capacity
+        // (its first trial's 2 users when that is 0): its users, its low/high, ours/C there.
+        let referenceHigh = try #require(object["capacityUsersCReference"] as? Int)
+        let referenceLow = try #require(object["capacityUsersCReferenceLowLayer"] as? Int)
+        let referenceLowTrials = try #require(object["capacityTrialsCReferenceLowLayer"] as? [[String: Any]])
+        #expect(referenceLowTrials.count == 1)
+        let referenceLowFirst = try #require(referenceLowTrials.first?["users"] as? Int)
+        #expect(referenceLowFirst == (low > 0 ? low : 2), "the C low layer's first trial: the engine's low capacity")
+        let referenceLowFactor = try #require(referenceLowTrials.first?["realtimeFactor"] as? Double)
+        #expect(referenceLow == (referenceLowFactor >= 1 ? referenceLowFirst : 0), "C low \(referenceLow)")
+        let referenceRatio = try #require(object["capacityRatioLowToHighCReference"] as? Double)
+        #expect(abs(referenceRatio - (referenceHigh > 0 ? Double(referenceLow) / Double(referenceHigh) : 0)) < 1e-9)
+        let lowAgainstC = try #require(object["capacityRatioToCReferenceLowLayer"] as? Double)
+        #expect(abs(lowAgainstC - (referenceLow > 0 ? Double(low) / Double(referenceLow) : 0)) < 1e-9)
     }
 }
