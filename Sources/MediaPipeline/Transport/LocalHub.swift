@@ -117,19 +117,26 @@ public final class LocalHub: MediaTransport, Sendable {
         /// (its layers' SSRCs, its last high packet). Reads and writes the sender in place: one
         /// lookup, no copy of the member.
         mutating func sendPath(_ packet: RTPPacket, stream: MediaStreamID, hasLinks: Bool) -> SendPath {
-            guard let index = members.index(forKey: stream.uid), members.values[index].isBroadcaster,
-                let endpoint = members.values[index].endpoint
-            else { return .none }
+            guard let index = members.index(forKey: stream.uid) else { return .none }
+            // One in-place access to the member (a read through `values[index]` copies it whole).
+            return Self.sendPath(of: &members.values[index], packet, stream, receivers, hasLinks)
+        }
+
+        private static func sendPath(
+            of sender: inout Member, _ packet: RTPPacket, _ stream: MediaStreamID, _ receivers: [Recipient],
+            _ hasLinks: Bool
+        ) -> SendPath {
+            guard sender.isBroadcaster, let endpoint = sender.endpoint else { return .none }
             if stream.kind == .video {
                 let ssrc = packet.header.ssrc
                 if stream.layer == .high {
-                    members.values[index].videoSSRC = ssrc
-                    members.values[index].lastHighVideo = packet
-                } else if members.values[index].lowVideoSSRC != ssrc || !members.values[index].sendsLowVideo {
-                    members.values[index].lowVideoSSRC = ssrc
-                    members.values[index].sendsLowVideo = true
+                    sender.videoSSRC = ssrc
+                    sender.lastHighVideo = packet
+                } else if sender.lowVideoSSRC != ssrc || !sender.sendsLowVideo {
+                    sender.lowVideoSSRC = ssrc
+                    sender.sendsLowVideo = true
                 }
-                if stream.layer == .low || members.values[index].lowVideoSSRC != nil { return .layered }
+                if stream.layer == .low || sender.lowVideoSSRC != nil { return .layered }
             }
             return .plain(receivers, endpoint, hasLinks: hasLinks)
         }
