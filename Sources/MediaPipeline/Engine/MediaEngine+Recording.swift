@@ -60,8 +60,8 @@ extension MediaEngine {
             }
             recordings.start(recorder, at: slots)
             let receivers = routes.withLock { $0.receivers(channelId: channelId, uid: uid) }
-            if media.contains(.audio) { receivers.audio?.recorder.withLock { $0 = recorder } }
-            if media.contains(.video) { receivers.video?.recorder.withLock { $0 = recorder } }
+            if media.contains(.audio) { receivers.audio?.recorder.set(recorder) }
+            if media.contains(.video) { receivers.video?.recorder.set(recorder) }
             plane.emit(c, .recordingStarted(uid: uid, path: path))
         }
         flushActions()
@@ -83,8 +83,8 @@ extension MediaEngine {
                     .invalidArgument, "no recording of user \(key.uid) in '\(key.channelId)' to \(recording.path) runs")
             }
             let receivers = routes.withLock { $0.receivers(channelId: key.channelId, uid: key.uid) }
-            if recording.media.contains(.audio) { receivers.audio?.recorder.withLock { $0 = nil } }
-            if recording.media.contains(.video) { receivers.video?.recorder.withLock { $0 = nil } }
+            if recording.media.contains(.audio) { receivers.audio?.recorder.set(nil) }
+            if recording.media.contains(.video) { receivers.video?.recorder.set(nil) }
             return recorder
         }
         // Finished outside the control lock: the last Cluster and the Cues are written here.

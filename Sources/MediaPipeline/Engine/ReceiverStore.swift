@@ -56,7 +56,7 @@ final class ReceiverStore: Sendable {
                         "user \(key.uid) audio: no decoder: \(error)", metadata: ["channel": "\(key.channelId)"])
                 }
                 let recording = recordings.recorder(RecordingSlot(key, .audio))
-                receiver?.recorder.withLock { $0 = recording }
+                receiver?.recorder.set(recording)
                 // A new receiver for each start (the control plane stops the last one first).
                 let replaced = state.withLock { state in
                     defer { state.receivers[key, default: RemoteReceivers()].audio = receiver }
@@ -70,7 +70,7 @@ final class ReceiverStore: Sendable {
                     repeatedNackIgnoredMicroseconds: feedbackProfile.repeatedNackIgnoredMicroseconds,
                     codecs: configuration.codecs)
                 let recording = recordings.recorder(RecordingSlot(key, .video))
-                receiver.recorder.withLock { $0 = recording }
+                receiver.recorder.set(recording)
                 let replaced = state.withLock { state in
                     defer { state.receivers[key, default: RemoteReceivers()].video = receiver }
                     return state.receivers[key]?.video

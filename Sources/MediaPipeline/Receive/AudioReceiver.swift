@@ -330,6 +330,9 @@ final class AudioReceiver: @unchecked Sendable {
     private struct InboxAndSpare: Sendable {
         var inbox = Inbox()
         var spare = PendingArrivals()
+        /// The playout's counters as of its last 10 ms produced (``counters``), published with
+        /// the playout's last inbox access of the tick.
+        var publishedCounters = AudioPlayoutCounters()
     }
     private let box = LockedValue(InboxAndSpare())
     /// Packets delivered but not taken into the inbox yet: the packet path's one lock (it
@@ -375,17 +378,15 @@ final class AudioReceiver: @unchecked Sendable {
     /// What the playout did so far, counted by the playout round (which alone touches it) and
     /// published at the end of each ``produce(now:concealUpToMicroseconds:)``.
     private var playoutCounters = AudioPlayoutCounters()
-    /// The counters as of the last 10 ms produced, for readers on any thread (statistics,
-    /// totals): a copy under its own lock, never the playout round's working value.
-    private let publishedCounters = LockedValue(AudioPlayoutCounters())
-    /// What the playout did up to its last 10 ms.
-    var counters: AudioPlayoutCounters { publishedCounters.withLock { $0 } }
+    /// What the playout did up to its last 10 ms, for readers on any thread (statistics,
+    /// totals): the copy published in ``box``, never the playout round's working value.
+    var counters: AudioPlayoutCounters { box.withLock { $0.publishedCounters } }
     /// The sender's RTP timestamp of ``frame``'s first sample (nil when it holds no audio).
     private(set) var frameRTPTimestamp: UInt32?
     /// The stream's recording, if one runs: every packet the playout takes from the queue goes to
     /// it, and every packet a burst pushes out unplayed. Set by the
     /// control plane, read by the playout round.
-    let recorder = LockedValue<StreamRecorder?>(nil)
+    let recorder = RecorderSlot()
     /// The playout round's clock time (for the recording).
     private var roundNow: Int64 = 0
 
@@ -495,7 +496,7 @@ final class AudioReceiver: @unchecked Sendable {
     /// Hands `frame` to the recording, if one runs, with the inbox's lock held (so packets reach
     /// it in the order they leave the queue).
     private func record(_ frame: EncodedFrame, now: Int64, senderOffset: Int64?) {
-        guard let recording = recorder.withLock({ $0 }) else { return }
+        guard let recording = recorder.current else { return }
         recording.record(frame, kind: .audio, now: now, senderOffsetMicroseconds: senderOffset)
     }
 
@@ -559,7 +560,6 @@ final class AudioReceiver: @unchecked Sendable {
     /// Decodes the next 10 ms at clock time `now`. Call from the playout round only.
     func produce(now: Int64, concealUpToMicroseconds: Int64) -> Output {
         guard let decoder else { return .none }
-        defer { publishedCounters.withLock { $0 = playoutCounters } }
         frameRTPTimestamp = nil
         frame = silence
         roundNow = now
@@ -583,11 +583,11 @@ final class AudioReceiver: @unchecked Sendable {
                     // Silent from here: playout starts again when packets come back.
                     decodedStart = 0
                     decodedEnd = 0
-                    withInbox { inbox in
+                    if playoutCounters.packetsDecoded > 0 { playoutCounters.silentTicks += 1 }
+                    withInboxPublishingCounters { inbox in
                         if inbox.decodedUntil != nil { inbox.restarts += 1 }
                         inbox.forgetPosition()
                     }
-                    if playoutCounters.packetsDecoded > 0 { playoutCounters.silentTicks += 1 }
                     return .none
                 }
                 concealed = true
@@ -597,6 +597,7 @@ final class AudioReceiver: @unchecked Sendable {
                     if !starved { starvedMicroseconds += 10_000 }
                     playoutCounters.silentTicks += 1
                 }
+                withInboxPublishingCounters { _ in }
                 return .none
             }
         }
@@ -606,11 +607,6 @@ final class AudioReceiver: @unchecked Sendable {
             stretchTowardTarget(now: now, decoder: decoder, concealed: &concealed)
         }
         let buffered = microseconds(frames: bufferedFrames)
-        frameRTPTimestamp = withInbox { inbox in
-            inbox.decodedUntil.flatMap {
-                inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
-            }
-        }
         frame = UnsafeMutableBufferPointer(start: decoded.baseAddress! + decodedStart, count: frameSampleCount)
         decodedStart += frameSampleCount
         playoutCounters.ticks += 1
@@ -619,7 +615,23 @@ final class AudioReceiver: @unchecked Sendable {
             if isSilent(frame) { playoutCounters.silentConcealedTicks += 1 }
         }
         if comfortNoise && !concealed { playoutCounters.comfortNoiseTicks += 1 }
+        frameRTPTimestamp = withInboxPublishingCounters { inbox in
+            inbox.decodedUntil.flatMap {
+                inbox.assembler.rtpTimestamp(microseconds: $0 + inbox.expandedMicroseconds - buffered)
+            }
+        }
         return concealed ? .concealed : comfortNoise ? .comfortNoise : .audio
+    }
+
+    /// ``withInbox(_:)`` that also publishes the playout's counters (``counters``): the last
+    /// inbox access of each ``produce(now:concealUpToMicroseconds:)``, so publishing them takes
+    /// no lock of its own.
+    private func withInboxPublishingCounters<R>(_ body: (inout Inbox) -> R) -> R {
+        box.withLock { box in
+            takeArrivals(&box)
+            box.publishedCounters = playoutCounters
+            return body(&box.inbox)
+        }
     }
 
     /// Moves the decoded samples not handed out yet to the front of the buffer (one memmove,

@@ -377,7 +377,7 @@ final class VideoReceiver: @unchecked Sendable {
     /// allows; without, a missing packet holds later frames back for `reorderWaitMicroseconds`.
     /// The stream's recording, if one runs: every frame decoded goes to it. Set by the control
     /// plane, read by the render round.
-    let recorder = LockedValue<StreamRecorder?>(nil)
+    let recorder = RecorderSlot()
 
     init(
         threads: Int, reorderWaitMicroseconds: Int64, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
@@ -502,7 +502,7 @@ final class VideoReceiver: @unchecked Sendable {
                         if last { framesRendered += 1 }
                     }
                 }
-                if let recording = recorder.withLock({ $0 }) {
+                if let recording = recorder.current {
                     recording.record(
                         frame, kind: .video, now: now,
                         senderOffsetMicroseconds: inbox.withLock { $0.senderOffsetMicroseconds },
