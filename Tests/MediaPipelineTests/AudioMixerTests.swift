@@ -76,6 +76,46 @@ struct AudioMixerTests {
         #expect(output == zip(a2, b2).map { $0 + $1 })
     }
 
+    @Test(
+        "steady and ramping inputs in any mix of runs sum exactly as one float addition after another, in input order",
+        arguments: [1, 2, 3, 4, 5, 7, 9, 13])
+    func sumsInInputOrder(sourceCount: Int) throws {
+        let mixer = try AudioMixer()
+        var random = SystemRandomNumberGenerator()
+        let keys = (0..<sourceCount).map { StreamKey(channelId: "m", uid: UInt32($0)) }
+        // Gains that make float sums inexact, so another order of additions rounds differently
+        // (in a few samples of each frame, over the frames below).
+        let gains: [Float] = (0..<sourceCount).map { _ in Float.random(in: 0.3...1.7, using: &random) }
+        // Every third source changes its gain on every frame (a ramp between runs of steady inputs).
+        let changed = (0..<sourceCount).map { $0 % 3 == 2 ? gains[$0] * 0.5 : gains[$0] }
+        func gain(_ source: Int, frame index: Int) -> Float { index % 2 == 1 ? changed[source] : gains[source] }
+        _ = mix(mixer, (0..<sourceCount).map { (keys[$0], [Int16](repeating: 0, count: frame), gains[$0]) })
+        var mismatched = 0
+        for index in 1...24 {
+            let samples = (0..<sourceCount).map { _ in
+                (0..<frame).map { _ in Int16.random(in: -3000...3000, using: &random) }
+            }
+            let output = mix(mixer, (0..<sourceCount).map { (keys[$0], samples[$0], gain($0, frame: index)) })
+            // The same sum written out: each input's product added in input order; a ramp's gain
+            // stepped per sample frame as the mixer steps it.
+            var sums = [Float](repeating: 0, count: frame)
+            for source in 0..<sourceCount {
+                let (start, end) = (gain(source, frame: index - 1), gain(source, frame: index))
+                let step = (end - start) / 480
+                var ramp = start
+                for i in 0..<frame {
+                    if start != end && i % 2 == 0 { ramp += step }
+                    let product = Float(Int(samples[source][i])) * (start == end ? end : ramp)
+                    sums[i] = source == 0 ? product : sums[i] + product
+                }
+            }
+            #expect(sums.allSatisfy { abs($0) < PeakLimiter.threshold }, "frame \(index) stays below the limiter")
+            let expected = sums.map { Int16($0.rounded(.toNearestOrEven)) }
+            mismatched += zip(output, expected).filter { $0 != $1 }.count
+        }
+        #expect(mismatched == 0, "\(mismatched) samples differ from the sum in input order")
+    }
+
     @Test("volume 200 % doubles a source; a gain change glides over one frame; gain 0 fades out")
     func volumeAndFades() throws {
         let mixer = try AudioMixer()
