@@ -68,7 +68,10 @@ let package = Package(
         ),
         .testTarget(
             name: "MediaPipelineTests",
-            dependencies: ["MediaPipeline", "MediaPipelineTesting", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "MediaPipeline", "MediaPipelineTesting", "CCodecBaseline",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

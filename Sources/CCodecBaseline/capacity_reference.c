@@ -51,9 +51,11 @@ struct mp_capacity_reference {
     long long tick;
     long long now_microseconds;
     long long next_video_microseconds;
-    // Pictures due so far; every `video_picture_step`-th has a frame, the next of the frames.
+    // Pictures due so far, numbered within the loop of `loop_pictures`: a number that is a multiple
+    // of `video_picture_step` has a frame, frame (number / step).
     long long video_index;
     long long video_interval_microseconds;
+    int loop_pictures;
     int video_picture_step;
     // The mix: a 32-bit sum per sample, saturated to 16 bits.
     int32_t sum[TICK_FRAMES * CHANNELS];
@@ -268,16 +270,17 @@ static int copy_media(const uint8_t *bytes, const size_t *offsets, int count, ui
 mp_capacity_reference *mp_capacity_reference_create(int users, int threads, const uint8_t *opus_bytes,
                                                     const size_t *opus_offsets, int opus_count,
                                                     const uint8_t *vp8_bytes, const size_t *vp8_offsets,
-                                                    int vp8_count, int video_frames_per_second,
+                                                    int vp8_count, int video_frames_per_second, int loop_pictures,
                                                     int video_picture_step, int canvas_width, int canvas_height,
                                                     char *error, size_t error_capacity) {
     if (users < 1 || users > 4096 || threads < 1 || threads > 64 || opus_count < 1 || vp8_count < 1 ||
-        video_frames_per_second < 1 || video_picture_step < 1 || canvas_width < 2 || canvas_height < 2) {
+        video_frames_per_second < 1 || loop_pictures < 1 || video_picture_step < 1 || canvas_width < 2 ||
+        canvas_height < 2) {
         snprintf(error, error_capacity,
-                 "invalid reference session: %d users, %d threads, %d packets, %d frames, %d fps, picture step %d, "
-                 "canvas %dx%d",
-                 users, threads, opus_count, vp8_count, video_frames_per_second, video_picture_step, canvas_width,
-                 canvas_height);
+                 "invalid reference session: %d users, %d threads, %d packets, %d frames, %d fps, loop of %d "
+                 "pictures, picture step %d, canvas %dx%d",
+                 users, threads, opus_count, vp8_count, video_frames_per_second, loop_pictures, video_picture_step,
+                 canvas_width, canvas_height);
         return NULL;
     }
     mp_capacity_reference *reference = calloc(1, sizeof *reference);
@@ -294,6 +297,7 @@ mp_capacity_reference *mp_capacity_reference_create(int users, int threads, cons
     reference->opus_count = opus_count;
     reference->vp8_count = vp8_count;
     reference->video_interval_microseconds = 1000000 / video_frames_per_second;
+    reference->loop_pictures = loop_pictures;
     reference->video_picture_step = video_picture_step;
     if (copy_media(opus_bytes, opus_offsets, opus_count, &reference->opus_bytes, &reference->opus_offsets) != 0 ||
         copy_media(vp8_bytes, vp8_offsets, vp8_count, &reference->vp8_bytes, &reference->vp8_offsets) != 0) {
@@ -373,8 +377,9 @@ int mp_capacity_reference_advance(mp_capacity_reference *reference) {
     // When a picture with a frame is due: every user decodes it and renders it, across the threads.
     int video_decoded = 0;
     if (now >= reference->next_video_microseconds) {
-        if (reference->video_index % reference->video_picture_step == 0) {
-            int frame = (int)((reference->video_index / reference->video_picture_step) % reference->vp8_count);
+        int picture = (int)(reference->video_index % reference->loop_pictures);
+        if (picture % reference->video_picture_step == 0) {
+            int frame = (picture / reference->video_picture_step) % reference->vp8_count;
             reference->video_frame_number = frame;
             reference->video_frame = reference->vp8_bytes + reference->vp8_offsets[frame];
             reference->video_frame_size = reference->vp8_offsets[frame + 1] - reference->vp8_offsets[frame];

@@ -15,9 +15,9 @@ final class CapacityReferenceSession {
 
     /// A session of `users` users on `threads` threads, each rendered into a `canvasWidth` ×
     /// `canvasHeight` canvas from `layer`: the sample's VP8 frames at its frame rate, or its low
-    /// layer (``SampleMedia/lowVP8Frames()``) on every ``SampleMedia/lowLayerPictureStep``-th
-    /// picture, as a ``SubscriberLoad`` with dual stream sends them. The media are copied into
-    /// the C session.
+    /// layer (``SampleMedia/lowVP8Frames()``) on the pictures of the sample's loop whose number
+    /// is a multiple of ``SampleMedia/lowLayerPictureStep``, as a ``SubscriberLoad`` with dual
+    /// stream sends them. The media are copied into the C session.
     /// - Throws: ``MediaError/Code/codecFailure`` naming what the C side could not make.
     init(
         media: SampleMedia, users: Int, threads: Int, layer: VideoStreamType = .high, canvasWidth: Int = 320,
@@ -36,8 +36,9 @@ final class CapacityReferenceSession {
                             mp_capacity_reference_create(
                                 Int32(users), Int32(threads), opusBytes.baseAddress, opusOffsets.baseAddress,
                                 Int32(media.opusPackets.count), vp8Bytes.baseAddress, vp8Offsets.baseAddress,
-                                Int32(frames.count), Int32(media.videoFrameRate), Int32(pictureStep),
-                                Int32(canvasWidth), Int32(canvasHeight), text.baseAddress, text.count)
+                                Int32(frames.count), Int32(media.videoFrameRate), Int32(media.vp8Frames.count),
+                                Int32(pictureStep), Int32(canvasWidth), Int32(canvasHeight), text.baseAddress,
+                                text.count)
                         }
                     }
                 }

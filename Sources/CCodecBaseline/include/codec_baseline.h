@@ -77,15 +77,17 @@ typedef struct mp_capacity_reference mp_capacity_reference;
 /// Opus packets are `opus_count` packets laid end to end in `opus_bytes`, packet i from
 /// `opus_offsets[i]` to `opus_offsets[i + 1]`; the VP8 frames likewise. Users start at different
 /// points of the speech, user i at packet i * 37, as SubscriberLoad's do; all users send the same
-/// video frame. Pictures come `video_frames_per_second` times a second and every
-/// `video_picture_step`-th of them has a frame, frame (picture / step) in turn: 1 for a layer sent
-/// at the full rate, 2 for a low layer at half of it (SubscriberLoad's dual stream schedule).
-/// Each user gets a `canvas_width` × `canvas_height` I420 canvas, black at first.
+/// video frame. Pictures come `video_frames_per_second` times a second, numbered within the
+/// sample's loop of `loop_pictures`; a picture whose number is a multiple of `video_picture_step`
+/// has a frame, frame (number / step) of the `vp8_count` in turn: step 1 for a layer sent at the
+/// full rate (loop_pictures = vp8_count), 2 for a low layer at about half of it, as
+/// SubscriberLoad's dual stream users send it (an odd loop gives two frames in a row where it
+/// wraps). Each user gets a `canvas_width` × `canvas_height` I420 canvas, black at first.
 /// Returns NULL on failure, with a message in `error` (room for `error_capacity` bytes).
 mp_capacity_reference *mp_capacity_reference_create(int users, int threads, const uint8_t *opus_bytes,
                                                     const size_t *opus_offsets, int opus_count,
                                                     const uint8_t *vp8_bytes, const size_t *vp8_offsets,
-                                                    int vp8_count, int video_frames_per_second,
+                                                    int vp8_count, int video_frames_per_second, int loop_pictures,
                                                     int video_picture_step, int canvas_width, int canvas_height,
                                                     char *error, size_t error_capacity);
 
