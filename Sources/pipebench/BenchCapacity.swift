@@ -12,8 +12,8 @@ import MediaPipelineTesting
 /// ``CapacityTarget/cReferenceLowLayer``).
 struct BenchCapacity {
     let media: SampleMedia
-    /// Session seconds timed per trial (after one second of warm-up; on the low layer, up to two
-    /// more, until its first keyframe is shown).
+    /// Session seconds timed per trial (after one second of warm-up; on the engine's low layer,
+    /// up to two more, until its first keyframe is shown).
     let seconds: Double
     /// Most trials in one search (14 unless bounded for a quick run).
     var maximumTrials = 14

@@ -66,9 +66,7 @@ struct BenchCommand: ParsableCommand {
         if let capacityUsers, !(1...4096).contains(capacityUsers) {
             throw ValidationError("--capacity-users \(capacityUsers) is outside 1...4096")
         }
-        if capacityInterleaved,
-            capacityTarget != .engine && capacityTarget != .engineLowLayer || capacityUsers == nil
-        {
+        if capacityInterleaved, capacityUsers == nil || ![.engine, .engineLowLayer].contains(capacityTarget) {
             throw ValidationError(
                 "--capacity-interleaved needs --capacity-target engine or engine-low, and --capacity-users")
         }

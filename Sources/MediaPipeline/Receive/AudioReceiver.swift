@@ -326,7 +326,8 @@ final class AudioReceiver: @unchecked Sendable {
         }
     }
 
-    /// The packet side, and the spare list ``takeArrivals(_:)`` swaps with ``arrivals``.
+    /// The packet side, the spare list ``takeArrivals(_:)`` swaps with ``arrivals``, and the
+    /// playout's counters as last published.
     private struct InboxAndSpare: Sendable {
         var inbox = Inbox()
         var spare = PendingArrivals()

@@ -372,13 +372,13 @@ final class VideoReceiver: @unchecked Sendable {
     /// Frames decoded by the last ``decodeBatch(_:now:observer:key:)`` not yet collected.
     private var batchCount = 0
 
-    /// A receiver decoding on `threads` threads. With `retransmission`, missing packets are
-    /// asked for with NACKs (sent as `feedbackSSRC`) and waited for as long as a round trip
-    /// allows; without, a missing packet holds later frames back for `reorderWaitMicroseconds`.
     /// The stream's recording, if one runs: every frame decoded goes to it. Set by the control
     /// plane, read by the render round.
     let recorder = RecorderSlot()
 
+    /// A receiver decoding on `threads` threads. With `retransmission`, missing packets are
+    /// asked for with NACKs (sent as `feedbackSSRC`) and waited for as long as a round trip
+    /// allows; without, a missing packet holds later frames back for `reorderWaitMicroseconds`.
     init(
         threads: Int, reorderWaitMicroseconds: Int64, retransmission: Bool = false, feedbackSSRC: UInt32 = 0,
         repeatedNackIgnoredMicroseconds: Int64 = 0, codecs: CodecFactory = .libraries
