@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import MediaPipeline
 import MediaPipelineTesting
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -363,10 +362,10 @@ private struct ScheduledAction {
 private final class EventPrinter: VideoFrameObserver, Sendable {
     private let json: Bool
     private let start = ContinuousClock.now
-    private let lines = Mutex<Int>(0)
-    private let failed = Mutex<[(channelId: String, code: EngineError.Code, message: String)]>([])
-    private let joinedUsers = Mutex<[StreamKey]>([])
-    private let joined = Mutex<Set<String>>([])
+    private let lines = Guarded<Int>(0)
+    private let failed = Guarded<[(channelId: String, code: EngineError.Code, message: String)]>([])
+    private let joinedUsers = Guarded<[StreamKey]>([])
+    private let joined = Guarded<Set<String>>([])
 
     /// The channels whose join succeeded.
     var joinedChannels: Set<String> { joined.withLock { $0 } }
