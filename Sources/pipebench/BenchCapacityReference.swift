@@ -23,10 +23,10 @@ final class CapacityReferenceSession {
         media: SampleMedia, users: Int, threads: Int, layer: VideoStreamType = .high, canvasWidth: Int = 320,
         canvasHeight: Int = 180
     ) throws {
-        let opus = Self.laidEndToEnd(media.opusPackets)
+        let opus = media.opusPackets.laidEndToEnd
         let frames = layer == .low ? try media.lowVP8Frames() : media.vp8Frames
         let pictureStep = layer == .low ? media.lowLayerPictureStep : 1
-        let vp8 = Self.laidEndToEnd(frames)
+        let vp8 = frames.laidEndToEnd
         var message = [CChar](repeating: 0, count: 256)
         let made = opus.bytes.withUnsafeBufferPointer { opusBytes in
             opus.offsets.withUnsafeBufferPointer { opusOffsets in
@@ -53,17 +53,6 @@ final class CapacityReferenceSession {
     }
 
     deinit { mp_capacity_reference_destroy(session) }
-
-    /// Frames laid end to end, with the offset of each and of the end (count + 1 offsets).
-    private static func laidEndToEnd(_ frames: [EncodedFrame]) -> (bytes: [UInt8], offsets: [Int]) {
-        var bytes: [UInt8] = []
-        var offsets = [0]
-        for frame in frames {
-            bytes += frame.bytes
-            offsets.append(bytes.count)
-        }
-        return (bytes, offsets)
-    }
 
     /// Advances the session by 10 ms, as ``SubscriberLoad/advance()`` does; returns whether
     /// video was decoded and rendered in this tick.

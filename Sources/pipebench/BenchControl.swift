@@ -12,13 +12,13 @@ extension BenchEngine {
         let load = try SubscriberLoad(media: media, users: users, decodeThreads: threads)
         for _ in 0..<100 { load.advance() }  // past the first keyframes: every stream decoding
         let ticks = 150 * repeats
-        let running = Box(true)
+        let running = Guarded(true)
         let (engine, channel) = (load.engine, load.channel)
         // From here on the load is the worker's alone.
         let handOver = HandOver(load)
         let worker = Thread {
             for _ in 0..<ticks { handOver.value.advance() }
-            running.set(false)
+            running.withLock { $0 = false }
         }
         worker.start()
         var statistics: [Double] = []
@@ -26,7 +26,7 @@ extension BenchEngine {
         let clock = ContinuousClock()
         let uid = channel.remoteUsers.first ?? 0
         var volume = 100
-        while running.get() {
+        while running.withLock({ $0 }) {
             let read = clock.measure { _ = engine.statistics }
             statistics.append(read.microseconds)
             volume = volume == 100 ? 90 : 100
@@ -50,15 +50,6 @@ extension BenchEngine {
 private final class HandOver<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
-}
-
-/// A flag shared between the benchmark's threads.
-private final class Box: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Bool
-    init(_ value: Bool) { self.value = value }
-    func get() -> Bool { lock.withLock { value } }
-    func set(_ new: Bool) { lock.withLock { value = new } }
 }
 
 extension Duration {

@@ -10,23 +10,13 @@ struct CReferenceScheduleTests {
     /// The sample media, loaded and encoded once for the suite.
     private static let media = Result { try SampleMedia(speechWAV: Fixtures.speechWAV, videoIVF: Fixtures.motionIVF) }
 
-    /// Frames laid end to end, with the offset of each and of the end.
-    private static func laidEndToEnd(_ frames: [EncodedFrame]) -> (bytes: [UInt8], offsets: [Int]) {
-        var (bytes, offsets) = ([UInt8](), [0])
-        for frame in frames {
-            bytes += frame.bytes
-            offsets.append(bytes.count)
-        }
-        return (bytes, offsets)
-    }
-
     /// A C session of `users` on one thread fed `frames`, one on every `step`-th picture of a loop
     /// of `loop` pictures; nil with the C side's message when it refused.
     private static func session(
         _ media: SampleMedia, users: Int, frames: [EncodedFrame], loop: Int, step: Int
     ) -> (session: OpaquePointer?, error: String) {
-        let opus = laidEndToEnd(media.opusPackets)
-        let vp8 = laidEndToEnd(frames)
+        let opus = media.opusPackets.laidEndToEnd
+        let vp8 = frames.laidEndToEnd
         var message = [CChar](repeating: 0, count: 256)
         let made = mp_capacity_reference_create(
             Int32(users), 1, opus.bytes, opus.offsets, Int32(media.opusPackets.count), vp8.bytes, vp8.offsets,
