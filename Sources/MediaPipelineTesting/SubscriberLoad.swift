@@ -121,6 +121,8 @@ public final class SubscriberLoad {
             _ = try hub.join(
                 channelId: Self.channelId, uid: sender.uid, role: .broadcaster, media: [.audio, .video],
                 receivesMedia: false, endpoint: sender)
+            // As a publisher in dual stream mode says before its first picture.
+            if dualStream { hub.setSendsLowVideo(true, channelId: Self.channelId, uid: sender.uid) }
             canvases.append(
                 try engine.setupRemoteVideo(
                     VideoCanvas(

@@ -477,7 +477,9 @@ struct DualStreamTests {
                 && vpx.keyframeIntervalFrames == 200 && vpx.speed == -8)
     }
 
-    @Test("the default type set before joining applies; turning dual stream off brings the viewer back to HIGH")
+    @Test(
+        "the default type set before joining applies from the first picture (no high picture decoded, no keyframe asked); turning dual stream off brings the viewer back to HIGH"
+    )
     func defaultTypeAndDualStreamOff() throws {
         let session = TestSession()
         let host = try session.user()
@@ -487,11 +489,16 @@ struct DualStreamTests {
         try viewer.channel("a").setRemoteDefaultVideoStreamType(.low)
         try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
         var s = try Session(reusing: session, host: host, viewer: viewer)
-        try s.run(ticks: 150)
-        #expect(s.observer.pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (160, 90))
+        try s.run(ticks: 210)  // past the first 2 s report
+        // The publisher said it sends a low layer before its first picture: the viewer gets
+        // the low stream from the start, as its first stream (not a switch the hub asked for).
+        let lowPictures = s.observer.pictures
+        #expect(lowPictures.count >= 10 && lowPictures.allSatisfy { $0.width == 160 && $0.height == 90 })
+        #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .low)
+        #expect(host.engine.statistics.keyframeRequestsReceived == 0)
         try host.engine.enableDualStreamMode(false)
         let count = s.observer.pictures.count
-        try s.run(ticks: 150)
+        try s.run(ticks: 210)  // past the next report
         let after = s.observer.pictures[count...]
         #expect(after.last.map { ($0.width, $0.height) } ?? (0, 0) == (320, 180))
         #expect(s.channel.remoteVideoStats(1)?.rxStreamType == .high)

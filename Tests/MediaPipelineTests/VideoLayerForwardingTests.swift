@@ -178,10 +178,11 @@ struct VideoLayerForwardingTests {
     @Test("long after a switch, a number maps to the layer forwarded now (the numbers come round)")
     func mappingLongAfterSwitch() throws {
         var layers = TwoLayers()
-        var forwarder = VideoLayerForwarder(target: .low)
+        var forwarder = VideoLayerForwarder(target: .high)
         for packet in layers.frame(0, .high, keyframe: true) {
             _ = forwarder.forward(packet, layer: .high, highSSRC: 0x1111)
         }
+        forwarder.want(.low)
         let keyframe = try #require(layers.frame(0, .low, keyframe: true).first)
         let (decision, switched) = forwarder.forward(keyframe, layer: .low, highSSRC: 0x1111)
         guard case .rewritten(let first) = decision else { throw MediaError.invalidArgument("no switch") }
@@ -192,6 +193,32 @@ struct VideoLayerForwardingTests {
         #expect(forwarder.original(of: seen &- 1).0 == .high)
         #expect(forwarder.original(of: seen).0 == .low)
         #expect(forwarder.original(of: seen &+ 40_000) == (.low, keyframe.header.sequenceNumber &+ 40_000))
+    }
+
+    @Test(
+        "a publisher that says it sends a low layer before its first picture: each subscriber gets its layer from the first packet, one continuous stream, with no keyframe asked"
+    )
+    func announcedLowLayer() throws {
+        let highSubscriber = LayerRecorder()
+        _ = try hub.join(
+            channelId: "c", uid: 3, role: .audience, media: [], receivesMedia: true, endpoint: highSubscriber)
+        hub.setRemoteVideoStreamType(.low, channelId: "c", subscriber: 2, publisher: 1)
+        hub.setSendsLowVideo(true, channelId: "c", uid: 1)
+        var layers = TwoLayers()
+        for index in 0..<6 { sendFrame(&layers, index, highKey: index == 0, lowKey: index == 0) }
+        // Low frames 0, 2 and 4 (1 packet each), high frames 0–5 (3 packets each).
+        #expect(subscriber.packets.count == 3)
+        #expect(subscriber.streams.allSatisfy { $0 == .video(channelId: "c", uid: 1, layer: .low) })
+        #expect(try subscriber.packets.map { try pictureId($0) } == [32_760, 32_761, 32_762])
+        try expectContinuous(subscriber.packets, ssrc: 0x1111)
+        #expect(subscriber.switches == [.low])
+        #expect(highSubscriber.packets.count == 18)
+        #expect(highSubscriber.packets.allSatisfy { $0.header.ssrc == 0x1111 })
+        try expectContinuous(highSubscriber.packets, ssrc: 0x1111)
+        #expect(highSubscriber.switches == [.high])
+        #expect(publisher.feedback.isEmpty)
+        #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 2, publisher: 1) == .low)
+        #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 3, publisher: 1) == .high)
     }
 
     @Test("asking for the low layer of a publisher without one delivers the high layer")
@@ -216,7 +243,7 @@ struct VideoLayerForwardingTests {
         sendFrame(&layers, 0, highKey: true, lowKey: true)
         sendFrame(&layers, 1)
         #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 2, publisher: 1) == .low)
-        hub.lowVideoStreamStopped(channelId: "c", uid: 1)
+        hub.setSendsLowVideo(false, channelId: "c", uid: 1)
         for index in 2..<4 {
             for packet in layers.frame(index, .high, keyframe: false) {
                 hub.send(packet, stream: .video(channelId: "c", uid: 1))

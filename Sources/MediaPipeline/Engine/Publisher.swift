@@ -180,6 +180,9 @@ extension MediaEngine {
             let frame = try picture.withView {
                 try encoder.encode($0, timestampMicroseconds: timestampMicroseconds, forceKeyframe: force)
             }
+            // Destinations hear of the low layer before the first high picture, so that each
+            // subscriber gets the layer it wants from the start.
+            if layered { announceLowLayer(publisher) }
             send(frame, encodedHere: true, publisher)
             if layered { encodeAndSendLow(picture, timestampMicroseconds, forceKeyframe: forceLow, bitrate, publisher) }
         }
@@ -210,9 +213,17 @@ extension MediaEngine {
     func stopLowLayer(_ publisher: Publisher) {
         publisher.lowLayer = nil
         for target in publisher.lowTargets {
-            transport.lowVideoStreamStopped(channelId: target.channelId, uid: target.uid)
+            transport.setSendsLowVideo(false, channelId: target.channelId, uid: target.uid)
         }
         publisher.lowTargets.removeAll()
+    }
+
+    /// Tells each target not told yet that a low layer comes to it.
+    private func announceLowLayer(_ publisher: Publisher) {
+        for target in publisher.targets where !publisher.lowTargets.contains(target.withLayer(.low)) {
+            publisher.lowTargets.append(target.withLayer(.low))
+            transport.setSendsLowVideo(true, channelId: target.channelId, uid: target.uid)
+        }
     }
 
     /// Packetizes a low-layer frame and sends its packets to every target as the low layer,
@@ -220,9 +231,7 @@ extension MediaEngine {
     private func sendLow(_ frame: EncodedFrame, _ publisher: Publisher) {
         let keepsHistory = configuration.videoRetransmission
         let now = self.now
-        for target in publisher.targets where !publisher.lowTargets.contains(target.withLayer(.low)) {
-            publisher.lowTargets.append(target.withLayer(.low))
-        }
+        announceLowLayer(publisher)
         do {
             if publisher.lowPacketizer?.codec != frame.codec {
                 publisher.lowPacketizer = try rtp.lowVideoPacketizer(for: frame.codec)

@@ -27,15 +27,19 @@ public final class LocalHub: MediaTransport, Sendable {
         /// As a subscriber: the video layer wanted per publisher, and for publishers not named.
         var videoTypes: [UInt32: VideoStreamType] = [:]
         var defaultVideoType = VideoStreamType.high
-        /// As a publisher: the SSRC of its (high) video, and of its low layer once it sent one
-        /// (from then on its video goes through `VideoLayerForwarder`s), and whether it still
-        /// sends that layer.
+        /// As a publisher: the SSRC of its (high) video, and of its low layer once it sent one,
+        /// and whether it sends that layer (said by ``setSendsLowVideo(_:channelId:uid:)``
+        /// or shown by a low packet). Once it sends or sent a low layer, its video goes through
+        /// `VideoLayerForwarder`s.
         var videoSSRC: UInt32?
         var lowVideoSSRC: UInt32?
         var sendsLowVideo = false
-        /// Its last high video packet: what its subscribers had last when it became layered, so
-        /// a forwarder made then numbers on from there.
+        /// Its last high video packet forwarded to every subscriber by reference, before it
+        /// became layered: what they had last then, so a forwarder made later numbers on from
+        /// there (nil when it was layered from its first packet).
         var lastHighVideo: RTPPacket?
+        /// Whether its video goes through forwarders.
+        var isLayered: Bool { sendsLowVideo || lowVideoSSRC != nil }
 
         /// One number per publisher and media kind.
         static func streamKey(_ publisher: UInt32, _ kind: MediaKind) -> UInt64 {
@@ -129,14 +133,16 @@ public final class LocalHub: MediaTransport, Sendable {
             guard sender.isBroadcaster, let endpoint = sender.endpoint else { return .none }
             if stream.kind == .video {
                 let ssrc = packet.header.ssrc
-                if stream.layer == .high {
+                if stream.layer == .low {
+                    if sender.lowVideoSSRC != ssrc || !sender.sendsLowVideo {
+                        sender.lowVideoSSRC = ssrc
+                        sender.sendsLowVideo = true
+                    }
+                } else if sender.videoSSRC != ssrc {
                     sender.videoSSRC = ssrc
-                    sender.lastHighVideo = packet
-                } else if sender.lowVideoSSRC != ssrc || !sender.sendsLowVideo {
-                    sender.lowVideoSSRC = ssrc
-                    sender.sendsLowVideo = true
                 }
-                if stream.layer == .low || sender.lowVideoSSRC != nil { return .layered }
+                if sender.isLayered { return .layered }
+                sender.lastHighVideo = packet
             }
             return .plain(receivers, endpoint, hasLinks: hasLinks)
         }
@@ -324,8 +330,8 @@ public final class LocalHub: MediaTransport, Sendable {
     // MARK: - Media
 
     /// Forwards `packet` of `stream`. A publisher's video goes through a `VideoLayerForwarder`
-    /// per subscriber once it sent a low layer; until then (and for audio) each packet goes to
-    /// every subscriber by reference.
+    /// per subscriber once it said it sends a low layer or sent one; until then (and for audio)
+    /// each packet goes to every subscriber by reference.
     public func send(_ packet: RTPPacket, stream: MediaStreamID) {
         // One lock hold: the room's receivers as they are now (subscriptions included).
         let (path, hasHeld) = network.withLock { network -> (SendPath, Bool) in
@@ -586,18 +592,19 @@ public final class LocalHub: MediaTransport, Sendable {
         }
     }
 
-    public func lowVideoStreamStopped(channelId: String, uid: UInt32) {
+    public func setSendsLowVideo(_ sending: Bool, channelId: String, uid: UInt32) {
         network.withLock { network in
             guard network.rooms[channelId]?.members[uid] != nil else { return }
-            network.rooms[channelId]!.members[uid]!.sendsLowVideo = false
+            network.rooms[channelId]!.members[uid]!.sendsLowVideo = sending
         }
     }
 
     /// The layer of `publisher`'s video that `subscriber` gets in `channelId` now; nil when the
-    /// publisher never sent a low layer (every subscriber gets its one stream).
+    /// publisher never sent or announced a low layer (every subscriber gets its one stream), or
+    /// nothing of its layered video has reached the subscriber yet.
     public func forwardedVideoStreamType(channelId: String, subscriber: UInt32, publisher: UInt32) -> VideoStreamType? {
         let key = ForwarderKey(channelId, subscriber, publisher)
-        return network.withLock { $0.forwarders[key]?.current }
+        return network.withLock { $0.forwarders[key]?.current ?? nil }
     }
 
     // MARK: - Impairments

@@ -56,8 +56,8 @@ extension MediaTransport {
         _ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?
     ) {}
 
-    /// Transports that carry one video layer: nothing to stop.
-    public func lowVideoStreamStopped(channelId: String, uid: UInt32) {}
+    /// Transports that carry one video layer, or learn the layers from the streams: nothing to say.
+    public func setSendsLowVideo(_ sending: Bool, channelId: String, uid: UInt32) {}
 }
 
 /// The streams an endpoint publishes, as a signalling transport announces them: their SSRCs
@@ -173,9 +173,10 @@ public protocol MediaTransport: AnyObject, Sendable {
     /// the default for publishers not named (Agora's `setRemoteDefaultVideoStreamType`). A
     /// publisher that sends no low layer is forwarded high whatever is asked.
     func setRemoteVideoStreamType(_ type: VideoStreamType, channelId: String, subscriber: UInt32, publisher: UInt32?)
-    /// `uid` stopped sending a low layer in `channelId` (dual stream mode turned off): its
-    /// subscribers go back to the high layer.
-    func lowVideoStreamStopped(channelId: String, uid: UInt32)
+    /// `uid` starts (dual stream mode, before its first picture in `channelId`) or stopped
+    /// sending a low layer in `channelId`. From the start, each subscriber gets the layer it
+    /// wants from its first picture on; when it stops, they go back to the high layer.
+    func setSendsLowVideo(_ sending: Bool, channelId: String, uid: UInt32)
     /// What the far end does with feedback (``TransportFeedbackProfile``), read once when an
     /// engine is made.
     var feedbackProfile: TransportFeedbackProfile { get }

@@ -12,8 +12,10 @@
 struct VideoLayerForwarder: Sendable {
     /// The layer the subscriber wants.
     var target: VideoStreamType
-    /// The layer being forwarded now.
-    private(set) var current: VideoStreamType = .high
+    /// The layer being forwarded now; nil until the first packet is, for a subscriber that had
+    /// nothing of the publisher's video before (the first packet forwarded is then a keyframe of
+    /// the target layer).
+    private(set) var current: VideoStreamType?
     /// Whether a keyframe of ``target`` was asked for since it became the target.
     private(set) var keyframeRequested = false
     /// What is added to a layer's sequence numbers and PictureIDs (mod 2^16 and 2^15) and its
@@ -39,12 +41,16 @@ struct VideoLayerForwarder: Sendable {
     /// Storage for rewritten packets (reused: a subscriber holds a few hundred at most).
     private var recycler = ByteRecycler(slotCount: 1024, capacity: RTPHeader.fixedByteCount + 1300)
 
-    /// A forwarder of the high layer as it comes, wanting `target`, whose subscriber may have
-    /// had the high layer up to `lastForwarded` already (by reference, before the publisher
-    /// became layered): the numbers after a switch follow on from it.
+    /// A forwarder wanting `target`. A subscriber that had the high layer up to `lastForwarded`
+    /// already (by reference, before the publisher became layered) goes on with it as it comes,
+    /// and the numbers after a switch follow on from there; one that had nothing (nil) gets
+    /// nothing until a keyframe of `target`, asked for once, as at any switch.
     init(target: VideoStreamType, after lastForwarded: RTPPacket? = nil) {
         self.target = target
-        if let lastForwarded { note(lastForwarded) }
+        if let lastForwarded {
+            current = .high
+            note(lastForwarded)
+        }
     }
 
     /// What to do with one packet.
@@ -73,7 +79,8 @@ struct VideoLayerForwarder: Sendable {
     }
 
     /// Decides on `packet` of `layer`, where `highSSRC` is the SSRC the subscriber sees.
-    /// Returns the decision and whether it switched layers.
+    /// Returns the decision and whether it switched layers (or began with one: the first
+    /// packet forwarded to a subscriber that had nothing before).
     mutating func forward(_ packet: RTPPacket, layer: VideoStreamType, highSSRC: UInt32) -> (Decision, switched: Bool) {
         var switched = false
         if layer != current {
@@ -114,13 +121,13 @@ struct VideoLayerForwarder: Sendable {
         if let previous, Self.isShortlyBefore(sequence, switchedAt) {
             return (previous.layer, sequence &- previous.offsets.sequence)
         }
-        return (current, sequence &- offsets.sequence)
+        return (current ?? target, sequence &- offsets.sequence)
     }
 
     /// Starts forwarding `layer` at `packet` (its keyframe's first packet): the offsets that
     /// make its numbers follow the last ones forwarded.
     private mutating func beginLayer(_ layer: VideoStreamType, _ packet: RTPPacket) {
-        previous = (current, offsets)
+        previous = current.map { ($0, offsets) }
         current = layer
         keyframeRequested = false
         if let lastSequence {
@@ -261,12 +268,12 @@ extension VideoLayerForwarder {
             } else if type == RTCPPacket.PacketType.payloadFeedback && format == 1 && aboutHigh {
                 let start = out.count
                 out.append(contentsOf: bytes[offset..<end])
-                let media = ssrc(of: current)
+                let media = ssrc(of: current ?? target)
                 for k in 0..<4 { out[start + 8 + k] = UInt8(truncatingIfNeeded: media >> (24 - 8 * k)) }
             } else if type == RTCPPacket.PacketType.payloadFeedback && format == 4 {
                 let start = out.count
                 out.append(contentsOf: bytes[offset..<end])
-                let media = ssrc(of: current)
+                let media = ssrc(of: current ?? target)
                 for entry in stride(from: start + 12, to: out.count - 7, by: 8)
                 where uint32(offset + entry - start) == highSSRC {
                     for k in 0..<4 { out[entry + k] = UInt8(truncatingIfNeeded: media >> (24 - 8 * k)) }
