@@ -256,6 +256,48 @@ struct RTPPacketizerTests {
         }
     }
 
+    @Test(
+        "the packet ring starts small, grows when the packets held back behind a missing one span more of it, and hands every frame out whole and in order"
+    )
+    func ringGrowsWithWhatIsHeldBack() throws {
+        let sample = try RealFrames.vp8()
+        var packetizer = try RTPPacketizer(codec: .vp8, ssrc: 1, payloadType: 96, firstSequenceNumber: 65_400)
+        let perFrame = try packetize(sample, &packetizer)
+        // The sample's first frames, up to 300 packets: several rings' worth, within the window.
+        var frameCount = 0
+        var packetCount = 0
+        while frameCount < perFrame.count && packetCount + perFrame[frameCount].count <= 300 {
+            packetCount += perFrame[frameCount].count
+            frameCount += 1
+        }
+        let frames = Array(sample[..<frameCount])
+        let packets = perFrame[..<frameCount].flatMap { $0 }
+        let initial = RTPFrameAssembler.initialSlotCount
+        try #require(packets.count > 4 * initial && packets.count < RTPFrameAssembler.window)
+
+        // In order and whole: the ring keeps its first size.
+        /// Whether `out` is `frames`, byte for byte (a count and a flag: no bytes printed).
+        func sameFrames(_ out: [AssembledFrame]) -> Bool {
+            out.count == frames.count && zip(out, frames).allSatisfy { $0.frame.bytes == $1.bytes }
+        }
+        let (inOrder, steady) = assemble(.vp8, packets)
+        #expect(sameFrames(inOrder), "\(inOrder.count) of \(frames.count) frames")
+        #expect(steady.storageSlotCount == initial)
+
+        // The second packet held back until all the others came (within the gap wait): every
+        // packet after it waits in the ring, which doubles until it spans them all.
+        var late = packets
+        let held = late.remove(at: 1)
+        late.append(held)
+        let (reordered, grown) = assemble(.vp8, late, gapWaitMs: 10_000)
+        #expect(sameFrames(reordered), "\(reordered.count) of \(frames.count) frames")
+        #expect(reordered.allSatisfy { !$0.followsGap })
+        #expect(grown.packetsLost == 0 && grown.packetsLate == 0)
+        // The smallest power of two that spans them (the first packet, or all of them).
+        let slots = grown.storageSlotCount
+        #expect(slots & (slots - 1) == 0 && slots >= packets.count - 1 && slots < 2 * packets.count, "\(slots) slots")
+    }
+
     @Test("audio packets are frames as they come; holes in the sequence are counted as lost")
     func audioLoss() throws {
         let frames = try RealFrames.opus(count: 20)

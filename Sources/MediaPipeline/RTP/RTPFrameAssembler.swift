@@ -16,7 +16,9 @@ struct AssembledFrame {
 /// anything is decoded.
 ///
 /// Packets are kept in a ring indexed by unwrapped sequence number (the shape of libwebrtc's
-/// packet buffer). Video frames are handed out in sequence order once every packet from the
+/// packet buffer). The ring spans at most ``window`` numbers; its storage starts at a few
+/// dozen slots and doubles when the packets waiting span more (as libwebrtc's buffer grows on
+/// a collision), so a stream keeps what its rate and delay need, not the widest ring. Video frames are handed out in sequence order once every packet from the
 /// frame's first (S or B bit) to its last (marker bit) is there. A missing packet holds later
 /// frames back for at most ``gapWaitMicroseconds`` (a reordered packet fills the hole in that
 /// time); then the assembler gives up on it, drops the incomplete frames and marks the next
@@ -40,7 +42,12 @@ struct RTPFrameAssembler {
     /// so only reordering brings them (the reorder wait, shorter than a retransmission's).
     let startWaitMicroseconds: Int64
 
-    private static let capacity = 512  // a power of two
+    /// The most numbers the ring spans: a packet further ahead than that starts the stream
+    /// again, one further behind is late. A power of two.
+    static let window = 512
+    /// Slots the ring's storage starts with (a power of two): about a second of a 100 kbit/s
+    /// stream's packets, more than a 500 kbit/s stream holds back while a frame is incomplete.
+    static let initialSlotCount = 32
     private var slots: [RTPPacket?]
     private var slotSequence: [Int64]
     /// Where each packet's frame data starts (after the payload descriptor).
@@ -93,7 +100,7 @@ struct RTPFrameAssembler {
         self.codec = codec
         self.gapWaitMicroseconds = gapWaitMicroseconds
         self.startWaitMicroseconds = startWaitMicroseconds ?? gapWaitMicroseconds
-        let count = codec == .opus ? 0 : Self.capacity
+        let count = codec == .opus ? 0 : Self.initialSlotCount
         slots = Array(repeating: nil, count: count)
         slotSequence = Array(repeating: -1, count: count)
         slotDataOffset = Array(repeating: 0, count: count)
@@ -153,16 +160,20 @@ struct RTPFrameAssembler {
         return microseconds(unwrapper.unwrap(rtpTimestamp))
     }
 
+    /// Slots in the ring's storage now (video): ``initialSlotCount``, doubled each time the
+    /// packets held back spanned more.
+    var storageSlotCount: Int { slots.count }
+
     /// The first sequence number not yet handed out or given up (video), if any packet came.
     var firstPending: Int64? { next }
 
     private mutating func insertVideo(_ packet: RTPPacket, sequence: Int64, timestamp: Int64, now: Int64) {
         if let next, sequence < next {
-            if next - sequence > Int64(Self.capacity) {
+            if next - sequence > Int64(Self.window) {
                 // Far behind anything recent: the sender started its sequence again. Follow it.
                 giveUp(before: sequence)
                 highest = sequence - 1
-            } else if startIsOpen && max(highest, next) - sequence < Int64(Self.capacity) {
+            } else if startIsOpen && max(highest, next) - sequence < Int64(Self.window) {
                 // Overtaken before the first frame: the stream starts here once the packet is
                 // kept (the ring still holds it with the newest packet).
             } else {
@@ -171,12 +182,13 @@ struct RTPFrameAssembler {
             }
         }
         let base = next ?? sequence
-        if sequence - base >= Int64(Self.capacity) {
+        if sequence - base >= Int64(Self.window) {
             // Too far ahead to wait for what is missing: start again from this packet.
             giveUp(before: sequence)
         }
         if next == nil { next = sequence }
-        let index = Int(sequence & Int64(Self.capacity - 1))
+        if let next { makeRoom(from: min(next, sequence), to: max(highest, sequence)) }
+        let index = Int(sequence & Int64(slots.count - 1))
         if slotSequence[index] == sequence {
             packetsLate += 1
             return
@@ -316,15 +328,50 @@ struct RTPFrameAssembler {
     }
 
     private func slot(_ sequence: Int64) -> Int? {
-        let index = Int(sequence & Int64(Self.capacity - 1))
+        let index = Int(sequence & Int64(slots.count - 1))
         return slotSequence[index] == sequence && slots[index] != nil ? index : nil
     }
 
     private mutating func clear(_ sequence: Int64) {
-        let index = Int(sequence & Int64(Self.capacity - 1))
+        let index = Int(sequence & Int64(slots.count - 1))
         if slotSequence[index] == sequence {
             slots[index] = nil
             slotSequence[index] = -1
+        }
+    }
+
+    /// Grows the ring's storage (doubling) until it holds every number from `low` to `high` at
+    /// once, a span of at most ``window``; the packets kept, all within the span, move to their
+    /// places in the larger ring. Allocates only when it grows.
+    private mutating func makeRoom(from low: Int64, to high: Int64) {
+        let needed = Int(high - low + 1)
+        guard needed > slots.count else { return }
+        var count = max(slots.count, 1)
+        while count < needed { count *= 2 }
+        let old = (
+            slots: slots, sequence: slotSequence, dataOffset: slotDataOffset, startsFrame: slotStartsFrame,
+            startsKeyframe: slotStartsKeyframe, timestamp: slotTimestamp, arrival: slotArrival
+        )
+        let oldMask = Int64(slots.count - 1)
+        slots = Array(repeating: nil, count: count)
+        slotSequence = Array(repeating: -1, count: count)
+        slotDataOffset = Array(repeating: 0, count: count)
+        slotStartsFrame = Array(repeating: false, count: count)
+        slotStartsKeyframe = Array(repeating: false, count: count)
+        slotTimestamp = Array(repeating: 0, count: count)
+        slotArrival = Array(repeating: 0, count: count)
+        guard !old.slots.isEmpty else { return }
+        for sequence in low...high {
+            let from = Int(sequence & oldMask)
+            guard old.sequence[from] == sequence, let packet = old.slots[from] else { continue }
+            let to = Int(sequence & Int64(count - 1))
+            slots[to] = packet
+            slotSequence[to] = sequence
+            slotDataOffset[to] = old.dataOffset[from]
+            slotStartsFrame[to] = old.startsFrame[from]
+            slotStartsKeyframe[to] = old.startsKeyframe[from]
+            slotTimestamp[to] = old.timestamp[from]
+            slotArrival[to] = old.arrival[from]
         }
     }
 
@@ -436,7 +483,7 @@ struct RTPFrameAssembler {
     private mutating func waitIsOver(from start: Int64, now: Int64, wait: Int64? = nil) -> Bool {
         let since = blockedSince ?? now
         blockedSince = since
-        return now - since >= (wait ?? gapWaitMicroseconds) || highest - start >= Int64(Self.capacity / 2)
+        return now - since >= (wait ?? gapWaitMicroseconds) || highest - start >= Int64(Self.window / 2)
     }
 
     /// Drops everything from `start` up to the next frame start after the first missing packet,
@@ -466,7 +513,7 @@ struct RTPFrameAssembler {
         if let next {
             // Whatever is buffered (nothing, when every frame was handed out) goes.
             var buffered = next
-            while buffered <= highest && buffered < next + Int64(Self.capacity) {
+            while buffered <= highest && buffered < next + Int64(Self.window) {
                 clear(buffered)
                 buffered += 1
             }

@@ -18,8 +18,9 @@ import Foundation
 /// - a list that would grow past ``maximumEntries`` is cleared and the caller asks for a
 ///   keyframe instead (retransmitting that much would take longer than a new picture).
 ///
-/// Sequence numbers are unwrapped (``SequenceUnwrapper``) by the caller. Storage is reserved
-/// up front: steady state allocates nothing.
+/// Sequence numbers are unwrapped (``SequenceUnwrapper``) by the caller. The list's storage
+/// starts small and grows with the longest list seen (at most ``maximumEntries``): steady
+/// state allocates nothing, and a stream that loses little keeps little.
 struct NackTracker {
     static let maximumEntries = 1000
     static let maximumRetries = 10
@@ -75,7 +76,10 @@ struct NackTracker {
     private(set) var firstWayMissing: Int64 = 0
     private(set) var firstWayCounted: Int64 = 0
 
-    init() { entries.reserveCapacity(Self.maximumEntries) }
+    /// Entries the list's storage starts with.
+    static let initialCapacity = 16
+
+    init() { entries.reserveCapacity(Self.initialCapacity) }
 
     /// The share of packets lost on their first way lately (what retransmission has to make up).
     var lossFraction: Double { countedRecently > 0 ? missingRecently / countedRecently : 0 }
