@@ -505,6 +505,32 @@ struct DualStreamTests {
         Self.expectRightPictures(s.observer.pictures)
     }
 
+    @Test(
+        "a dual stream publisher that leaves and joins again is forwarded LOW to its LOW viewer from its first picture back"
+    )
+    func lowAfterRejoin() throws {
+        let session = TestSession()
+        let host = try session.user()
+        let viewer = try session.user()
+        try host.engine.enableDualStreamMode(true)
+        try host.join("a", uid: 1)
+        try viewer.channel("a").setRemoteDefaultVideoStreamType(.low)
+        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
+        var s = try Session(reusing: session, host: host, viewer: viewer)
+        try s.run(ticks: 70)
+        try host.channels["a"]!.leave()
+        try s.run(ticks: 35)  // the host pushes pictures with no channel to send them to
+        let before = s.observer.pictures.count
+        try host.channels["a"]!.join(uid: 1, options: .init())
+        let rejoinedAt = s.now
+        try s.run(ticks: 150)
+        let after = s.observer.pictures[before...]
+        #expect(after.count >= 7 && after.allSatisfy { $0.width == 160 && $0.height == 90 }, "\(after.map(\.width))")
+        let wait = (after.first?.atMicroseconds ?? .max) - rejoinedAt
+        #expect(wait <= 400_000, "first picture \(wait / 1000) ms after the host joined again")
+        Self.expectRightPictures(s.observer.pictures)
+    }
+
     @Test("the low stream's configuration is checked")
     func configurationChecked() throws {
         let session = TestSession()

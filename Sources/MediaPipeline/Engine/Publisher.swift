@@ -218,10 +218,14 @@ extension MediaEngine {
         publisher.lowTargets.removeAll()
     }
 
-    /// Tells each target not told yet that a low layer comes to it.
+    /// Tells every target that a low layer comes to it, at each picture: a word per picture
+    /// costs little, and a destination that forgot (the user left the channel and joined it
+    /// again) hears it again before its first picture. Notes the targets for the mode's end.
     private func announceLowLayer(_ publisher: Publisher) {
-        for target in publisher.targets where !publisher.lowTargets.contains(target.withLayer(.low)) {
-            publisher.lowTargets.append(target.withLayer(.low))
+        for target in publisher.targets {
+            if !publisher.lowTargets.contains(target.withLayer(.low)) {
+                publisher.lowTargets.append(target.withLayer(.low))
+            }
             transport.setSendsLowVideo(true, channelId: target.channelId, uid: target.uid)
         }
     }
@@ -231,7 +235,6 @@ extension MediaEngine {
     private func sendLow(_ frame: EncodedFrame, _ publisher: Publisher) {
         let keepsHistory = configuration.videoRetransmission
         let now = self.now
-        announceLowLayer(publisher)
         do {
             if publisher.lowPacketizer?.codec != frame.codec {
                 publisher.lowPacketizer = try rtp.lowVideoPacketizer(for: frame.codec)
@@ -280,6 +283,7 @@ extension MediaEngine {
             guard publisher.lowLayer != nil else { return }
             collectTargets(.video, publisher)
             guard !publisher.targets.isEmpty else { return }
+            announceLowLayer(publisher)
             sendLow(frame, publisher)
         }
         flushActions()

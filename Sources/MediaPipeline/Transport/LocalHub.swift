@@ -399,11 +399,13 @@ public final class LocalHub: MediaTransport, Sendable {
                     network.forwarders[key] = VideoLayerForwarder(target: wanted, after: sender.lastHighVideo)
                     index = network.forwarders.index(forKey: key)
                 }
+                // A keyframe of the wanted layer is asked for once its SSRC is known (a low layer
+                // said to come, not seen yet, is asked for at its first packet if that is no keyframe).
+                let wantedSSRC = wanted == .low ? sender.lowVideoSSRC : highSSRC
                 let (decision, switched, request) = Self.decide(
-                    &network.forwarders.values[index!], packet, layer, wanted, highSSRC: highSSRC)
-                if request, let ssrc = wanted == .low ? sender.lowVideoSSRC : highSSRC {
-                    work.keyframeRequests.append((receiver.uid, ssrc))
-                }
+                    &network.forwarders.values[index!], packet, layer, wanted, highSSRC: highSSRC,
+                    mayRequest: wantedSSRC != nil)
+                if request, let wantedSSRC { work.keyframeRequests.append((receiver.uid, wantedSSRC)) }
                 if switched { work.switches.append((target, layer)) }
                 switch decision {
                 case .drop: continue
@@ -434,14 +436,15 @@ public final class LocalHub: MediaTransport, Sendable {
     }
 
     /// One forwarder's decision on a packet, with whether it switched and whether a keyframe
-    /// request for the wanted layer is due.
+    /// request for the wanted layer is due (taken only when it `mayRequest`: the layer's SSRC
+    /// is known).
     private static func decide(
         _ forwarder: inout VideoLayerForwarder, _ packet: RTPPacket, _ layer: VideoStreamType,
-        _ wanted: VideoStreamType, highSSRC: UInt32
+        _ wanted: VideoStreamType, highSSRC: UInt32, mayRequest: Bool
     ) -> (VideoLayerForwarder.Decision, Bool, Bool) {
         forwarder.want(wanted)
         let (decision, switched) = forwarder.forward(packet, layer: layer, highSSRC: highSSRC)
-        return (decision, switched, forwarder.takeKeyframeRequest())
+        return (decision, switched, mayRequest && forwarder.takeKeyframeRequest())
     }
     /// Carries a retransmission of `stream` to `recipient` only, across their link, if the
     /// recipient still receives that stream.
@@ -594,8 +597,12 @@ public final class LocalHub: MediaTransport, Sendable {
 
     public func setSendsLowVideo(_ sending: Bool, channelId: String, uid: UInt32) {
         network.withLock { network in
-            guard network.rooms[channelId]?.members[uid] != nil else { return }
-            network.rooms[channelId]!.members[uid]!.sendsLowVideo = sending
+            // Said at every picture: found by index and written only when it changes.
+            guard let room = network.rooms.index(forKey: channelId),
+                let member = network.rooms.values[room].members.index(forKey: uid),
+                network.rooms.values[room].members.values[member].sendsLowVideo != sending
+            else { return }
+            network.rooms.values[room].members.values[member].sendsLowVideo = sending
         }
     }
 
