@@ -100,12 +100,17 @@ struct DualStreamTests {
         let observer: LayerObserver
         var tick = 0
 
-        init(dualStream: Bool = true, conditions: LinkConditions? = nil, seed: UInt64 = 7) throws {
+        /// `viewerDefault` is the viewer's default remote video type, set before it joins.
+        init(
+            dualStream: Bool = true, conditions: LinkConditions? = nil, seed: UInt64 = 7,
+            viewerDefault: VideoStreamType = .high
+        ) throws {
             session = TestSession(seed: seed)
             host = try session.user()
             viewer = try session.user()
             if dualStream { try host.engine.enableDualStreamMode(true) }
             try host.join("a", uid: 1)
+            if viewerDefault != .high { try viewer.channel("a").setRemoteDefaultVideoStreamType(viewerDefault) }
             try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
             if let conditions {
                 try session.hub.setLinkConditions(conditions, channelId: "a", publisher: 1, receiver: 2)
@@ -481,14 +486,8 @@ struct DualStreamTests {
         "the default type set before joining applies from the first picture (no high picture decoded, no keyframe asked); turning dual stream off brings the viewer back to HIGH"
     )
     func defaultTypeAndDualStreamOff() throws {
-        let session = TestSession()
-        let host = try session.user()
-        let viewer = try session.user()
-        try host.engine.enableDualStreamMode(true)
-        try host.join("a", uid: 1)
-        try viewer.channel("a").setRemoteDefaultVideoStreamType(.low)
-        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
-        var s = try Session(reusing: session, host: host, viewer: viewer)
+        var s = try Session(viewerDefault: .low)
+        let host = s.host
         try s.run(ticks: 210)  // past the first 2 s report
         // The publisher said it sends a low layer before its first picture: the viewer gets
         // the low stream from the start, as its first stream (not a switch the hub asked for).
@@ -509,14 +508,8 @@ struct DualStreamTests {
         "a dual stream publisher that leaves and joins again is forwarded LOW to its LOW viewer from its first picture back"
     )
     func lowAfterRejoin() throws {
-        let session = TestSession()
-        let host = try session.user()
-        let viewer = try session.user()
-        try host.engine.enableDualStreamMode(true)
-        try host.join("a", uid: 1)
-        try viewer.channel("a").setRemoteDefaultVideoStreamType(.low)
-        try viewer.join("a", uid: 2, options: .subscribeOnly, role: .audience)
-        var s = try Session(reusing: session, host: host, viewer: viewer)
+        var s = try Session(viewerDefault: .low)
+        let host = s.host
         try s.run(ticks: 70)
         try host.channels["a"]!.leave()
         try s.run(ticks: 35)  // the host pushes pictures with no channel to send them to
@@ -543,15 +536,5 @@ struct DualStreamTests {
             try host.engine.enableDualStreamMode(true, low: .init(bitrateBitsPerSecond: 5))
         }
         #expect(!host.engine.isDualStreamModeEnabled)
-    }
-}
-
-extension DualStreamTests.Session {
-    /// A session over users already joined.
-    init(reusing session: TestSession, host: TestUser, viewer: TestUser) throws {
-        self.session = session
-        self.host = host
-        self.viewer = viewer
-        observer = try Self.observe(session, host: host, viewer: viewer)
     }
 }

@@ -48,17 +48,17 @@ struct RTPFrameAssembler {
     /// Slots the ring's storage starts with (a power of two): about a second of a 100 kbit/s
     /// stream's packets, more than a 500 kbit/s stream holds back while a frame is incomplete.
     static let initialSlotCount = 32
-    private var slots: [RTPPacket?]
-    private var slotSequence: [Int64]
+    private var slots: [RTPPacket?] = []
+    private var slotSequence: [Int64] = []
     /// Where each packet's frame data starts (after the payload descriptor).
-    private var slotDataOffset: [Int]
-    private var slotStartsFrame: [Bool]
+    private var slotDataOffset: [Int] = []
+    private var slotStartsFrame: [Bool] = []
     /// Whether each packet starts a keyframe (read once, as it is stored).
-    private var slotStartsKeyframe: [Bool]
+    private var slotStartsKeyframe: [Bool] = []
     /// Each packet's unwrapped RTP timestamp.
-    private var slotTimestamp: [Int64]
+    private var slotTimestamp: [Int64] = []
     /// When each packet arrived (clock microseconds).
-    private var slotArrival: [Int64]
+    private var slotArrival: [Int64] = []
     private var sequences = SequenceUnwrapper()
     private var timestamps = TimestampUnwrapper()
     private var firstTimestamp: Int64?
@@ -100,7 +100,16 @@ struct RTPFrameAssembler {
         self.codec = codec
         self.gapWaitMicroseconds = gapWaitMicroseconds
         self.startWaitMicroseconds = startWaitMicroseconds ?? gapWaitMicroseconds
-        let count = codec == .opus ? 0 : Self.initialSlotCount
+        // More frames than a video receiver queues (48) plus the one being decoded; slots start
+        // small and grow together with the largest frame. Audio frames are their packets'
+        // payloads: no storage of their own.
+        if codec == .opus { redundantAudio.reserveCapacity(Self.redundantBlocksKept) }
+        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 68, capacity: codec == .opus ? 0 : 4096)
+        if codec != .opus { makeEmptySlots(Self.initialSlotCount) }
+    }
+
+    /// Replaces the ring's storage with `count` empty slots.
+    private mutating func makeEmptySlots(_ count: Int) {
         slots = Array(repeating: nil, count: count)
         slotSequence = Array(repeating: -1, count: count)
         slotDataOffset = Array(repeating: 0, count: count)
@@ -108,11 +117,6 @@ struct RTPFrameAssembler {
         slotStartsKeyframe = Array(repeating: false, count: count)
         slotTimestamp = Array(repeating: 0, count: count)
         slotArrival = Array(repeating: 0, count: count)
-        // More frames than a video receiver queues (48) plus the one being decoded; slots start
-        // small and grow together with the largest frame. Audio frames are their packets'
-        // payloads: no storage of their own.
-        if codec == .opus { redundantAudio.reserveCapacity(Self.redundantBlocksKept) }
-        recycler = ByteRecycler(slotCount: codec == .opus ? 0 : 68, capacity: codec == .opus ? 0 : 4096)
     }
 
     /// Takes `packet` (arrived at clock time `now`) and hands out every frame it completes.
@@ -353,13 +357,7 @@ struct RTPFrameAssembler {
             startsKeyframe: slotStartsKeyframe, timestamp: slotTimestamp, arrival: slotArrival
         )
         let oldMask = Int64(slots.count - 1)
-        slots = Array(repeating: nil, count: count)
-        slotSequence = Array(repeating: -1, count: count)
-        slotDataOffset = Array(repeating: 0, count: count)
-        slotStartsFrame = Array(repeating: false, count: count)
-        slotStartsKeyframe = Array(repeating: false, count: count)
-        slotTimestamp = Array(repeating: 0, count: count)
-        slotArrival = Array(repeating: 0, count: count)
+        makeEmptySlots(count)
         guard !old.slots.isEmpty else { return }
         for sequence in low...high {
             let from = Int(sequence & oldMask)
