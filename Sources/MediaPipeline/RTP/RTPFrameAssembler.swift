@@ -18,11 +18,13 @@ struct AssembledFrame {
 /// Packets are kept in a ring indexed by unwrapped sequence number (the shape of libwebrtc's
 /// packet buffer). The ring spans at most ``window`` numbers; its storage starts at a few
 /// dozen slots and doubles when the packets waiting span more (as libwebrtc's buffer grows on
-/// a collision), so a stream keeps what its rate and delay need, not the widest ring. Video frames are handed out in sequence order once every packet from the
-/// frame's first (S or B bit) to its last (marker bit) is there. A missing packet holds later
-/// frames back for at most ``gapWaitMicroseconds`` (a reordered packet fills the hole in that
-/// time); then the assembler gives up on it, drops the incomplete frames and marks the next
-/// frame as following a gap. Opus packets are frames on their own and are handed out as they
+/// a collision), so a stream keeps what its rate and delay need, not the widest ring.
+///
+/// Video frames are handed out in sequence order once every packet from the frame's first (S
+/// or B bit) to its last (marker bit) is there. A missing packet holds later frames back for
+/// at most ``gapWaitMicroseconds`` (a reordered packet fills the hole in that time); then the
+/// assembler gives up on it, drops the incomplete frames and marks the next frame as following
+/// a gap. Opus packets are frames on their own and are handed out as they
 /// arrive, sharing the packet's bytes, with a duration of 0 (the decoder tells it); the audio
 /// receiver orders them by timestamp; gaps are only counted.
 ///
