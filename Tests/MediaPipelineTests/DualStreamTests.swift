@@ -86,6 +86,41 @@ final class LayerObserver: VideoFrameObserver, @unchecked Sendable {
     }
 }
 
+/// A source that arrives encoded in both layers (a camera that encodes a simulcast): each
+/// picture and its scaling to the low layer's size, as the engine's low layer scales it, each
+/// encoded by its own VP8 encoder; keyframes on the same pictures, every 10 (it cannot make
+/// one on request).
+struct EncodedLayers {
+    let low = LowVideoStreamConfiguration().size(width: DualStreamTests.width, height: DualStreamTests.height)
+    let highEncoder: VPXEncoder
+    let lowEncoder: VPXEncoder
+
+    init() throws {
+        highEncoder = try VPXEncoder(
+            configuration: VPXEncoderConfiguration(
+                codec: .vp8, width: DualStreamTests.width, height: DualStreamTests.height))
+        lowEncoder = try VPXEncoder(
+            configuration: VPXEncoderConfiguration(codec: .vp8, width: low.width, height: low.height))
+    }
+
+    /// Pushes picture `frame`, captured at `at` microseconds, to `engine` in both layers, high
+    /// first (`observer` makes the pictures).
+    func push(_ frame: Int, at: Int64, _ engine: MediaEngine, _ observer: LayerObserver) throws {
+        let keyframe = frame % 10 == 0
+        let width = DualStreamTests.width
+        let height = DualStreamTests.height
+        try engine.pushEncodedFrame(
+            try highEncoder.encode(
+                try observer.source(frame, width: width, height: height), timestampMicroseconds: at,
+                forceKeyframe: keyframe))
+        try engine.pushEncodedFrame(
+            try lowEncoder.encode(
+                try observer.source(frame, width: low.width, height: low.height), timestampMicroseconds: at,
+                forceKeyframe: keyframe),
+            layer: .low)
+    }
+}
+
 @Suite("Dual stream: a publisher's low stream, chosen per subscriber")
 struct DualStreamTests {
     /// 320x180 pictures every 70 ms (one in 7 ticks): the low stream is 160x90.
@@ -151,6 +186,24 @@ struct DualStreamTests {
 
         var channel: MediaChannel { viewer.channels["a"]! }
         var now: Int64 { session.clock.nowMicroseconds }
+
+        /// Runs `ticks` × 10 ms as ``run(ticks:audio:)`` does, the host pushing `source`'s two
+        /// encodings of each picture instead; `beforeTick` runs first in each tick.
+        mutating func runEncoded(
+            ticks: Int, _ source: EncodedLayers, beforeTick: (Int) throws -> Void = { _ in }
+        ) throws {
+            for _ in 0..<ticks {
+                try beforeTick(tick)
+                if tick % DualStreamTests.frameTicks == 0 {
+                    try source.push(tick / DualStreamTests.frameTicks, at: Int64(tick) * 10_000, host.engine, observer)
+                }
+                viewer.engine.renderVideo()
+                viewer.pull()
+                session.clock.advance(byMicroseconds: 10_000)
+                session.hub.deliverDue()
+                tick += 1
+            }
+        }
     }
 
     /// Every picture shown is the one captured at its timestamp, clearly better than its
@@ -361,36 +414,11 @@ struct DualStreamTests {
     )
     func preEncodedLayers() throws {
         for dualStream in [true, false] {
-            let s = try Session(dualStream: dualStream)
+            var s = try Session(dualStream: dualStream)
             try s.channel.setRemoteDefaultVideoStreamType(.low)
-            // The source's own two encodings: the low one of the picture scaled as the engine's
-            // low layer scales it; keyframes on the same pictures, every 10 (it cannot make one
-            // on request).
-            let low = LowVideoStreamConfiguration().size(width: Self.width, height: Self.height)
-            let highEncoder = try VPXEncoder(
-                configuration: VPXEncoderConfiguration(codec: .vp8, width: Self.width, height: Self.height))
-            let lowEncoder = try VPXEncoder(
-                configuration: VPXEncoderConfiguration(codec: .vp8, width: low.width, height: low.height))
-            for tick in 0..<280 {
-                if tick % Self.frameTicks == 0 {
-                    let frame = tick / Self.frameTicks
-                    let at = Int64(tick) * 10_000
-                    let keyframe = frame % 10 == 0
-                    try s.host.engine.pushEncodedFrame(
-                        try highEncoder.encode(
-                            try s.observer.source(frame, width: Self.width, height: Self.height),
-                            timestampMicroseconds: at, forceKeyframe: keyframe))
-                    try s.host.engine.pushEncodedFrame(
-                        try lowEncoder.encode(
-                            try s.observer.source(frame, width: low.width, height: low.height),
-                            timestampMicroseconds: at, forceKeyframe: keyframe),
-                        layer: .low)
-                }
-                s.viewer.engine.renderVideo()
-                s.viewer.pull()
-                s.session.clock.advance(byMicroseconds: 10_000)
-                s.session.hub.deliverDue()
-            }
+            let source = try EncodedLayers()
+            let low = source.low
+            try s.runEncoded(ticks: 280, source)
             let pictures = s.observer.pictures
             // With dual stream, the low layer from its first keyframe on (high ones before it,
             // as the viewer asked once it had joined), and only it.
@@ -438,7 +466,7 @@ struct DualStreamTests {
             }
             #expect(packetsSent() == before)
             if dualStream {
-                let lowKeyframe = try lowEncoder.encode(
+                let lowKeyframe = try source.lowEncoder.encode(
                     try s.observer.source(0, width: low.width, height: low.height), timestampMicroseconds: 5_000_000,
                     forceKeyframe: true)
                 try s.host.engine.pushEncodedFrame(lowKeyframe, layer: .low)
@@ -521,6 +549,28 @@ struct DualStreamTests {
         #expect(after.count >= 7 && after.allSatisfy { $0.width == 160 && $0.height == 90 }, "\(after.map(\.width))")
         let wait = (after.first?.atMicroseconds ?? .max) - rejoinedAt
         #expect(wait <= 400_000, "first picture \(wait / 1000) ms after the host joined again")
+        Self.expectRightPictures(s.observer.pictures)
+    }
+
+    @Test(
+        "pre-encoded layers: once the source pushed low frames, a publisher that leaves and joins again is forwarded LOW from its first keyframe back"
+    )
+    func preEncodedLayersAfterRejoin() throws {
+        var s = try Session(viewerDefault: .low)
+        let source = try EncodedLayers()
+        let low = source.low
+        let (channel, observer) = (s.host.channels["a"]!, s.observer)
+        var rejoinedAt = 0
+        try s.runEncoded(ticks: 420, source) { tick in
+            if tick == 140 { try channel.leave() }
+            if tick == 175 {
+                try channel.join(uid: 1, options: .init())
+                rejoinedAt = observer.pictures.count
+            }
+        }
+        let after = s.observer.pictures[rejoinedAt...]
+        let sizes = after.map { "\($0.width)x\($0.height)" }
+        #expect(after.count >= 20 && after.allSatisfy { $0.width == low.width && $0.height == low.height }, "\(sizes)")
         Self.expectRightPictures(s.observer.pictures)
     }
 

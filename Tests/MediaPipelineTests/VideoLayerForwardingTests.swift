@@ -221,6 +221,57 @@ struct VideoLayerForwardingTests {
         #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 3, publisher: 1) == .high)
     }
 
+    @Test(
+        "a publisher that says it sends a low layer and unsays it before any low packet is forwarded by reference again; a later start numbers on from there"
+    )
+    func announcedThenWithdrawn() throws {
+        hub.setRemoteVideoStreamType(.low, channelId: "c", subscriber: 2, publisher: 1)
+        var layers = TwoLayers()
+        hub.setSendsLowVideo(true, channelId: "c", uid: 1)
+        for packet in layers.frame(0, .high, keyframe: true) {
+            hub.send(packet, stream: .video(channelId: "c", uid: 1))
+        }
+        #expect(subscriber.packets.isEmpty)  // waiting for the low layer
+        hub.setSendsLowVideo(false, channelId: "c", uid: 1)
+        for index in 1..<3 {
+            for packet in layers.frame(index, .high, keyframe: false) {
+                hub.send(packet, stream: .video(channelId: "c", uid: 1))
+            }
+        }
+        #expect(subscriber.packets.count == 6)  // by reference again
+        hub.setSendsLowVideo(true, channelId: "c", uid: 1)
+        sendFrame(&layers, 3, lowKey: true)
+        sendFrame(&layers, 4)
+        // The plain packets, high frame 3, then the low keyframe and frame 4: one stream.
+        #expect(subscriber.packets.count == 11)
+        try expectContinuous(subscriber.packets, ssrc: 0x1111)
+        #expect(subscriber.switches == [.low])
+        #expect(hub.forwardedVideoStreamType(channelId: "c", subscriber: 2, publisher: 1) == .low)
+    }
+
+    @Test(
+        "a subscriber that comes after the publisher became layered gets nothing until a keyframe of the layer it wants, asked for once, then one continuous stream"
+    )
+    func lateSubscriberOfLayeredPublisher() throws {
+        var layers = TwoLayers()
+        for index in 0..<4 { sendFrame(&layers, index, highKey: index == 0, lowKey: index == 0) }
+        let late = LayerRecorder()
+        _ = try hub.join(channelId: "c", uid: 3, role: .audience, media: [], receivesMedia: true, endpoint: late)
+        hub.setRemoteVideoStreamType(.low, channelId: "c", subscriber: 3, publisher: nil)
+        for index in 4..<8 { sendFrame(&layers, index) }
+        #expect(late.packets.isEmpty)
+        #expect(try FeedbackRequests.of(publisher.feedback).pictureLoss == [0x2222])
+        sendFrame(&layers, 8, lowKey: true)
+        sendFrame(&layers, 10)
+        #expect(late.packets.count == 2)
+        #expect(late.streams.allSatisfy { $0 == .video(channelId: "c", uid: 1, layer: .low) })
+        try expectContinuous(late.packets, ssrc: 0x1111)
+        #expect(late.switches == [.low])
+        #expect(try FeedbackRequests.of(publisher.feedback).pictureLoss == [0x2222])
+        // The subscriber there from the start goes on with the high layer, by reference.
+        #expect(subscriber.packets.count == 30 && subscriber.packets.allSatisfy { $0.header.ssrc == 0x1111 })
+    }
+
     @Test("asking for the low layer of a publisher without one delivers the high layer")
     func lowOfSingleLayerPublisher() throws {
         hub.setRemoteVideoStreamType(.low, channelId: "c", subscriber: 2, publisher: 1)

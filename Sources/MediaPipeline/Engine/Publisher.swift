@@ -257,6 +257,12 @@ extension MediaEngine {
         try Self.refuseEmpty(frame, layer: "")
         local.withLock { publisher in
             collectTargets(frame.codec.kind, publisher)
+            // A source that pushes low frames too (dual stream mode, low frames pushed before)
+            // says so before each high one, as pictures pushed raw do; before its first low
+            // frame nothing is said: a source that pushes none must still be forwarded high.
+            if frame.codec.kind == .video, publisher.lowLayer != nil, !publisher.lowTargets.isEmpty {
+                announceLowLayer(publisher)
+            }
             send(frame, encodedHere: false, publisher)
         }
         flushActions()

@@ -35,8 +35,9 @@ public final class LocalHub: MediaTransport, Sendable {
         var lowVideoSSRC: UInt32?
         var sendsLowVideo = false
         /// Its last high video packet forwarded to every subscriber by reference, before it
-        /// became layered: what they had last then, so a forwarder made later numbers on from
-        /// there (nil when it was layered from its first packet).
+        /// became layered: what they had last then, so the forwarders made at its first layered
+        /// packet number on from there. Nil from then on (a subscriber that comes later had
+        /// nothing), and when it was layered from its first packet.
         var lastHighVideo: RTPPacket?
         /// Whether its video goes through forwarders.
         var isLayered: Bool { sendsLowVideo || lowVideoSSRC != nil }
@@ -385,6 +386,11 @@ public final class LocalHub: MediaTransport, Sendable {
                 let highSSRC = sender.videoSSRC
             else { return (nil, false) }
             let stream = Member.streamKey(uid, .video)
+            // The subscribers present now had the publisher's last plain packet; those who come
+            // later had nothing, and their forwarders wait for a keyframe of what they want.
+            defer {
+                if sender.lastHighVideo != nil { network.rooms[channelId]?.members[uid]?.lastHighVideo = nil }
+            }
             for receiver in room.receivers {
                 guard let target = receiver.endpoint, target !== endpoint, !receiver.unsubscribed.contains(stream)
                 else {
@@ -603,6 +609,14 @@ public final class LocalHub: MediaTransport, Sendable {
                 network.rooms.values[room].members.values[member].sendsLowVideo != sending
             else { return }
             network.rooms.values[room].members.values[member].sendsLowVideo = sending
+            // Said and unsaid before any low packet came: the video goes by reference again, and
+            // the forwarders made meanwhile (some never forwarded anything) go, so that a later
+            // start makes them afresh from what the subscribers had by then.
+            if !sending, !network.rooms.values[room].members.values[member].isLayered {
+                network.forwarders = network.forwarders.filter {
+                    $0.key.channelId != channelId || $0.key.publisher != uid
+                }
+            }
         }
     }
 
