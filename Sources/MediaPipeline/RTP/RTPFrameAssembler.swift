@@ -192,8 +192,9 @@ struct RTPFrameAssembler {
             // Too far ahead to wait for what is missing: start again from this packet.
             giveUp(before: sequence)
         }
-        if next == nil { next = sequence }
-        if let next { makeRoom(from: min(next, sequence), to: max(highest, sequence)) }
+        let first = next ?? sequence
+        next = first
+        makeRoom(from: min(first, sequence), to: max(highest, sequence))
         let index = Int(sequence & Int64(slots.count - 1))
         if slotSequence[index] == sequence {
             packetsLate += 1

@@ -47,6 +47,14 @@ public final class LocalHub: MediaTransport, Sendable {
             UInt64(publisher) * 2 + (kind == .audio ? 0 : 1)
         }
         var isBroadcaster: Bool { role == .broadcaster }
+
+        /// Notes whether it sends a low layer; returns true when that unsaid a low layer no
+        /// packet of which came (its video goes by reference again).
+        mutating func setSendsLowVideo(_ sending: Bool) -> Bool {
+            guard sendsLowVideo != sending else { return false }
+            sendsLowVideo = sending
+            return !isLayered
+        }
     }
 
     /// A member that receives media, as the send path sees it: immutable, so a snapshot of
@@ -139,7 +147,7 @@ public final class LocalHub: MediaTransport, Sendable {
                         sender.lowVideoSSRC = ssrc
                         sender.sendsLowVideo = true
                     }
-                } else if sender.videoSSRC != ssrc {
+                } else {
                     sender.videoSSRC = ssrc
                 }
                 if sender.isLayered { return .layered }
@@ -603,20 +611,16 @@ public final class LocalHub: MediaTransport, Sendable {
 
     public func setSendsLowVideo(_ sending: Bool, channelId: String, uid: UInt32) {
         network.withLock { network in
-            // Said at every picture: found by index and written only when it changes.
+            // Said at every picture: found by index and changed in place (a read through
+            // `values[index]` copies the member).
             guard let room = network.rooms.index(forKey: channelId),
                 let member = network.rooms.values[room].members.index(forKey: uid),
-                network.rooms.values[room].members.values[member].sendsLowVideo != sending
+                network.rooms.values[room].members.values[member].setSendsLowVideo(sending)
             else { return }
-            network.rooms.values[room].members.values[member].sendsLowVideo = sending
-            // Said and unsaid before any low packet came: the video goes by reference again, and
-            // the forwarders made meanwhile (some never forwarded anything) go, so that a later
-            // start makes them afresh from what the subscribers had by then.
-            if !sending, !network.rooms.values[room].members.values[member].isLayered {
-                network.forwarders = network.forwarders.filter {
-                    $0.key.channelId != channelId || $0.key.publisher != uid
-                }
-            }
+            // Said and unsaid before any low packet came: the forwarders made meanwhile (some
+            // never forwarded anything) go, so that a later start makes them afresh from what
+            // the subscribers had by then.
+            network.forwarders = network.forwarders.filter { $0.key.channelId != channelId || $0.key.publisher != uid }
         }
     }
 
