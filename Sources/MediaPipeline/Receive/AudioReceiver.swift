@@ -350,10 +350,9 @@ final class AudioReceiver: @unchecked Sendable {
     private let channelCount: Int
     /// Decoded samples, interleaved, allocated once (200 ms): those from `decodedStart` to
     /// `decodedEnd` not handed out yet, the 10 ms just handed out (``frame``) before them.
-    /// What is left moves to the front only when less than ``decodedReserve`` lies from
-    /// `decodedStart` to the end, so a stream of 20 ms packets is mostly decoded and played in
-    /// place (after a stretch, whose period is not a multiple of 10 ms, what is left moves
-    /// every few ticks).
+    /// What is left moves to the front before each tick that decodes (under 10 ms of samples;
+    /// none for a stream of 20 ms packets that was never stretched) and whenever less than
+    /// ``decodedReserve`` lies from `decodedStart` to the end.
     private let decoded: UnsafeMutableBufferPointer<Int16>
     private var decodedStart = 0
     private var decodedEnd = 0
@@ -565,8 +564,12 @@ final class AudioReceiver: @unchecked Sendable {
         frame = silence
         roundNow = now
         let needed = frameSampleCount / channelCount
-        // Make room when a tick's decoding might not fit, then decode until a whole 10 ms is there.
-        if decodedEnd == decodedStart || decoded.count - decodedStart < decodedReserve { compactDecoded() }
+        // Before a tick decodes, what is left (under 10 ms) moves to the front, so decoding writes
+        // into the same lines at the buffer's start every time, which the cache still holds (a
+        // buffer decoded along its length, as after a stretch, cycled through 70 ms of lines,
+        // and its decoding and the mix missed the cache more); then decode until a whole 10 ms
+        // is there.
+        if bufferedFrames < needed || decoded.count - decodedStart < decodedReserve { compactDecoded() }
         var concealed = false
         var comfortNoise = false
         var starved = false
