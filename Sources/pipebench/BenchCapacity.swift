@@ -12,9 +12,19 @@ import MediaPipelineTesting
 /// ``CapacityTarget/cReferenceLowLayer``).
 struct BenchCapacity {
     let media: SampleMedia
-    /// Session seconds timed per trial (after one second of warm-up; on the engine's low layer,
-    /// up to two more, until its first keyframe is shown).
+    /// Session seconds timed per trial (after ``warmUpTicks`` of warm-up; on the engine's low
+    /// layer, up to two more seconds, until its first keyframe is shown).
     let seconds: Double
+    /// Ticks every trial's session runs untimed first, the engine's and the C reference's alike
+    /// (2.5 s): decoders made, canvases sized, first keyframes decoded, and the engine's audio
+    /// playout settled. Each stream's playout starts at the jitter buffer's 60 ms start delay and
+    /// learns the stream's own delay over about 90 packets (the start value's weight falls
+    /// below the 0.99 quantile's 1 % near 1.8 s), then shortens its audio to it by a few pitch
+    /// periods. With one second of warm-up that start fell inside the timed seconds: at 60
+    /// users, 1.4 % of the timed instructions were the stretcher's period search, and the
+    /// shortened audio had the timed window decode 2 % more Opus than the C reference's,
+    /// which a real session pays once per user joining, not every second.
+    static let warmUpTicks = 250
     /// Most trials in one search (14 unless bounded for a quick run).
     var maximumTrials = 14
     /// Users in a search's first trial.
@@ -67,12 +77,13 @@ struct BenchCapacity {
     }
 
     /// A ``SubscriberLoad`` of `users` on `threads` (dual stream for the low `layer`), advanced
-    /// one second (decoders made, canvases sized, first keyframes decoded) and then until every
+    /// ``warmUpTicks`` (decoders made, canvases sized, first keyframes decoded, audio playout
+    /// settled) and then until every
     /// user is shown from `layer`: the low layer comes with its first keyframe after the
     /// subscriber asked for it, up to the sample's keyframe interval (2 s) later.
     private func warmedUpLoad(users: Int, threads: Int, layer: VideoStreamType) throws -> SubscriberLoad {
         let load = try SubscriberLoad(media: media, users: users, decodeThreads: threads, dualStream: layer == .low)
-        for _ in 0..<100 { load.advance() }
+        for _ in 0..<Self.warmUpTicks { load.advance() }
         let keyframeTicks = media.keyframeIntervalFrames * 100 / media.videoFrameRate
         load.advance(untilEveryUserShows: layer, maximumTicks: keyframeTicks + 10)
         return load

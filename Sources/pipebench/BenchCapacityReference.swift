@@ -108,7 +108,7 @@ final class CapacityReferenceSession {
 }
 
 extension BenchCapacity {
-    /// One trial of the C reference, timed as the engine's trial is: one second of session
+    /// One trial of the C reference, timed as the engine's trial is: ``warmUpTicks`` of session
     /// warm-up, then ``seconds`` timed; session seconds per wall-clock second. Checks that every
     /// user decoded, and that the timed ticks decoded every packet and frame they were due.
     func referenceRealtimeFactor(users: Int, threads: Int, layer: VideoStreamType = .high) throws -> Double {
@@ -120,14 +120,14 @@ extension BenchCapacity {
         return Double(ticks) / 100 / elapsed
     }
 
-    /// A C reference session of `users` on `threads` showing `layer`, advanced one second:
+    /// A C reference session of `users` on `threads` showing `layer`, advanced ``warmUpTicks``:
     /// decoders warmed, first keyframe decoded (as ``warmedUpLoad(users:threads:layer:)`` warms
     /// the engine's).
     func warmedUpReference(
         users: Int, threads: Int, layer: VideoStreamType = .high
     ) throws -> CapacityReferenceSession {
         let session = try CapacityReferenceSession(media: media, users: users, threads: threads, layer: layer)
-        for _ in 0..<100 { try session.advance() }
+        for _ in 0..<Self.warmUpTicks { try session.advance() }
         return session
     }
 }
