@@ -89,11 +89,12 @@ final class LayerObserver: VideoFrameObserver, @unchecked Sendable {
 /// A source that arrives encoded in both layers (a camera that encodes a simulcast): each
 /// picture and its scaling to the low layer's size, as the engine's low layer scales it, each
 /// encoded by its own VP8 encoder; keyframes on the same pictures, every 10 (it cannot make
-/// one on request).
+/// one on request). Each picture's high frame is pushed first, or its low one (`lowFirst`).
 struct EncodedLayers {
     let low = LowVideoStreamConfiguration().size(width: DualStreamTests.width, height: DualStreamTests.height)
     let highEncoder: VPXEncoder
     let lowEncoder: VPXEncoder
+    var lowFirst = false
 
     init() throws {
         highEncoder = try VPXEncoder(
@@ -103,21 +104,19 @@ struct EncodedLayers {
             configuration: VPXEncoderConfiguration(codec: .vp8, width: low.width, height: low.height))
     }
 
-    /// Pushes picture `frame`, captured at `at` microseconds, to `engine` in both layers, high
-    /// first (`observer` makes the pictures).
+    /// Pushes picture `frame`, captured at `at` microseconds, to `engine` in both layers
+    /// (`observer` makes the pictures).
     func push(_ frame: Int, at: Int64, _ engine: MediaEngine, _ observer: LayerObserver) throws {
         let keyframe = frame % 10 == 0
-        let width = DualStreamTests.width
-        let height = DualStreamTests.height
-        try engine.pushEncodedFrame(
-            try highEncoder.encode(
-                try observer.source(frame, width: width, height: height), timestampMicroseconds: at,
-                forceKeyframe: keyframe))
-        try engine.pushEncodedFrame(
-            try lowEncoder.encode(
-                try observer.source(frame, width: low.width, height: low.height), timestampMicroseconds: at,
-                forceKeyframe: keyframe),
-            layer: .low)
+        let high = try highEncoder.encode(
+            try observer.source(frame, width: DualStreamTests.width, height: DualStreamTests.height),
+            timestampMicroseconds: at, forceKeyframe: keyframe)
+        let lowFrame = try lowEncoder.encode(
+            try observer.source(frame, width: low.width, height: low.height), timestampMicroseconds: at,
+            forceKeyframe: keyframe)
+        if lowFirst { try engine.pushEncodedFrame(lowFrame, layer: .low) }
+        try engine.pushEncodedFrame(high)
+        if !lowFirst { try engine.pushEncodedFrame(lowFrame, layer: .low) }
     }
 }
 
@@ -572,6 +571,29 @@ struct DualStreamTests {
         let sizes = after.map { "\($0.width)x\($0.height)" }
         #expect(after.count >= 20 && after.allSatisfy { $0.width == low.width && $0.height == low.height }, "\(sizes)")
         Self.expectRightPictures(s.observer.pictures)
+    }
+
+    @Test(
+        "pre-encoded layers pushed low before high: a viewer asking LOW gets the low layer from the first picture, a viewer asking HIGH the high one, and neither asks for a keyframe"
+    )
+    func preEncodedLowBeforeHigh() throws {
+        for wanted in [VideoStreamType.low, .high] {
+            var s = try Session(viewerDefault: wanted)
+            var source = try EncodedLayers()
+            source.lowFirst = true
+            try s.runEncoded(ticks: 210, source)
+            let pictures = s.observer.pictures
+            let size = wanted == .low ? (source.low.width, source.low.height) : (Self.width, Self.height)
+            let shown = pictures.map { "\($0.frame):\($0.width)x\($0.height)" }
+            // Every picture pushed (30 in 210 ticks, the last ones still on their way), from the
+            // first (a keyframe of both layers) on, at the size of the layer asked for.
+            #expect(
+                pictures.count >= 28 && pictures.first?.frame == 0
+                    && pictures.allSatisfy { ($0.width, $0.height) == size }, "\(wanted): \(shown)")
+            #expect(s.host.engine.statistics.keyframeRequestsReceived == 0, "\(wanted)")
+            #expect(s.channel.remoteVideoStats(1)?.rxStreamType == wanted)
+            Self.expectRightPictures(pictures)
+        }
     }
 
     @Test("the low stream's configuration is checked")

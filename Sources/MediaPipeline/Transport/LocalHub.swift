@@ -34,6 +34,13 @@ public final class LocalHub: MediaTransport, Sendable {
         var videoSSRC: UInt32?
         var lowVideoSSRC: UInt32?
         var sendsLowVideo = false
+        /// The SSRC its endpoint describes for its video (``TransportEndpoint/transportLocalStreams()``,
+        /// read as it joins), known before any packet: a source that sends a picture's low frame
+        /// before its high one has it rewritten to this from the first.
+        var describedVideoSSRC: UInt32?
+        /// The SSRC its subscribers see its video on: its high video's, as its packets show it
+        /// or, before the first, as its endpoint describes it.
+        var forwardedVideoSSRC: UInt32? { videoSSRC ?? describedVideoSSRC }
         /// Its last high video packet forwarded to every subscriber by reference, before it
         /// became layered: what they had last then, so the forwarders made at its first layered
         /// packet number on from there. Nil from then on (a subscriber that comes later had
@@ -219,6 +226,7 @@ public final class LocalHub: MediaTransport, Sendable {
         endpoint: TransportEndpoint
     ) throws -> UInt32 {
         var notifications: [() -> Void] = []
+        let describedVideoSSRC = endpoint.transportLocalStreams()?.videoSSRC
         let assigned: UInt32 = try network.withLock { network in
             var room = network.rooms[channelId] ?? Room()
             var chosen = uid
@@ -231,7 +239,8 @@ public final class LocalHub: MediaTransport, Sendable {
             guard room.members[chosen] == nil else {
                 throw EngineError(.joinChannelRejected, "uid \(chosen) is already in channel '\(channelId)'")
             }
-            let member = Member(uid: chosen, endpoint: endpoint, role: role, media: media, receivesMedia: receivesMedia)
+            var member = Member(uid: chosen, endpoint: endpoint, role: role, media: media, receivesMedia: receivesMedia)
+            member.describedVideoSSRC = describedVideoSSRC
             // The newcomer learns about the broadcasters present; they learn about a broadcaster newcomer.
             if receivesMedia {
                 for other in room.order.compactMap({ room.members[$0] })
@@ -391,7 +400,7 @@ public final class LocalHub: MediaTransport, Sendable {
         let (publisher, hasLinks) = network.withLock { network -> (TransportEndpoint?, Bool) in
             swap(&work, &network.layeredWork)
             guard let room = network.rooms[channelId], let sender = room.members[uid], let endpoint = sender.endpoint,
-                let highSSRC = sender.videoSSRC
+                let highSSRC = sender.forwardedVideoSSRC
             else { return (nil, false) }
             let stream = Member.streamKey(uid, .video)
             // The subscribers present now had the publisher's last plain packet; those who come
@@ -413,9 +422,10 @@ public final class LocalHub: MediaTransport, Sendable {
                     network.forwarders[key] = VideoLayerForwarder(target: wanted, after: sender.lastHighVideo)
                     index = network.forwarders.index(forKey: key)
                 }
-                // A keyframe of the wanted layer is asked for once its SSRC is known (a low layer
-                // said to come, not seen yet, is asked for at its first packet if that is no keyframe).
-                let wantedSSRC = wanted == .low ? sender.lowVideoSSRC : highSSRC
+                // A keyframe of the wanted layer is asked for once a packet of it was seen (a low
+                // layer said to come is asked for at its first packet if that is no keyframe; the
+                // high one, at a low packet before any high one, is on its way, keyframe first).
+                let wantedSSRC = wanted == .low ? sender.lowVideoSSRC : sender.videoSSRC
                 let (decision, switched, request) = Self.decide(
                     &network.forwarders.values[index!], packet, layer, wanted, highSSRC: highSSRC,
                     mayRequest: wantedSSRC != nil)
@@ -470,7 +480,7 @@ public final class LocalHub: MediaTransport, Sendable {
                 !member.unsubscribed.contains(Member.streamKey(uid, stream.kind))
             else { return (nil, packet, false, !network.held.isEmpty) }
             var out = packet
-            if stream.kind == .video, let publisher = room.members[uid], let highSSRC = publisher.videoSSRC,
+            if stream.kind == .video, let publisher = room.members[uid], let highSSRC = publisher.forwardedVideoSSRC,
                 let lowSSRC = publisher.lowVideoSSRC
             {
                 // A layered publisher's packet goes as the recipient's forwarder rewrites it.
@@ -502,7 +512,7 @@ public final class LocalHub: MediaTransport, Sendable {
             // about the layers it was forwarded from.
             var bytes = bytes
             if recipient != 0, let forwarder = network.forwarders[ForwarderKey(channelId, uid, recipient)],
-                let publisher = room?.members[recipient], let highSSRC = publisher.videoSSRC,
+                let publisher = room?.members[recipient], let highSSRC = publisher.forwardedVideoSSRC,
                 let lowSSRC = publisher.lowVideoSSRC
             {
                 bytes = forwarder.translateFeedback(bytes, highSSRC: highSSRC, lowSSRC: lowSSRC)
