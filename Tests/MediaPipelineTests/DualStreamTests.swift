@@ -592,6 +592,8 @@ struct DualStreamTests {
                     && pictures.allSatisfy { ($0.width, $0.height) == size }, "\(wanted): \(shown)")
             #expect(s.host.engine.statistics.keyframeRequestsReceived == 0, "\(wanted)")
             #expect(s.channel.remoteVideoStats(1)?.rxStreamType == wanted)
+            // The hub forwards the layer asked for (nil: nothing of the layered video reached the viewer).
+            #expect(s.session.hub.forwardedVideoStreamType(channelId: "a", subscriber: 2, publisher: 1) == wanted)
             Self.expectRightPictures(pictures)
         }
     }
