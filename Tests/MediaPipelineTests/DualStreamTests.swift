@@ -175,12 +175,18 @@ struct DualStreamTests {
                             width: DualStreamTests.width, height: DualStreamTests.height, frame: frame),
                         timestampMicroseconds: Int64(frame) * Int64(DualStreamTests.frameTicks) * 10_000)
                 }
-                viewer.engine.renderVideo()
-                viewer.pull()  // the playout round also makes the 2 s statistics
-                session.clock.advance(byMicroseconds: 10_000)
-                session.hub.deliverDue()
-                tick += 1
+                finishTick()
             }
+        }
+
+        /// The rest of a tick after the host pushed: the viewer renders and plays out (its
+        /// playout round also makes the 2 s statistics), 10 ms pass, the hub delivers.
+        private mutating func finishTick() {
+            viewer.engine.renderVideo()
+            viewer.pull()
+            session.clock.advance(byMicroseconds: 10_000)
+            session.hub.deliverDue()
+            tick += 1
         }
 
         var channel: MediaChannel { viewer.channels["a"]! }
@@ -196,11 +202,7 @@ struct DualStreamTests {
                 if tick % DualStreamTests.frameTicks == 0 {
                     try source.push(tick / DualStreamTests.frameTicks, at: Int64(tick) * 10_000, host.engine, observer)
                 }
-                viewer.engine.renderVideo()
-                viewer.pull()
-                session.clock.advance(byMicroseconds: 10_000)
-                session.hub.deliverDue()
-                tick += 1
+                finishTick()
             }
         }
     }
