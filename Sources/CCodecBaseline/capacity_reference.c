@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <vpx/vp8dx.h>
 #include <vpx/vpx_decoder.h>
 
@@ -74,6 +75,8 @@ struct mp_capacity_reference {
     int job_count;
     // Taken by every thread of a round, one user at a time.
     atomic_int next_job;
+    // Wall time of the rounds so far on the calling thread (reference_run), in nanoseconds.
+    long long round_nanoseconds;
     // The packet and frame of the current round (set before the round, read by its jobs).
     long long audio_position;
     const uint8_t *video_frame;
@@ -135,7 +138,23 @@ static void *reference_worker(void *context) {
 
 /// Runs jobs 0..<count on the workers and the calling thread; returns when all are done. With
 /// no workers or a single job, the caller runs them alone (as the engine's pool does).
+static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count);
+
+/// Nanoseconds on the monotonic clock.
+static long long monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/// reference_run_jobs, its wall time added to round_nanoseconds (as the engine's pools count theirs).
 static void reference_run(mp_capacity_reference *reference, reference_job job, int count) {
+    long long start = monotonic_nanoseconds();
+    reference_run_jobs(reference, job, count);
+    reference->round_nanoseconds += monotonic_nanoseconds() - start;
+}
+
+static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count) {
     if (reference->threads_started == 0 || count <= 1) {
         for (int index = 0; index < count; index++) job(reference, index);
         return;
@@ -417,6 +436,10 @@ long long mp_capacity_reference_pictures_rendered(const mp_capacity_reference *r
 }
 
 const int16_t *mp_capacity_reference_mix(const mp_capacity_reference *reference) { return reference->mix; }
+
+long long mp_capacity_reference_round_nanoseconds(const mp_capacity_reference *reference) {
+    return reference->round_nanoseconds;
+}
 
 const char *mp_capacity_reference_error(const mp_capacity_reference *reference) { return reference->error; }
 

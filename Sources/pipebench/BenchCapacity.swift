@@ -158,26 +158,46 @@ extension BenchCapacity {
     ///   reference failed a decode or missed a packet or picture it was due.
     func interleavedRealtimeFactors(
         users: Int, threads: Int, layer: VideoStreamType = .high, sliceTicks: Int = 20
-    ) throws -> (engine: Double, reference: Double) {
+    ) throws -> InterleavedTrial {
         let load = try warmedUpLoad(users: users, threads: threads, layer: layer)
         let session = try warmedUpReference(users: users, threads: threads, layer: layer)
         let before = session.decodedSoFar
         var slices = max(2, Int((seconds * 100 / Double(sliceTicks)).rounded(.up)))
         slices += slices % 2
         var (engineSeconds, referenceSeconds) = (0.0, 0.0)
+        // The slices' time in decode rounds: the rest is each one's serial work.
+        var (engineRoundSeconds, referenceRoundSeconds) = (0.0, 0.0)
         var referenceVideoTicks = 0
         for slice in 0..<(slices * 2) {
             if slice % 4 == 0 || slice % 4 == 3 {
+                let roundsBefore = load.engine.decodeRoundNanoseconds
                 engineSeconds += Self.subscriberSeconds(load, ticks: sliceTicks)
+                engineRoundSeconds += Double(load.engine.decodeRoundNanoseconds - roundsBefore) / 1e9
             } else {
+                let roundsBefore = session.roundSeconds
                 let (seconds, videoTicks) = try session.advance(ticks: sliceTicks)
                 referenceSeconds += seconds
+                referenceRoundSeconds += session.roundSeconds - roundsBefore
                 referenceVideoTicks += videoTicks
             }
         }
         try load.checkEveryUserShows(layer)
         try session.checkDecoded(ticks: slices * sliceTicks, videoTicks: referenceVideoTicks, since: before)
         let sessionSeconds = Double(slices * sliceTicks) / 100
-        return (sessionSeconds / engineSeconds, sessionSeconds / referenceSeconds)
+        return InterleavedTrial(
+            engine: sessionSeconds / engineSeconds, reference: sessionSeconds / referenceSeconds,
+            engineSerialShare: max(0, 1 - engineRoundSeconds / engineSeconds),
+            referenceSerialShare: max(0, 1 - referenceRoundSeconds / referenceSeconds))
+    }
+
+    /// One interleaved trial's figures.
+    struct InterleavedTrial {
+        /// Session seconds per wall second: the engine's, and the C reference's.
+        var engine: Double, reference: Double
+        /// The share of each one's wall time spent outside its decode rounds, on the one thread
+        /// that advances it while the others wait: the engine's packet delivery through the hub,
+        /// its control plane's work before and after each round and its mix; the C reference's
+        /// mix. On `threads` threads a serial second costs `threads` seconds of capacity.
+        var engineSerialShare: Double, referenceSerialShare: Double
     }
 }

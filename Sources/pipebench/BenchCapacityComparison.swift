@@ -11,6 +11,9 @@ struct CapacityTrialResult: Codable {
     /// In an interleaved trial, the C reference's session seconds per wall-clock second, its
     /// slices taken by turns with the engine's (``realtimeFactor``) in the same process.
     var referenceRealtimeFactor: Double?
+    /// In an interleaved trial, the share of the engine's wall time outside its decode rounds
+    /// (``BenchCapacity/InterleavedTrial/engineSerialShare``), and of the C reference's.
+    var serialShare: Double?, referenceSerialShare: Double?
 }
 
 /// One capacity search's result: what a child `pipebench bench --capacity-target` prints.
@@ -66,9 +69,9 @@ struct CapacityComparison {
     /// One trial of each target at the engine's capacity on all threads, by target (none when
     /// the engine kept up with no user count).
     private(set) var sameLoad: [CapacityTarget: CapacitySearchResult] = [:]
-    /// The interleaved trials' real-time factors (engine, C reference) at ``interleavedUsers``
-    /// users on all threads.
-    private(set) var interleaved: [(engine: Double, reference: Double)] = []
+    /// The interleaved trials' real-time factors and serial shares (engine, C reference) at
+    /// ``interleavedUsers`` users on all threads.
+    private(set) var interleaved: [BenchCapacity.InterleavedTrial] = []
     /// The users of the interleaved trials: the C reference's capacity on all threads.
     private(set) var interleavedUsers = 0
 
@@ -126,11 +129,16 @@ struct CapacityComparison {
             let result = try Self.runChild(
                 .engine, threads: threads,
                 options: options + ["--capacity-users", "\(interleavedUsers)", "--capacity-interleaved"])
-            guard let trial = result.trials.first, let reference = trial.referenceRealtimeFactor else {
+            guard let trial = result.trials.first, let reference = trial.referenceRealtimeFactor,
+                let serial = trial.serialShare, let referenceSerial = trial.referenceSerialShare
+            else {
                 throw MediaError(
                     .io, "the interleaved trial of \(interleavedUsers) users (a child pipebench) gave no trial")
             }
-            interleaved.append((trial.realtimeFactor, reference))
+            interleaved.append(
+                .init(
+                    engine: trial.realtimeFactor, reference: reference, engineSerialShare: serial,
+                    referenceSerialShare: referenceSerial))
         }
     }
 
@@ -139,9 +147,22 @@ struct CapacityComparison {
     var interleavedRatio: (median: Double, lowest: Double, highest: Double)? {
         let ratios = interleaved.map { Self.ratio($0.engine, $0.reference) }.sorted()
         guard let lowest = ratios.first, let highest = ratios.last else { return nil }
-        let middle = ratios.count / 2
-        let median = ratios.count % 2 == 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2
-        return (median, lowest, highest)
+        return (Self.median(ratios), lowest, highest)
+    }
+
+    /// The medians of the interleaved trials' serial shares (engine, C reference); nil without trials.
+    var interleavedSerialShares: (engine: Double, reference: Double)? {
+        guard !interleaved.isEmpty else { return nil }
+        return (
+            Self.median(interleaved.map(\.engineSerialShare).sorted()),
+            Self.median(interleaved.map(\.referenceSerialShare).sorted())
+        )
+    }
+
+    /// The median of `sorted` (not empty).
+    private static func median(_ sorted: [Double]) -> Double {
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }
 
     /// "1 thread", "2 threads".
@@ -187,8 +208,9 @@ struct CapacityComparison {
         if let users {
             var trial = CapacityTrialResult(users: users, realtimeFactor: 0)
             if interleaved {
-                (trial.realtimeFactor, trial.referenceRealtimeFactor) =
-                    try search.interleavedRealtimeFactors(users: users, threads: threads, layer: target.layer)
+                let both = try search.interleavedRealtimeFactors(users: users, threads: threads, layer: target.layer)
+                (trial.realtimeFactor, trial.referenceRealtimeFactor) = (both.engine, both.reference)
+                (trial.serialShare, trial.referenceSerialShare) = (both.engineSerialShare, both.referenceSerialShare)
             } else {
                 trial.realtimeFactor = try search.realtimeFactor(users: users, threads: threads, target: target)
             }
@@ -277,7 +299,14 @@ struct CapacityComparison {
             figures["capacityInterleavedUsers"] = interleavedUsers
             figures["capacityInterleavedRatioToCReference"] = ratio.median
             figures["capacityInterleavedRealtimeFactors"] = interleaved.map {
-                ["engine": $0.engine, "cReference": $0.reference] as [String: Any]
+                [
+                    "engine": $0.engine, "cReference": $0.reference, "engineSerialShare": $0.engineSerialShare,
+                    "cReferenceSerialShare": $0.referenceSerialShare,
+                ] as [String: Any]
+            }
+            if let shares = interleavedSerialShares {
+                figures["capacityInterleavedSerialShareEngine"] = shares.engine
+                figures["capacityInterleavedSerialShareCReference"] = shares.reference
             }
         }
         if let ours = sameLoad[.engine], let c = sameLoad[.cReference] {
@@ -306,6 +335,12 @@ struct CapacityComparison {
                     + "reference's \(interleavedUsers) users (both sessions in one process, by turns): real-time "
                     + "factor ours/C median "
                     + String(format: "%.3f (%.3f to %.3f)", ratio.median, ratio.lowest, ratio.highest))
+        }
+        if let shares = interleavedSerialShares {
+            lines.append(
+                "capacity, interleaved trials: wall time outside the decode rounds, on the one thread that "
+                    + "advances the session while the others wait (median): engine "
+                    + String(format: "%.1f %%, C reference %.1f %%", shares.engine * 100, shares.reference * 100))
         }
         if let lowLayer {
             let high = engine[threads]?.users ?? 0

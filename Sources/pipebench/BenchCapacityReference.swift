@@ -79,6 +79,10 @@ final class CapacityReferenceSession {
         return (seconds, videoTicks)
     }
 
+    /// The wall seconds the session's rounds (its decodes across the threads) took so far on the
+    /// thread that advances it: the rest of its advances is its serial work, the mix.
+    var roundSeconds: Double { Double(mp_capacity_reference_round_nanoseconds(session)) / 1e9 }
+
     /// Audio packets and pictures decoded so far (for ``checkDecoded(ticks:videoTicks:since:)``).
     var decodedSoFar: (packets: Int, pictures: Int) { (audioPacketsDecoded, picturesRendered) }
 

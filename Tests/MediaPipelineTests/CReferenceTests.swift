@@ -53,6 +53,17 @@ struct CReferenceTests {
         let interleavedRatio = try #require(object["capacityInterleavedRatioToCReference"] as? Double)
         #expect(
             ratios.count == 3 && abs(interleavedRatio - ratios[1]) < 1e-9, "\(interleavedRatio) \(ratios)")
+        // Each trial's share of wall time outside the decode rounds: both do serial work (the
+        // engine delivers packets and mixes, C mixes), less than all of their time; the medians.
+        for (trialKey, medianKey) in [
+            ("engineSerialShare", "capacityInterleavedSerialShareEngine"),
+            ("cReferenceSerialShare", "capacityInterleavedSerialShareCReference"),
+        ] {
+            let shares = interleaved.compactMap { $0[trialKey] }.sorted()
+            #expect(shares.count == 3 && shares.allSatisfy { $0 > 0 && $0 < 1 }, "\(trialKey) \(shares)")
+            let median = try #require(object[medianKey] as? Double, "\(medianKey)")
+            #expect(shares.count == 3 && abs(median - shares[1]) < 1e-9, "\(medianKey) \(median) \(shares)")
+        }
         // Both again at the engine's capacity on all threads, one trial each, for memory at the same load.
         #expect(object["peakMemoryUsersSameLoad"] as? Int == object["sessionCapacityUsers"] as? Int)
         #expect((object["peakMemoryMBEngineSameLoad"] as? Double ?? 0) > 0)

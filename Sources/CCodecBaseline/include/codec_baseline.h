@@ -110,6 +110,11 @@ const int16_t *mp_capacity_reference_mix(const mp_capacity_reference *reference)
 /// The first decode failure's message, "" when there was none.
 const char *mp_capacity_reference_error(const mp_capacity_reference *reference);
 
+/// Wall time the session's rounds (its decodes, across the threads, from the start of each to its
+/// last job's end) took so far on the thread that advances it, in nanoseconds; the rest of an
+/// advance is its serial work (the mix).
+long long mp_capacity_reference_round_nanoseconds(const mp_capacity_reference *reference);
+
 /// Stops the worker threads and frees the session.
 void mp_capacity_reference_destroy(mp_capacity_reference *reference);
 

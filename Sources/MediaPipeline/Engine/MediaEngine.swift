@@ -74,6 +74,13 @@ public final class MediaEngine: Sendable {
     let audioWorkers: ParallelWorkers
     let videoWorkers: ParallelWorkers
 
+    /// The wall time the engine's decode rounds (playout's and render's, each from its start to
+    /// its last stream done, on the decode threads and the calling thread together) have taken so
+    /// far on the threads that called them, in nanoseconds. What a call of ``pullPlayout(into:)``
+    /// or ``renderVideo()`` takes besides is the engine's serial work: the control plane's
+    /// decisions before and after the round, and the mix. For the benchmarks.
+    package var decodeRoundNanoseconds: Int64 { audioWorkers.busyNanoseconds + videoWorkers.busyNanoseconds }
+
     /// Creates an engine attached to `transport`, running on `clock`.
     public init(transport: MediaTransport, clock: MediaClock, configuration: EngineConfiguration = .init()) throws {
         try configuration.audio.validate()

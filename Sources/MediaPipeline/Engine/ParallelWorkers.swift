@@ -26,6 +26,8 @@ final class ParallelWorkers: @unchecked Sendable {
     private let nextJob = Atomic<Int>(0)
     /// Held through a round: one round at a time uses the threads.
     private let roundLock = Lock()
+    /// Wall time the rounds took so far on their calling threads, in nanoseconds.
+    private let roundNanoseconds = Atomic<Int64>(0)
     // Guarded by `mutex`.
     private var threads: [pthread_t] = []
     private var generation = 0
@@ -60,11 +62,23 @@ final class ParallelWorkers: @unchecked Sendable {
     /// Runs jobs `0..<count` of `source` on the pool and the calling thread; returns when all are
     /// done. Rounds from several threads run one after the other (a pool serves one at a time).
     func run(_ count: Int, on source: ParallelJobSource) {
+        let start = ContinuousClock.now
+        defer { roundNanoseconds.wrappingAdd(Self.nanoseconds(since: start), ordering: .relaxed) }
         guard extraThreads > 0, count > 1 else {
             for index in 0..<count { source.runJob(index) }
             return
         }
         roundLock.withLock { runRound(count, on: source) }
+    }
+
+    /// The wall time ``run(_:on:)`` has taken so far, summed over its calls (from the call to
+    /// the round's last job done), in nanoseconds: what tells a caller's own work, outside the
+    /// rounds, from the work the pool shares out.
+    var busyNanoseconds: Int64 { roundNanoseconds.load(ordering: .relaxed) }
+
+    private static func nanoseconds(since start: ContinuousClock.Instant) -> Int64 {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     private func runRound(_ count: Int, on source: ParallelJobSource) {
