@@ -273,16 +273,37 @@ struct RTPNetworkTests {
         ]
         let output = Pipe()
         receiver.standardOutput = output
+        // Flooded, the receiver's progress lines say when ffmpeg's packets have come.
+        let progress = folder.file("receiver.log")
+        if flooded {
+            _ = FileManager.default.createFile(atPath: progress, contents: nil)
+            receiver.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: progress))
+        }
         try receiver.run()
         defer { receiver.finish(within: 0) }
         try waitForUDPListeners([videoPort, videoPort + 1, audioPort, audioPort + 1])
-        let flood = flooded ? Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1]) : nil
-        flood?.start(afterSeconds: 0.3)
-        try reference("ffmpeg", ffmpegArguments([]))
-        flood?.stop()
+        var flood: Flood?
+        if flooded {
+            // The flood's RTP comes from an SSRC of its own, with that SSRC's BYEs: a receiver
+            // told no SSRC takes the first it hears, so the flood starts once both streams' first
+            // packets were taken (a fixed head start lost that race on a loaded machine).
+            let ffmpeg = try startWithSignalsUnblocked(
+                ["/usr/bin/ffmpeg"] + ffmpegArguments([]), stdout: folder.file("ffmpeg.out"),
+                stderr: folder.file("ffmpeg.err"))
+            defer { ffmpeg.finish(within: 0) }
+            let streaming = Self.waitForPackets(inProgress: progress, seconds: 20)
+            #expect(streaming, "the receiver took no packet of both streams: \(Self.text(progress))")
+            flood = Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1])
+            flood?.start(afterSeconds: 0)
+            let sent = ffmpeg.finish(within: 60)
+            flood?.stop()
+            #expect(sent && ffmpeg.terminationStatus == 0, "ffmpeg: \(Self.text(folder.file("ffmpeg.err")))")
+        } else {
+            try reference("ffmpeg", ffmpegArguments([]))
+        }
         #expect(receiver.finish(within: 30), "receive did not end after the stream")
         let report = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(receiver.terminationStatus == 0, "\(report)")
+        #expect(receiver.terminationStatus == 0, "\(report)\n\(Self.text(progress))")
         if let flood {
             // The receiver saw the flood and set it aside: its report counts the datagrams ignored.
             #expect(flood.sent > 1000, "\(flood.sent) bad datagrams sent")
@@ -334,6 +355,32 @@ struct RTPNetworkTests {
                 "-of", "csv=p=0", folder.file("video.y4m"),
             ])
         #expect(probe.trimmingCharacters(in: .whitespacesAndNewlines) == "640,360,30/1,90")
+    }
+}
+
+extension RTPNetworkTests {
+    /// Waits up to `seconds` for a progress line of `pipebench receive` (in the file at `path`)
+    /// that counts packets of both its streams ("audio: N packets" and "video: N packets", both
+    /// above 0); whether one came.
+    static func waitForPackets(inProgress path: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let lines = text(path).split(separator: "\n")
+            if lines.contains(where: { packets("audio", in: $0) > 0 && packets("video", in: $0) > 0 }) { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    /// The packets a progress line counts for `kind` ("audio: 22 packets, ..."), 0 if none.
+    private static func packets(_ kind: String, in line: Substring) -> Int {
+        guard let start = line.range(of: "\(kind): ") else { return 0 }
+        return Int(line[start.upperBound...].prefix { $0.isNumber }) ?? 0
+    }
+
+    /// The text of the file at `path` ("" when it cannot be read).
+    static func text(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
     }
 }
 
