@@ -136,8 +136,6 @@ static void *reference_worker(void *context) {
     return NULL;
 }
 
-/// Runs jobs 0..<count on the workers and the calling thread; returns when all are done. With
-/// no workers or a single job, the caller runs them alone (as the engine's pool does).
 static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count);
 
 /// Nanoseconds on the monotonic clock.
@@ -154,6 +152,8 @@ static void reference_run(mp_capacity_reference *reference, reference_job job, i
     reference->round_nanoseconds += monotonic_nanoseconds() - start;
 }
 
+/// Runs jobs 0..<count on the workers and the calling thread; returns when all are done. With
+/// no workers or a single job, the caller runs them alone (as the engine's pool does).
 static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count) {
     if (reference->threads_started == 0 || count <= 1) {
         for (int index = 0; index < count; index++) job(reference, index);
