@@ -136,22 +136,6 @@ static void *reference_worker(void *context) {
     return NULL;
 }
 
-static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count);
-
-/// Nanoseconds on the monotonic clock.
-static long long monotonic_nanoseconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
-}
-
-/// reference_run_jobs, its wall time added to round_nanoseconds (as the engine's pools count theirs).
-static void reference_run(mp_capacity_reference *reference, reference_job job, int count) {
-    long long start = monotonic_nanoseconds();
-    reference_run_jobs(reference, job, count);
-    reference->round_nanoseconds += monotonic_nanoseconds() - start;
-}
-
 /// Runs jobs 0..<count on the workers and the calling thread; returns when all are done. With
 /// no workers or a single job, the caller runs them alone (as the engine's pool does).
 static void reference_run_jobs(mp_capacity_reference *reference, reference_job job, int count) {
@@ -172,6 +156,20 @@ static void reference_run_jobs(mp_capacity_reference *reference, reference_job j
     while (reference->finished < reference->threads_started)
         pthread_cond_wait(&reference->done_condition, &reference->mutex);
     pthread_mutex_unlock(&reference->mutex);
+}
+
+/// Nanoseconds on the monotonic clock.
+static long long monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+/// reference_run_jobs, its wall time added to round_nanoseconds (as the engine's pools count theirs).
+static void reference_run(mp_capacity_reference *reference, reference_job job, int count) {
+    long long start = monotonic_nanoseconds();
+    reference_run_jobs(reference, job, count);
+    reference->round_nanoseconds += monotonic_nanoseconds() - start;
 }
 
 // MARK: - Jobs

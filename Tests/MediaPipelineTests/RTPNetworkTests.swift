@@ -294,7 +294,7 @@ struct RTPNetworkTests {
             let streaming = Self.waitForPackets(inProgress: progress, seconds: 20)
             #expect(streaming, "the receiver took no packet of both streams: \(Self.text(progress))")
             flood = Flood(ports: [videoPort, videoPort + 1, audioPort, audioPort + 1])
-            flood?.start(afterSeconds: 0)
+            flood?.start()
             let sent = ffmpeg.finish(within: 60)
             flood?.stop()
             #expect(sent && ffmpeg.terminationStatus == 0, "ffmpeg: \(Self.text(folder.file("ffmpeg.err")))")
@@ -398,9 +398,8 @@ private final class Flood: @unchecked Sendable {
 
     var sent: Int { lock.withLock { count } }
 
-    func start(afterSeconds delay: Double) {
+    func start() {
         let thread = Thread { [self] in
-            Thread.sleep(forTimeInterval: delay)
             guard let socket = try? UDPSocket(address: "127.0.0.1", port: 0) else { return }
             // Seeded, so a datagram that breaks the receiver comes again in the next run.
             var generator = SplitMix64(seed: 0x5EED_F100D)
